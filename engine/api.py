@@ -1,0 +1,435 @@
+"""``MemoryEngine``: the one front door. It wires real backends and exposes every operation pages, the CLI, the MCP
+server and agents need. Only records, plain data and named errors leave it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from .clock import utcnow
+from .config import DEMO_DIR, Settings
+from .errors import InvalidInput, StoreCorrupt
+from .ids import check_id
+from .memory.base import Backends
+from .memory.episodic import EpisodicMemory
+from .memory.feedback import FeedbackLog
+from .memory.forgetting import Forgetter, check_kind
+from .memory.procedural import SkillLibrary
+from .memory.reflection import Reflector
+from .memory.semantic import SemanticMemory
+from .memory.sessions import SessionStore
+from .memory.transfer import Transfer
+from .memory.working import WorkingMemory
+from .providers.embedders import Embedder, LocalMiniLM, OpenAIEmbedder
+from .providers.llm import LLM, NoLLM, OpenAIChat
+from .records import (Category, Episode, FeedbackEvent, ForgetLogEntry, ForgetResult, Item, Message, Page,
+                      PrunePlan, RankedSkill, SearchHit, SessionInfo, Skill, SkillOutcome, StoreStats)
+from .retrieval.candidates import build_inputs, search_sources
+from .retrieval.pipeline import Retriever
+from .retrieval.store import TraceStore, trace_from_dict
+from .retrieval.trace import RetrievalTrace
+from .storage.database import Database
+from .storage.vectors import VectorIndex
+
+DB_FILE = "memlens.duckdb"
+VECTOR_DIR = "vectors"
+
+
+def store_path(location: str | Path) -> Path:
+    text = str(location)
+    if text.startswith("file://"):
+        text = text[len("file://"):]
+    elif "://" in text:
+        raise InvalidInput(f"store {text[:60]!r}: only local folders (or file:// URIs) are supported so far")
+    path = Path(text).expanduser()
+    if path.exists() and not path.is_dir():
+        raise InvalidInput(f"store {path} is a file, not a folder")
+    return path
+
+
+class MemoryEngine:
+    """Agent memory on DuckDB + LanceDB with traced retrieval. Open with :meth:`open`."""
+
+    def __init__(self, settings: Settings, embedder: Embedder, llm: LLM) -> None:
+        self.settings = settings
+        self.path = store_path(settings.store)
+        self.path.mkdir(parents=True, exist_ok=True)
+        db = Database(self.path / DB_FILE, settings.lock_timeout_s)
+        db.migrate()
+        index = VectorIndex(str(self.path / VECTOR_DIR), embedder.name, embedder.dim)
+        self.embedder = embedder
+        self.llm = llm
+        b = Backends(db, index, embedder, settings)
+        self._b = b
+        self.sessions = SessionStore(b)
+        self.working = WorkingMemory(b)
+        self.semantic = SemanticMemory(b)
+        self.episodic = EpisodicMemory(b)
+        self.skills = SkillLibrary(b)
+        self.feedback = FeedbackLog(b)
+        self.forgetter = Forgetter(b)
+        self.traces = TraceStore(b)
+        self.transfer = Transfer(b, self.sessions, self.working, self.semantic, self.episodic, self.skills,
+                                 self.feedback, self.forgetter)
+        self.reflector = Reflector(self.episodic, self.semantic, llm)
+        self.retriever = Retriever(b, llm, self.traces.save)
+
+    @classmethod
+    def open(cls, path: str | Path | None = None, settings: Settings | None = None, *,
+             embedder: Embedder | None = None, llm: LLM | None = None) -> "MemoryEngine":
+        """Open (or create) a store. ``path`` overrides ``settings.store``; backends default from settings."""
+        settings = settings or Settings.from_env()
+        if path is not None:
+            settings = settings.with_overrides({"store": str(path)})
+        client = None
+        if settings.llm_configured:
+            import openai
+
+            client = openai.OpenAI(api_key=settings.openai_api_key, base_url=settings.openai_base_url or None,
+                                   timeout=settings.llm_timeout_s, max_retries=0)
+        holder: dict[str, MemoryEngine] = {}
+
+        def sink(user_id, operation, model, i, o):
+            if "engine" in holder:
+                holder["engine"].record_usage(user_id, operation, model, i, o)
+
+        if embedder is None:
+            embedder = (OpenAIEmbedder(client, settings.embedding_model, sink)
+                        if settings.embedder_choice == "openai" and client is not None else LocalMiniLM())
+        if llm is None:
+            llm = OpenAIChat(client, settings.chat_model, settings.llm_retries, sink) if client else NoLLM()
+        engine = cls(settings, embedder, llm)
+        holder["engine"] = engine
+        return engine
+
+    # -- short-term memory ------------------------------------------------------------------------------------------
+    def add_message(self, user_id: str, session_id: str, role: str, content: str,
+                    created_at: datetime | str | None = None) -> Message:
+        """Append one message to a session (created on first use)."""
+        return self.sessions.add_messages([(user_id, session_id, role, content, created_at)])[0]
+
+    def users(self) -> list[str]:
+        return self.sessions.users()
+
+    def list_sessions(self, user_id: str | None = None, search: str | None = None, since: datetime | None = None,
+                      until: datetime | None = None, limit: int = 50, offset: int = 0) -> Page:
+        return self.sessions.list_sessions(user_id, search, since, until, limit, offset)
+
+    def get_session(self, user_id: str, session_id: str) -> SessionInfo:
+        return self.sessions.get_session(user_id, session_id)
+
+    def messages(self, user_id: str, session_id: str, limit: int = 200, offset: int = 0) -> Page:
+        return self.sessions.messages(user_id, session_id, limit, offset)
+
+    def prune_sessions(self, user_id: str, rule: str, apply: bool = False, now: datetime | None = None) -> PrunePlan:
+        """Preview (default) or apply a lifecycle rule: idle, stale or max."""
+        return self.sessions.prune(user_id, rule, apply, now)
+
+    # -- working memory ---------------------------------------------------------------------------------------------
+    def working_get(self, user_id: str, session_id: str) -> dict[str, Any]:
+        return self.working.get(user_id, session_id)
+
+    def working_update(self, user_id: str, session_id: str, slots: Mapping[str, Any],
+                       source: str = "api") -> dict[str, Any]:
+        """Set several slots in one transaction; ``None`` removes a slot."""
+        return self.working.update(user_id, session_id, slots, source)
+
+    def working_set_json(self, user_id: str, session_id: str, slot: str, text: str,
+                         source: str = "ui") -> dict[str, Any]:
+        """Set a slot from JSON text; invalid JSON raises InvalidInput and writes nothing."""
+        from .memory.working import parse_json_value
+
+        return self.working.update(user_id, session_id, {slot: parse_json_value(text, slot)}, source)
+
+    def working_history(self, user_id: str, session_id: str, slot: str | None = None, limit: int = 100):
+        return self.working.history(user_id, session_id, slot, limit)
+
+    def working_restore(self, user_id: str, session_id: str, edit_id: int, which: str = "old",
+                        source: str = "ui") -> Any:
+        return self.working.restore(user_id, session_id, edit_id, which, source)
+
+    def working_clear(self, user_id: str, session_id: str, source: str = "api") -> int:
+        return self.working.clear(user_id, session_id, source)
+
+    # -- semantic memory --------------------------------------------------------------------------------------------
+    def remember(self, user_id: str, content: str, category: str = "general", importance: float | None = None,
+                 evergreen: bool = False, provenance: Mapping | None = None, source: str = "api",
+                 created_at: datetime | str | None = None) -> Item:
+        """Store one fact directly (llmemory's remember_fact)."""
+        item = self.semantic.prepare(user_id, content, category, importance, evergreen, provenance, source,
+                                     created_at)
+        return self.semantic.add([item])[0]
+
+    def remember_many(self, records: Iterable[Mapping[str, Any]]) -> list[Item]:
+        """Store many facts in one batch (one embedding pass, one transaction)."""
+        items = [self.semantic.prepare(**dict(r)) for r in records]
+        return self.semantic.add(items)
+
+    def memorize(self, user_id: str, text: str, category: str | None = None,
+                 importance: float | None = None) -> list[Item]:
+        """Write raw text. Offline: one item in ``general`` (or ``category``)."""
+        return self.semantic.memorize_offline(user_id, text, category, importance)
+
+    def get_item(self, user_id: str, item_id: str) -> Item:
+        return self.semantic.get(user_id, item_id)
+
+    def list_items(self, user_id: str, category: str | None = None, query: str | None = None,
+                   include_archived: bool = False, limit: int = 50, offset: int = 0) -> Page:
+        return self.semantic.list(user_id, category, query, include_archived, limit, offset)
+
+    def categories(self, user_id: str) -> list[Category]:
+        return self.semantic.categories(user_id)
+
+    # -- episodic memory --------------------------------------------------------------------------------------------
+    def record_episode(self, user_id: str, steps: Sequence[Mapping[str, Any]], summary: str | None = None,
+                       outcome: str | None = None, importance: float | None = None, session_id: str | None = None,
+                       created_at: datetime | str | None = None) -> Episode:
+        """Record a trajectory; a missing summary is derived from the actions."""
+        ep = self.episodic.prepare(user_id, list(steps), summary, outcome, importance, session_id, created_at)
+        return self.episodic.add([ep])[0]
+
+    def get_episode(self, user_id: str, episode_id: str) -> Episode:
+        return self.episodic.get(user_id, episode_id)
+
+    def list_episodes(self, user_id: str, outcome: str | None = None, query: str | None = None,
+                      session_id: str | None = None, include_archived: bool = False, limit: int = 50,
+                      offset: int = 0) -> Page:
+        return self.episodic.list(user_id, outcome, query, session_id, include_archived, limit, offset)
+
+    def reflect(self, user_id: str, window: int = 10) -> tuple[list[Item], str]:
+        """Insights from the last ``window`` episodes, stored in ``insights``; returns them and the strategy."""
+        return self.reflector.reflect(user_id, window)
+
+    # -- procedural memory ------------------------------------------------------------------------------------------
+    def register_skill(self, user_id: str, name: str, body: str, description: str = "", kind: str = "prompt",
+                       version: int | None = None, provenance: Mapping | None = None) -> Skill:
+        """Register a skill; the same name again becomes the next version with fresh counters."""
+        return self.skills.add([self.skills.prepare(user_id, name, body, description, kind, version, provenance)])[0]
+
+    def report_outcome(self, user_id: str, skill_id: str, success: bool, episode_id: str | None = None) -> Skill:
+        return self.skills.report_outcome(user_id, skill_id, success, episode_id)  # type: ignore[return-value]
+
+    def get_skill(self, user_id: str, skill_id: str) -> Skill:
+        return self.skills.get(user_id, skill_id)
+
+    def rank_skills(self, user_id: str, query: str | None = None, kind: str | None = None,
+                    limit: int = 50) -> list[RankedSkill]:
+        """Skills by proven utility: Wilson lower bound first, rate and trials beside it."""
+        return self.skills.rank(user_id, query, kind, limit)
+
+    def skill_versions(self, user_id: str, name: str) -> list[Skill]:
+        return self.skills.versions(user_id, name)
+
+    def skill_outcomes(self, user_id: str, skill_id: str | None = None, name: str | None = None) -> list[SkillOutcome]:
+        return self.skills.outcomes(user_id, skill_id, name)
+
+    # -- feedback and forgetting ------------------------------------------------------------------------------------
+    def label(self, user_id: str, item_id: str, label: str, trace_id: str | None = None, hop: int | None = None,
+              note: str = "") -> FeedbackEvent:
+        """Label a memory useful or harmful (optionally from a trace and hop)."""
+        return self.feedback.record([self.feedback.prepare(user_id, item_id, label, trace_id, hop, note)])[0]
+
+    def report_feedback(self, user_id: str, useful: Sequence[str] = (), harmful: Sequence[str] = (),
+                        trace_id: str | None = None, note: str = "") -> list[FeedbackEvent]:
+        """llmemory's report_feedback: +1 per useful id, -1 per harmful id, in one transaction."""
+        rows = [self.feedback.prepare(user_id, i, "useful", trace_id, None, note) for i in useful]
+        rows += [self.feedback.prepare(user_id, i, "harmful", trace_id, None, note) for i in harmful]
+        if not rows:
+            raise InvalidInput("give at least one useful or harmful id")
+        return self.feedback.record(rows)
+
+    def feedback_net(self, user_id: str, ids: Sequence[str]) -> dict[str, int]:
+        return self.feedback.net(user_id, ids)
+
+    def feedback_events(self, user_id: str, item_id: str | None = None, trace_id: str | None = None,
+                        limit: int = 500) -> list[FeedbackEvent]:
+        return self.feedback.events(user_id, item_id, trace_id, limit)
+
+    def forget(self, user_id: str, kind: str, ids: Sequence[str], reason: str, mode: str = "soft",
+               actor: str = "api") -> ForgetResult:
+        """Soft (archive, unretrievable) or hard (deleted everywhere) forgetting, with an audit entry."""
+        return self.forgetter.forget(user_id, kind, ids, reason, mode, actor)
+
+    def forget_log(self, user_id: str | None = None, limit: int = 1000) -> list[ForgetLogEntry]:
+        return self.forgetter.log(user_id, limit)
+
+    # -- search and retrieval ---------------------------------------------------------------------------------------
+    def search(self, user_id: str, query: str, kind: str = "all", limit: int = 10) -> list[SearchHit]:
+        """Plain hybrid search (vector + full text, no ranking pipeline): 0.7*cosine + 0.3*normalised BM25."""
+        check_id(user_id, "user id")
+        from .ids import check_text
+
+        check_text(query, "query", self.settings.max_text_chars)
+        kinds = ("semantic", "episodic", "procedural") if kind == "all" else (check_kind(kind),)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise InvalidInput("limit must be an integer from 1 to 1000")
+        qvec = self.embedder.embed([query])[0]
+        hits = search_sources(self._b, user_id, query, qvec, kinds, max(limit, 20))
+        with self._b.db.read() as conn:
+            inputs, _ = build_inputs(self._b, conn, user_id, qvec, hits)
+        top = max((i.fts_score or 0.0 for i in inputs), default=0.0) or 1.0
+        scored = [SearchHit(i.id, i.kind, i.text, round(0.7 * i.vector_similarity + 0.3 * (i.fts_score or 0) / top, 6),
+                            i.vector_similarity, i.fts_score, datetime.fromisoformat(i.created_at)) for i in inputs]
+        return sorted(scored, key=lambda h: -h.score)[:limit]
+
+    def retrieve(self, user_id: str, question: str, session_id: str | None = None, hops: int | None = None,
+                 budget: int | None = None, overrides: Mapping[str, Any] | None = None, reasoner: Any = None,
+                 now: datetime | str | None = None, save: bool = True) -> RetrievalTrace:
+        """The traced pipeline; returns (and stores) the trace, whose ``context`` is what the agent gets."""
+        return self.retriever.retrieve(user_id, question, session_id, hops, budget, overrides, reasoner, now,
+                                       save=save)
+
+    def replay(self, trace_id: str, overrides: Mapping[str, Any] | None = None) -> RetrievalTrace:
+        """Re-rank a stored trace under other settings without searching again."""
+        return self.retriever.replay(self.traces.get(trace_id), overrides)
+
+    def replay_trace(self, trace: RetrievalTrace, overrides: Mapping[str, Any] | None = None) -> RetrievalTrace:
+        return self.retriever.replay(trace, overrides)
+
+    def get_trace(self, trace_id: str, user_id: str | None = None) -> RetrievalTrace:
+        return self.traces.get(trace_id, user_id)
+
+    def list_traces(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> Page:
+        return self.traces.list(user_id, limit, offset)
+
+    def delete_trace(self, trace_id: str, user_id: str | None = None) -> None:
+        self.traces.delete(trace_id, user_id)
+
+    def export_trace(self, trace_id: str) -> str:
+        return json.dumps(self.traces.get(trace_id).to_dict(), ensure_ascii=False, indent=2)
+
+    @staticmethod
+    def trace_from_json(text: str) -> RetrievalTrace:
+        return trace_from_dict(json.loads(text))
+
+    # -- import, export, demo -------------------------------------------------------------------------------------
+    def ingest_lines(self, lines: Iterable[str], progress: Callable[[str, int, int], None] | None = None
+                     ) -> dict[str, int]:
+        """Import JSONL records; a bad line raises InvalidInput naming it, and nothing is written."""
+        return self.transfer.apply(self.transfer.plan(lines), progress)
+
+    def export(self, user_id: str) -> Iterator[dict]:
+        check_id(user_id, "user id")
+        return self.transfer.export(user_id)
+
+    def demo_loaded(self) -> bool:
+        with self._b.db.read() as conn:
+            return conn.execute("SELECT count(*) FROM items WHERE id = 'ada-item-001'").fetchone()[0] > 0
+
+    def load_demo(self, reset: bool = False, progress: Callable[[str, int, int], None] | None = None
+                  ) -> dict[str, int]:
+        """Load the bundled demo dataset; loading twice changes nothing, ``reset`` reloads it from scratch."""
+        path = DEMO_DIR / "demo.jsonl"
+        lines = path.read_text(encoding="utf-8").splitlines()
+        users = sorted({json.loads(line)["user_id"] for line in lines if line.strip()})
+        if reset:
+            for u in users:
+                self.delete_user(u)
+        elif any(u in self.users() for u in users):
+            return {}
+        return self.ingest_lines(lines, progress)
+
+    def delete_user(self, user_id: str) -> None:
+        """Remove every row and vector of a user (used by demo reset and tests)."""
+        check_id(user_id, "user id")
+        with self._b.db.write() as conn:
+            ids = {k: [r[0] for r in conn.execute(f"SELECT id FROM {t} WHERE user_id=?", [user_id]).fetchall()]
+                   for k, t in (("semantic", "items"), ("episodic", "episodes"), ("procedural", "skills"))}
+            for table in ("messages", "sessions", "working_slots", "working_history", "items", "categories",
+                          "episodes", "skills", "skill_outcomes", "feedback", "forget_log", "traces", "llm_usage"):
+                conn.execute(f"DELETE FROM {table} WHERE user_id=?", [user_id])
+        for kind, kind_ids in ids.items():
+            self._b.index.delete(kind, kind_ids)
+
+    # -- usage, stats, maintenance ----------------------------------------------------------------------------------
+    def record_usage(self, user_id: str | None, operation: str, model: str, input_tokens: int,
+                     output_tokens: int) -> None:
+        with self._b.db.write() as conn:
+            conn.execute("INSERT INTO llm_usage VALUES (?,?,?,?,?,?,?)",
+                         [user_id or "", operation, model, input_tokens, output_tokens,
+                          input_tokens + output_tokens, utcnow()])
+
+    def usage(self, user_id: str | None = None) -> list[dict[str, Any]]:
+        """Token usage per user and operation (from the API's usage fields)."""
+        where, params = "", []
+        if user_id is not None:
+            where, params = "WHERE user_id = ?", [check_id(user_id, "user id")]
+        with self._b.db.read() as conn:
+            rows = conn.execute("SELECT user_id, operation, model, count(*), sum(input_tokens), sum(output_tokens), "
+                                f"sum(total_tokens), max(occurred_at) FROM llm_usage {where} GROUP BY ALL ORDER BY 1, 2",
+                                params).fetchall()
+        keys = ("user_id", "operation", "model", "calls", "input_tokens", "output_tokens", "total_tokens", "last_at")
+        return [dict(zip(keys, r)) for r in rows]
+
+    def stats(self) -> StoreStats:
+        """Counts per memory kind and per user, the backends in use, and warnings about the store."""
+        tables = {"sessions": "sessions", "messages": "messages", "working_slots": "working_slots",
+                  "items": "items WHERE archived_at IS NULL", "categories": "categories",
+                  "episodes": "episodes WHERE archived_at IS NULL", "skills": "skills WHERE archived_at IS NULL",
+                  "feedback_events": "feedback", "forget_log_entries": "forget_log", "traces": "traces"}
+        with self._b.db.read() as conn:
+            counts = {k: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for k, t in tables.items()}
+            per_user_rows = conn.execute(
+                "SELECT user_id, kind, n FROM (SELECT user_id, 'sessions' kind, count(*) n FROM sessions GROUP BY 1 "
+                "UNION ALL SELECT user_id, 'messages', count(*) FROM messages GROUP BY 1 "
+                "UNION ALL SELECT user_id, 'items', count(*) FROM items WHERE archived_at IS NULL GROUP BY 1 "
+                "UNION ALL SELECT user_id, 'episodes', count(*) FROM episodes WHERE archived_at IS NULL GROUP BY 1 "
+                "UNION ALL SELECT user_id, 'skills', count(*) FROM skills WHERE archived_at IS NULL GROUP BY 1 "
+                "UNION ALL SELECT user_id, 'traces', count(*) FROM traces GROUP BY 1) ORDER BY 1, 2").fetchall()
+        per_user: dict[str, dict[str, int]] = {}
+        for user_id, kind, n in per_user_rows:
+            per_user.setdefault(user_id, {})[kind] = n
+        warnings = []
+        indexed = sum(self._b.index.count(k) for k in ("semantic", "episodic", "procedural"))
+        active = counts["items"] + counts["episodes"] + counts["skills"]
+        others = {n: c for n, c in self._b.index.other_models().items() if c}
+        if active and indexed < active:
+            hint = f" (vectors exist for other models: {', '.join(others)})" if others else ""
+            warnings.append(f"{active - indexed} memories have no {self.embedder.name} vectors{hint}; "
+                            "run `python -m engine reindex` to build them")
+        return StoreStats(str(self.path), f"{self.embedder.name} ({self.embedder.dim}d)", self.embedder.dim,
+                          self.llm.name, len(per_user), counts["sessions"], counts["messages"],
+                          counts["working_slots"], counts["items"], counts["categories"], counts["episodes"],
+                          counts["skills"], counts["feedback_events"], counts["forget_log_entries"],
+                          counts["traces"], per_user, tuple(warnings))
+
+    def reindex(self, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
+        """(Re)build this model's vector tables from the active memories in DuckDB."""
+        done: dict[str, int] = {}
+        for kind, table, module in (("semantic", "items", self.semantic), ("episodic", "episodes", self.episodic),
+                                    ("procedural", "skills", self.skills)):
+            with self._b.db.read() as conn:
+                users = [r[0] for r in conn.execute(f"SELECT DISTINCT user_id FROM {table}").fetchall()]
+            records = [r for u in users for r in module.list(u, limit=10_000_000).rows]
+            self._b.index.delete(kind, [r.id for r in records])
+            for start in range(0, len(records), 512):
+                chunk = records[start:start + 512]
+                texts = [module.index_text(r) for r in chunk]
+                self._b.index.add(kind, [r.id for r in chunk], [r.user_id for r in chunk], texts,
+                                  self.embedder.embed(texts))
+                if progress:
+                    progress(kind, start + len(chunk), len(records))
+            done[kind] = len(records)
+        return done
+
+    def optimize(self) -> None:
+        """Fold new rows into the vector and full-text indexes and compact the tables."""
+        self._b.index.optimize()
+
+    def disk_bytes(self) -> int:
+        return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
+
+    def check(self) -> list[str]:
+        """Applied migrations, for diagnostics."""
+        try:
+            return [name for name, _ in self._b.db.migrations()]
+        except Exception as exc:  # any failure here means the file is not a readable store
+            raise StoreCorrupt(f"cannot read the store's migrations: {exc}") from None
+
+
+def remove_store(path: str | Path) -> None:
+    """Delete a store folder (tests and benchmarks)."""
+    shutil.rmtree(store_path(path), ignore_errors=True)

@@ -1,0 +1,199 @@
+"""Every setting, declared once with its default and help. The only module that reads environment variables.
+
+Retrieval defaults follow llmemory 0.2.x (see ``../shared/docs/llmemory-reference.md`` §6); where memlens differs the
+help text says ``[memlens]``. :meth:`Settings.with_overrides` accepts ``KEY=VALUE`` strings (the CLI's ``--set``) or
+typed values (per-call overrides from Python) and rejects unknown keys and out-of-range values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import InvalidInput
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_STORE = PROJECT_ROOT / "data" / "store"
+DEMO_DIR = PROJECT_ROOT / "data" / "demo"
+
+# Nothing may download at run time and LanceDB's per-query warnings are noise in a CLI.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("LANCEDB_LOG", "error")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
+def _s(default: Any, help: str, *, choices: tuple | None = None, lo: float | None = None,
+       hi: float | None = None, retrieval: bool = False, secret: bool = False) -> Any:
+    return field(default=default, metadata={"help": help, "choices": choices, "lo": lo, "hi": hi,
+                                            "retrieval": retrieval, "secret": secret})
+
+
+@dataclass(frozen=True)
+class Settings:
+    # --- store and backends -------------------------------------------------------------------------------------
+    store: str = _s(str(DEFAULT_STORE), "Store location (folder path or URI). Env MEMLENS_STORE.")
+    embedder: str = _s("auto", "Embedder: local (all-MiniLM-L6-v2, bundled), openai, or auto (openai when "
+                       "OPENAI_API_KEY is set and MEMLENS_EMBEDDER is not local).", choices=("auto", "local", "openai"))
+    openai_api_key: str = _s("", "OpenAI (or compatible) API key. Env OPENAI_API_KEY. Never displayed.", secret=True)
+    openai_base_url: str = _s("", "Base URL of an OpenAI-compatible server. Env OPENAI_BASE_URL.")
+    chat_model: str = _s("gpt-4o-mini", "Chat model for LLM features. Env MEMLENS_CHAT_MODEL.")
+    embedding_model: str = _s("text-embedding-3-small", "OpenAI embedding model. Env MEMLENS_EMBEDDING_MODEL.")
+    llm_timeout_s: float = _s(60.0, "LLM request timeout in seconds. Env MEMLENS_LLM_TIMEOUT.", lo=0.1)
+    llm_retries: int = _s(2, "LLM retries on 429/5xx/connection errors. Env MEMLENS_LLM_RETRIES.", lo=0, hi=10)
+    max_text_chars: int = _s(32000, "Longest text accepted for a message, memory, step or slot value.", lo=100)
+    lock_timeout_s: float = _s(20.0, "How long to wait for another process's DuckDB lock before StoreBusy.", lo=0)
+    # --- session lifecycle (llmemory §1.6) ---------------------------------------------------------------------
+    session_idle_minutes: int = _s(60, "Idle pruning: sessions inactive longer than this.", lo=1)
+    session_stale_days: int = _s(30, "Stale pruning: sessions inactive longer than this many days.", lo=1)
+    session_max_per_user: int = _s(500, "Max sessions kept per user (oldest evicted first).", lo=1)
+    # --- retrieval (llmemory §6) --------------------------------------------------------------------------------
+    top_k: int = _s(20, "Candidates per source (semantic, episodic, procedural).", lo=1, hi=1000, retrieval=True)
+    hops: int = _s(1, "Hops for retrieve() when not given; the CLI's --hops overrides.", lo=1, hi=5, retrieval=True)
+    query_condense_chars: int = _s(100, "Messages longer than this are condensed into a search query.", lo=1,
+                                   retrieval=True)
+    hybrid_enabled: bool = _s(True, "Blend BM25 into the score (hybrid_search_enabled).", retrieval=True)
+    bm25_weight: float = _s(0.3, "w in hybrid = w*bm25_norm + (1-w)*vector_similarity.", lo=0, hi=1, retrieval=True)
+    relevance_filter: str = _s("heuristic", "Relevance filter: heuristic (parity), llm ([memlens] judge, needs "
+                               "an LLM; falls back to heuristic), or off.", choices=("heuristic", "llm", "off"),
+                               retrieval=True)
+    relevance_keep_all_max: int = _s(5, "With this many candidates or fewer, the filter keeps all.", lo=0,
+                                     retrieval=True)
+    relevance_min_score: float = _s(0.5, "Heuristic: keep candidates whose score is at least this.", lo=0, hi=1,
+                                    retrieval=True)
+    relevance_min_word_chars: int = _s(4, "Heuristic: a shared word must have at least this many characters.",
+                                       lo=1, retrieval=True)
+    relevance_judge_threshold: float = _s(0.7, "LLM judge: keep relevance >= this.", lo=0, hi=1, retrieval=True)
+    half_life_days: float = _s(30.0, "Time-decay half-life in days.", lo=0.001, retrieval=True)
+    importance_weight: float = _s(1.0, "Exponent on importance (0 disables importance).", lo=0, retrieval=True)
+    skill_importance: str = _s("success_rate", "Skill importance inside retrieval: success_rate (parity) or "
+                               "wilson ([memlens] 95% Wilson lower bound).", choices=("success_rate", "wilson"),
+                               retrieval=True)
+    feedback_weight: float = _s(0.5, "w_f in factor = 1 + w_f*clamp(net,-cap,cap)/cap; 0 disables.", lo=0, hi=1,
+                                retrieval=True)
+    feedback_cap: int = _s(5, "Cap on |net| feedback.", lo=1, retrieval=True)
+    mmr_enabled: bool = _s(False, "Diversify with MMR (reorders only).", retrieval=True)
+    mmr_lambda: float = _s(0.7, "MMR lambda: relevance vs diversity.", lo=0, hi=1, retrieval=True)
+    mmr_similarity: str = _s("jaccard", "MMR similarity: jaccard (parity) or embedding ([memlens] cosine).",
+                             choices=("jaccard", "embedding"), retrieval=True)
+    budget_tokens: int = _s(2000, "Context token budget (max_retrieval_tokens).", lo=1, retrieval=True)
+    assembly_mode: str = _s("skip", "Budget overflow: skip ([memlens] default, continue with smaller memories) or "
+                            "stop (parity: stop at the first memory that does not fit).", choices=("skip", "stop"),
+                            retrieval=True)
+    context_max_items: int = _s(0, "[memlens] Cap on memories in the context (0 = no cap).", lo=0, retrieval=True)
+    reasoner: str = _s("auto", "Multi-hop reasoner: auto (llm when configured, else offline), llm, offline.",
+                       choices=("auto", "llm", "offline"), retrieval=True)
+    query_generator: str = _s("auto", "Query generation for long messages: auto, llm, offline.",
+                              choices=("auto", "llm", "offline"), retrieval=True)
+
+    # ------------------------------------------------------------------------------------------------------------
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **explicit: Any) -> "Settings":
+        """Defaults, then environment variables, then explicit keyword values."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        mapping = {
+            "MEMLENS_STORE": "store", "MEMLENS_EMBEDDER": "embedder", "OPENAI_API_KEY": "openai_api_key",
+            "OPENAI_BASE_URL": "openai_base_url", "MEMLENS_CHAT_MODEL": "chat_model",
+            "MEMLENS_EMBEDDING_MODEL": "embedding_model", "MEMLENS_LLM_TIMEOUT": "llm_timeout_s",
+            "MEMLENS_LLM_RETRIES": "llm_retries",
+        }
+        for var, name in mapping.items():
+            if env.get(var):
+                values[name] = env[var]
+        base = cls()
+        return base.with_overrides({**values, **explicit})
+
+    @classmethod
+    def describe(cls) -> list[dict[str, Any]]:
+        """Every setting as data (name, default, help, choices, range) for docs, the CLI and the dashboard."""
+        out = []
+        for f in dataclasses.fields(cls):
+            m = f.metadata
+            out.append({"name": f.name, "type": f.type if isinstance(f.type, str) else f.type.__name__,
+                        "default": "" if m["secret"] else f.default, "help": m["help"], "choices": m["choices"],
+                        "min": m["lo"], "max": m["hi"], "retrieval": m["retrieval"]})
+        return out
+
+    @classmethod
+    def retrieval_keys(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls) if f.metadata["retrieval"])
+
+    def with_overrides(self, overrides: Mapping[str, Any] | None) -> "Settings":
+        """A copy with ``overrides`` applied; strings are parsed to the field's type. Unknown keys are refused."""
+        if not overrides:
+            return self
+        fields = {f.name: f for f in dataclasses.fields(self)}
+        changes: dict[str, Any] = {}
+        for key, raw in overrides.items():
+            if key not in fields:
+                shown = key if len(key) <= 60 else key[:57] + "..."
+                raise InvalidInput(f"unknown setting {shown!r}; known: {', '.join(sorted(fields))}")
+            changes[key] = _coerce(fields[key], raw)
+        return dataclasses.replace(self, **changes)
+
+    def retrieval_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.retrieval_keys()}
+
+    @property
+    def llm_configured(self) -> bool:
+        return bool(self.openai_api_key)
+
+    @property
+    def embedder_choice(self) -> str:
+        if self.embedder == "auto":
+            return "openai" if self.openai_api_key else "local"
+        return self.embedder
+
+
+def parse_assignments(pairs: list[str] | None) -> dict[str, str]:
+    """``["a=1", "b=x"]`` -> ``{"a": "1", "b": "x"}`` with a clear error for a malformed pair."""
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InvalidInput(f"expected KEY=VALUE, got {pair[:60]!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _coerce(f: dataclasses.Field, raw: Any) -> Any:
+    kind = f.type if isinstance(f.type, str) else f.type.__name__
+    m = f.metadata
+    try:
+        if kind == "bool":
+            if isinstance(raw, bool):
+                value: Any = raw
+            elif str(raw).strip().lower() in {"1", "true", "yes", "on"}:
+                value = True
+            elif str(raw).strip().lower() in {"0", "false", "no", "off"}:
+                value = False
+            else:
+                raise ValueError
+        elif kind == "int":
+            if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+                raise ValueError
+            value = int(raw)
+        elif kind == "float":
+            if isinstance(raw, bool):
+                raise ValueError
+            value = float(raw)
+            if not math.isfinite(value):
+                raise ValueError
+        else:
+            value = str(raw)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"setting {f.name} expects {kind}, got {str(raw)[:60]!r}") from None
+    if m["choices"] and value not in m["choices"]:
+        raise InvalidInput(f"setting {f.name} must be one of {', '.join(m['choices'])}, got {str(value)[:60]!r}")
+    if m["lo"] is not None and value < m["lo"]:
+        raise InvalidInput(f"setting {f.name} must be >= {m['lo']}, got {value}")
+    if m["hi"] is not None and value > m["hi"]:
+        raise InvalidInput(f"setting {f.name} must be <= {m['hi']}, got {value}")
+    return value

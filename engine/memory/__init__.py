@@ -1,0 +1,1 @@
+"""The memory kinds (CoALA): sessions, working, semantic, episodic, procedural, plus feedback and forgetting."""

@@ -1,0 +1,105 @@
+"""Retrieval feedback as an event log; ``net`` (useful +1, harmful -1) is derived from it (llmemory §6.5)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..clock import optional_time, utcnow
+from ..errors import InvalidInput, NotFound
+from ..ids import check_id, check_ids
+from ..records import FeedbackEvent
+from .base import Backends
+
+LABELS = {"useful": 1, "harmful": -1}
+MAX_NOTE_CHARS = 2000
+FEEDBACK_COLUMNS = "id, user_id, item_id, label, delta, trace_id, hop, note, created_at"
+
+
+class FeedbackLog:
+    def __init__(self, b: Backends) -> None:
+        self.b = b
+
+    def existing_ids(self, conn, user_id: str, ids: Sequence[str]) -> set[str]:
+        rows = conn.execute(
+            "SELECT id FROM items WHERE user_id=? AND id IN (SELECT unnest(?)) UNION "
+            "SELECT id FROM episodes WHERE user_id=? AND id IN (SELECT unnest(?)) UNION "
+            "SELECT id FROM skills WHERE user_id=? AND id IN (SELECT unnest(?))",
+            [user_id, list(ids)] * 3).fetchall()
+        return {r[0] for r in rows}
+
+    def prepare(self, user_id: str, item_id: str, label: str, trace_id: str | None = None,
+                hop: int | None = None, note: str = "", created_at: Any = None) -> tuple:
+        check_id(user_id, "user id")
+        check_id(item_id, "item id")
+        if label not in LABELS:
+            raise InvalidInput(f"unknown label {str(label)[:20]!r}; use useful or harmful")
+        if trace_id is not None:
+            check_id(trace_id, "trace id")
+        if hop is not None and (isinstance(hop, bool) or not isinstance(hop, int) or hop < 1):
+            raise InvalidInput("hop must be a positive integer")
+        note = note or ""
+        if not isinstance(note, str) or len(note) > MAX_NOTE_CHARS or "\x00" in note:
+            raise InvalidInput(f"note must be text of at most {MAX_NOTE_CHARS} characters")
+        return (user_id, item_id, label, LABELS[label], trace_id, hop, note,
+                optional_time(created_at, "created_at") or utcnow())
+
+    def record(self, rows: Sequence[tuple], conn=None, check_traces: bool = True) -> list[FeedbackEvent]:
+        """Append prepared events after checking every item (and trace) exists for that user.
+
+        Imports pass ``check_traces=False``: an exported label keeps pointing at its trace even where the trace
+        itself was not carried over.
+        """
+        if conn is None:
+            with self.b.db.write() as c:
+                return self._insert(c, rows, check_traces)
+        return self._insert(conn, rows, check_traces)
+
+    def _insert(self, conn, rows: Sequence[tuple], check_traces: bool) -> list[FeedbackEvent]:
+        by_user: dict[str, set[str]] = {}
+        for r in rows:
+            by_user.setdefault(r[0], set()).add(r[1])
+        for user_id, ids in by_user.items():
+            missing = ids - self.existing_ids(conn, user_id, sorted(ids))
+            if missing:
+                raise NotFound(f"no memory {sorted(missing)[0]!r} for user {user_id!r}")
+        for r in rows:
+            if check_traces and r[4] is not None and conn.execute("SELECT 1 FROM traces WHERE id=? AND user_id=?",
+                                                 [r[4], r[0]]).fetchone() is None:
+                raise NotFound(f"no trace {r[4]!r} for user {r[0]!r}")
+        out = []
+        for r in rows:
+            new_id = conn.execute(
+                "INSERT INTO feedback (user_id, item_id, label, delta, trace_id, hop, note, created_at) "
+                "VALUES (?,?,?,?,?,?,?,?) RETURNING id", list(r)).fetchone()[0]
+            out.append(FeedbackEvent(new_id, *r))
+        return out
+
+    def net(self, user_id: str, ids: Sequence[str], conn=None) -> dict[str, int]:
+        """Net feedback per id (ids without events are absent)."""
+        check_id(user_id, "user id")
+        ids = check_ids(ids, "item id")
+        if not ids:
+            return {}
+        sql = ("SELECT item_id, sum(delta) FROM feedback WHERE user_id=? AND item_id IN (SELECT unnest(?)) "
+               "GROUP BY item_id")
+        if conn is not None:
+            rows = conn.execute(sql, [user_id, ids]).fetchall()
+        else:
+            with self.b.db.read() as c:
+                rows = c.execute(sql, [user_id, ids]).fetchall()
+        return {r[0]: int(r[1]) for r in rows}
+
+    def events(self, user_id: str, item_id: str | None = None, trace_id: str | None = None,
+               limit: int = 500) -> list[FeedbackEvent]:
+        check_id(user_id, "user id")
+        where, params = ["user_id = ?"], [user_id]
+        if item_id is not None:
+            where.append("item_id = ?")
+            params.append(check_id(item_id, "item id"))
+        if trace_id is not None:
+            where.append("trace_id = ?")
+            params.append(check_id(trace_id, "trace id"))
+        with self.b.db.read() as conn:
+            rows = conn.execute(f"SELECT {FEEDBACK_COLUMNS} FROM feedback WHERE {' AND '.join(where)} "
+                                "ORDER BY id DESC LIMIT ?", params + [int(limit)]).fetchall()
+        return [FeedbackEvent(*r) for r in rows]

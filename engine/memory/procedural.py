@@ -1,0 +1,202 @@
+"""Procedural memory: a versioned skill library with outcome events, ranked by proven utility (llmemory §5).
+
+Ranking uses the lower bound of the 95% Wilson score interval [memlens], so a skill with 3/3 successes does not
+outrank one with 95/100; the raw ``success_rate`` (parity: s/(s+f), 0.5 with no outcomes) stays beside it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from ..clock import optional_time, utcnow
+from ..errors import InvalidInput, NotFound
+from ..ids import check_id, check_text, new_id
+from ..records import SKILL_KINDS, Page, RankedSkill, Skill, SkillOutcome
+from .base import Backends, dumps, like_pattern, loads
+from .semantic import normalise_provenance
+
+SKILL_COLUMNS = ("id, user_id, name, version, kind, description, body, success_count, failure_count, provenance, "
+                 "created_at, updated_at, archived_at")
+Z95 = 1.959963984540054
+FEW_TRIALS = 5
+
+
+def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion; (0, 1) with no trials."""
+    if trials <= 0:
+        return 0.0, 1.0
+    p = successes / trials
+    denom = 1 + z * z / trials
+    centre = p + z * z / (2 * trials)
+    margin = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
+    return max(0.0, (centre - margin) / denom), min(1.0, (centre + margin) / denom)
+
+
+def _skill(row: tuple) -> Skill:
+    return Skill(*row[:9], loads(row[9]) or {}, *row[10:])
+
+
+def rank_skills(skills: Sequence[Skill]) -> list[RankedSkill]:
+    """Order by Wilson lower bound, then success rate, then trials, then newest version."""
+    scored = []
+    for s in skills:
+        lo, hi = wilson_interval(s.success_count, s.trials)
+        scored.append((s, lo, hi))
+    scored.sort(key=lambda t: (-t[1], -t[0].success_rate, -t[0].trials, t[0].name, -t[0].version))
+    return [RankedSkill(s, n, s.success_rate, s.trials, lo, hi, s.trials < FEW_TRIALS)
+            for n, (s, lo, hi) in enumerate(scored, 1)]
+
+
+class SkillLibrary:
+    kind = "procedural"
+
+    def __init__(self, b: Backends) -> None:
+        self.b = b
+
+    def prepare(self, user_id: str, name: str, body: str, description: str = "", kind: str = "prompt",
+                version: int | None = None, provenance: Any = None, created_at: Any = None,
+                id: str | None = None, archived_at: Any = None) -> Skill:
+        check_id(user_id, "user id")
+        skill_id = check_id(id, "skill id") if id is not None else new_id("skill")
+        name = check_text(name, "skill name", 200).strip()
+        body = check_text(body, "skill body", self.b.settings.max_text_chars)
+        if description is None:
+            description = ""
+        if not isinstance(description, str) or len(description) > 4000:
+            raise InvalidInput("skill description must be text of at most 4000 characters")
+        if kind not in SKILL_KINDS:
+            raise InvalidInput(f"unknown skill kind {str(kind)[:20]!r}; use prompt, template or code")
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
+            raise InvalidInput("version must be a positive integer")
+        at = optional_time(created_at, "created_at") or utcnow()
+        prov = normalise_provenance(provenance, "registration", None, at)
+        return Skill(skill_id, user_id, name, version or 0, kind, description, body, 0, 0, prov, at, at,
+                     optional_time(archived_at, "archived_at"))
+
+    def add(self, skills: Sequence[Skill]) -> list[Skill]:
+        """Register skills; a skill without a version gets max(existing versions of its name) + 1 (parity)."""
+        if not skills:
+            return []
+        final = self.resolve(skills)
+        active = [s for s in final if s.archived_at is None]
+        return self.b.write_indexed(self.kind, [s.id for s in active], [s.user_id for s in active],
+                                    [s.searchable_text for s in active], lambda conn: self.insert(conn, final))
+
+    @staticmethod
+    def index_text(skill: Skill) -> str:
+        return skill.searchable_text
+
+    def insert(self, conn, skills: Sequence[Skill]) -> list[Skill]:
+        conn.executemany(f"INSERT INTO skills ({SKILL_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                         [[s.id, s.user_id, s.name, s.version, s.kind, s.description, s.body, 0, 0,
+                           dumps(s.provenance), s.created_at, s.updated_at, s.archived_at] for s in skills])
+        return list(skills)
+
+    def resolve(self, skills: Sequence[Skill]) -> list[Skill]:
+        """Check ids are new and give each versionless skill the next version of its name."""
+        ids = [s.id for s in skills]
+        if len(set(ids)) != len(ids):
+            raise InvalidInput("duplicate skill ids in one write")
+        with self.b.db.read() as conn:
+            taken = conn.execute("SELECT id FROM skills WHERE id IN (SELECT unnest(?))", [ids]).fetchall()
+            if taken:
+                raise InvalidInput(f"skill id {taken[0][0]!r} already exists")
+            versions: dict[tuple[str, str], int] = {}
+            for s in skills:
+                key = (s.user_id, s.name)
+                if key not in versions:
+                    versions[key] = conn.execute("SELECT coalesce(max(version), 0) FROM skills WHERE user_id=? "
+                                                 "AND name=?", [s.user_id, s.name]).fetchone()[0]
+        final = []
+        for s in skills:
+            key = (s.user_id, s.name)
+            version = s.version or versions[key] + 1
+            versions[key] = max(versions[key], version)
+            final.append(Skill(s.id, s.user_id, s.name, version, s.kind, s.description, s.body, 0, 0, s.provenance,
+                               s.created_at, s.updated_at, s.archived_at))
+        return final
+
+    def get(self, user_id: str, skill_id: str) -> Skill:
+        check_id(user_id, "user id")
+        check_id(skill_id, "skill id")
+        with self.b.db.read() as conn:
+            row = conn.execute(f"SELECT {SKILL_COLUMNS} FROM skills WHERE user_id=? AND id=?",
+                               [user_id, skill_id]).fetchone()
+        if row is None:
+            raise NotFound(f"no skill {skill_id!r} for user {user_id!r}")
+        return _skill(row)
+
+    def report_outcome(self, user_id: str, skill_id: str, success: bool, episode_id: str | None = None,
+                       at: Any = None, conn=None) -> Skill | None:
+        """Count a success or failure and append an outcome event, in one transaction."""
+        if not isinstance(success, bool):
+            raise InvalidInput("success must be true or false")
+        if episode_id is not None:
+            check_id(episode_id, "episode id")
+        self.get(user_id, skill_id)
+        when = optional_time(at, "at") or utcnow()
+        column = "success_count" if success else "failure_count"
+
+        def write(c):
+            c.execute(f"UPDATE skills SET {column} = {column} + 1, updated_at = greatest(updated_at, ?) "
+                      "WHERE user_id=? AND id=?", [when, user_id, skill_id])
+            c.execute("INSERT INTO skill_outcomes (skill_id, user_id, success, episode_id, occurred_at) VALUES (?,?,?,?,?)",
+                      [skill_id, user_id, success, episode_id, when])
+
+        if conn is not None:  # part of a caller's transaction (ingest): the caller reads the result later
+            write(conn)
+            return None
+        with self.b.db.write() as c:
+            write(c)
+        return self.get(user_id, skill_id)
+
+    def list(self, user_id: str, query: str | None = None, kind: str | None = None, name: str | None = None,
+             include_archived: bool = False, limit: int = 1000, offset: int = 0) -> Page:
+        check_id(user_id, "user id")
+        where, params = ["user_id = ?"], [user_id]
+        if query:
+            where.append("(name ILIKE ? ESCAPE '\\' OR description ILIKE ? ESCAPE '\\' OR body ILIKE ? ESCAPE '\\')")
+            params += [like_pattern(query)] * 3
+        if kind:
+            if kind not in SKILL_KINDS:
+                raise InvalidInput(f"unknown skill kind {str(kind)[:20]!r}")
+            where.append("kind = ?")
+            params.append(kind)
+        if name:
+            where.append("name = ?")
+            params.append(name)
+        if not include_archived:
+            where.append("archived_at IS NULL")
+        cond = " AND ".join(where)
+        with self.b.db.read() as conn:
+            total = conn.execute(f"SELECT count(*) FROM skills WHERE {cond}", params).fetchone()[0]
+            rows = conn.execute(f"SELECT {SKILL_COLUMNS} FROM skills WHERE {cond} ORDER BY created_at DESC, id "
+                                "LIMIT ? OFFSET ?", params + [int(limit), int(offset)]).fetchall()
+        return Page(tuple(_skill(r) for r in rows), total, int(limit), int(offset))
+
+    def rank(self, user_id: str, query: str | None = None, kind: str | None = None,
+             limit: int = 50) -> list[RankedSkill]:
+        """Skills ranked by proven utility (Wilson lower bound), with rate and trials beside it."""
+        skills = self.list(user_id, query=query, kind=kind, limit=10_000).rows
+        return rank_skills(skills)[: int(limit)]
+
+    def versions(self, user_id: str, name: str) -> list[Skill]:
+        return sorted(self.list(user_id, name=name, include_archived=True, limit=10_000).rows,
+                      key=lambda s: s.version)
+
+    def outcomes(self, user_id: str, skill_id: str | None = None, name: str | None = None) -> list[SkillOutcome]:
+        check_id(user_id, "user id")
+        sql = "SELECT o.id, o.skill_id, o.user_id, o.success, o.episode_id, o.occurred_at FROM skill_outcomes o "
+        params: list[Any] = [user_id]
+        if skill_id is not None:
+            sql += "WHERE o.user_id=? AND o.skill_id=?"
+            params.append(check_id(skill_id, "skill id"))
+        elif name is not None:
+            sql += "JOIN skills s ON s.id = o.skill_id WHERE o.user_id=? AND s.name=?"
+            params.append(name)
+        else:
+            sql += "WHERE o.user_id=?"
+        with self.b.db.read() as conn:
+            rows = conn.execute(sql + " ORDER BY o.occurred_at, o.id", params).fetchall()
+        return [SkillOutcome(*r) for r in rows]

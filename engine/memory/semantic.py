@@ -1,0 +1,163 @@
+"""Semantic long-term memory: items (facts) in categories with evolving summaries (llmemory §3)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any, Mapping, Sequence
+
+from ..clock import optional_time, utcnow
+from ..errors import InvalidInput, NotFound
+from ..ids import check_id, check_text, check_unit, new_id
+from ..records import Category, Item, Page
+from .base import Backends, dumps, like_pattern, loads
+
+CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+ITEM_COLUMNS = ("id, user_id, category, content, importance, evergreen, provenance, source, created_at, updated_at, "
+                "archived_at")
+
+
+def check_category(name: object) -> str:
+    if not isinstance(name, str) or not CATEGORY_PATTERN.match(name):
+        raise InvalidInput(f"invalid category {str(name)[:40]!r}: use snake_case (lowercase letters, digits, _)")
+    return name
+
+
+def normalise_provenance(value: Any, method: str, confidence: float | None, at: datetime) -> dict:
+    """llmemory's provenance shape {sources: [{type, id}], method, confidence, created_at} (§7.3)."""
+    if value is None:
+        value = {}
+    if not isinstance(value, Mapping):
+        raise InvalidInput("provenance must be an object")
+    sources = []
+    for s in value.get("sources") or []:
+        if isinstance(s, Mapping):
+            if s.get("id") in (None, ""):
+                continue
+            sources.append({"type": str(s.get("type") or "unknown"), "id": str(s["id"])})
+        else:
+            sources.append({"type": "unknown", "id": str(s)})
+    conf = value.get("confidence", confidence)
+    conf = {"high": 0.9, "medium": 0.6, "low": 0.3}.get(conf, conf) if isinstance(conf, str) else conf
+    if isinstance(conf, (int, float)) and not isinstance(conf, bool) and conf == conf:
+        conf = min(max(float(conf), 0.0), 1.0)
+    else:
+        conf = None
+    return {"sources": sources, "method": str(value.get("method") or method), "confidence": conf,
+            "created_at": str(value.get("created_at") or at.isoformat())}
+
+
+def _item(row: tuple) -> Item:
+    return Item(row[0], row[1], row[2], row[3], row[4], row[5], loads(row[6]) or {}, row[7] or "", row[8], row[9],
+                row[10])
+
+
+class SemanticMemory:
+    kind = "semantic"
+
+    def __init__(self, b: Backends) -> None:
+        self.b = b
+
+    def prepare(self, user_id: str, content: str, category: str = "general", importance: float | None = None,
+                evergreen: bool = False, provenance: Any = None, source: str = "api",
+                created_at: Any = None, id: str | None = None, archived_at: Any = None,
+                method: str = "direct") -> Item:
+        """Validate one item without writing it."""
+        check_id(user_id, "user id")
+        item_id = check_id(id, "item id") if id is not None else new_id("item")
+        content = check_text(content, "item content", self.b.settings.max_text_chars)
+        check_category(category)
+        imp = check_unit(importance, "importance", 0.7)
+        if not isinstance(evergreen, bool):
+            raise InvalidInput("evergreen must be true or false")
+        at = optional_time(created_at, "created_at") or utcnow()
+        prov = normalise_provenance(provenance, method, imp, at)
+        return Item(item_id, user_id, category, content, imp, evergreen, prov, str(source or "")[:200], at, at,
+                    optional_time(archived_at, "archived_at"))
+
+    def add(self, items: Sequence[Item]) -> list[Item]:
+        """Store prepared items: vectors for the active ones, rows for all, in one all-or-nothing step."""
+        if not items:
+            return []
+        ids = [i.id for i in items]
+        if len(set(ids)) != len(ids):
+            raise InvalidInput("duplicate item ids in one write")
+        with self.b.db.read() as conn:
+            taken = conn.execute("SELECT id FROM items WHERE id IN (SELECT unnest(?))", [ids]).fetchall()
+        if taken:
+            raise InvalidInput(f"item id {taken[0][0]!r} already exists")
+        active = [i for i in items if i.archived_at is None]
+
+        return self.b.write_indexed(self.kind, [i.id for i in active], [i.user_id for i in active],
+                                    [i.content for i in active], lambda conn: self.insert(conn, items))
+
+    @staticmethod
+    def index_text(item: Item) -> str:
+        return item.content
+
+    def insert(self, conn, items: Sequence[Item]) -> list[Item]:
+        conn.executemany(f"INSERT INTO items ({ITEM_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                         [[i.id, i.user_id, i.category, i.content, i.importance, i.evergreen,
+                           dumps(i.provenance), i.source, i.created_at, i.updated_at, i.archived_at] for i in items])
+        return list(items)
+
+    def get(self, user_id: str, item_id: str) -> Item:
+        """An item by id, archived (soft-forgotten) ones included."""
+        check_id(user_id, "user id")
+        check_id(item_id, "item id")
+        with self.b.db.read() as conn:
+            row = conn.execute(f"SELECT {ITEM_COLUMNS} FROM items WHERE user_id=? AND id=?",
+                               [user_id, item_id]).fetchone()
+        if row is None:
+            raise NotFound(f"no semantic item {item_id!r} for user {user_id!r}")
+        return _item(row)
+
+    def list(self, user_id: str, category: str | None = None, query: str | None = None,
+             include_archived: bool = False, limit: int = 50, offset: int = 0) -> Page:
+        check_id(user_id, "user id")
+        where, params = ["user_id = ?"], [user_id]
+        if category:
+            where.append("category = ?")
+            params.append(check_category(category))
+        if query:
+            where.append("content ILIKE ? ESCAPE '\\'")
+            params.append(like_pattern(query))
+        if not include_archived:
+            where.append("archived_at IS NULL")
+        cond = " AND ".join(where)
+        with self.b.db.read() as conn:
+            total = conn.execute(f"SELECT count(*) FROM items WHERE {cond}", params).fetchone()[0]
+            rows = conn.execute(f"SELECT {ITEM_COLUMNS} FROM items WHERE {cond} ORDER BY created_at DESC, id "
+                                "LIMIT ? OFFSET ?", params + [int(limit), int(offset)]).fetchall()
+        return Page(tuple(_item(r) for r in rows), total, int(limit), int(offset))
+
+    def categories(self, user_id: str) -> list[Category]:
+        check_id(user_id, "user id")
+        with self.b.db.read() as conn:
+            rows = conn.execute(
+                "SELECT ? AS user_id, name, coalesce(c.summary, ''), coalesce(n, 0), c.updated_at FROM "
+                "(SELECT category AS name, count(*) AS n FROM items WHERE user_id=? AND archived_at IS NULL "
+                " GROUP BY 1) i FULL OUTER JOIN (SELECT * FROM categories WHERE user_id=?) c USING (name) "
+                "ORDER BY name", [user_id, user_id, user_id]).fetchall()
+        return [Category(*r) for r in rows]
+
+    def set_category_summary(self, user_id: str, name: str, summary: str, conn=None) -> None:
+        check_id(user_id, "user id")
+        check_category(name)
+        if not isinstance(summary, str):
+            raise InvalidInput("category summary must be text")
+        sql = ("INSERT INTO categories VALUES (?, ?, ?, ?) ON CONFLICT (user_id, name) DO UPDATE SET "
+               "summary = excluded.summary, updated_at = excluded.updated_at")
+        args = [user_id, name, summary[: self.b.settings.max_text_chars], utcnow()]
+        if conn is not None:
+            conn.execute(sql, args)
+        else:
+            with self.b.db.write() as c:
+                c.execute(sql, args)
+
+    def memorize_offline(self, user_id: str, text: str, category: str | None = None,
+                         importance: float | None = None, source: str = "memorize") -> list[Item]:
+        """The documented non-LLM strategy: the whole text becomes one item in ``general`` (or ``category``)."""
+        item = self.prepare(user_id, text, category or "general", importance, source=source,
+                            method="memorize_offline")
+        return self.add([item])

@@ -1,0 +1,239 @@
+"""JSONL import and export of a user's memory. Import is all or nothing: every line is validated first, a bad line
+is reported with its number, and nothing from the file is written."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+from ..errors import InvalidInput, MemlensError, NotFound
+from ..records import Episode, Item, Skill
+from .base import Backends
+from .episodic import EpisodicMemory
+from .feedback import FeedbackLog
+from .forgetting import Forgetter
+from .procedural import SkillLibrary
+from .semantic import SemanticMemory, check_category
+from .sessions import SessionStore
+from .working import WorkingMemory
+
+RECORD_KINDS = ("message", "item", "category", "episode", "skill", "outcome", "feedback", "working", "forget_log")
+
+
+@dataclass
+class IngestPlan:
+    items: list[Item] = field(default_factory=list)
+    episodes: list[Episode] = field(default_factory=list)
+    skills: list[Skill] = field(default_factory=list)
+    messages: list[tuple] = field(default_factory=list)
+    categories: list[tuple] = field(default_factory=list)
+    outcomes: list[tuple] = field(default_factory=list)
+    feedback: list[tuple] = field(default_factory=list)
+    working: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    forget_log: list[list] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return {"message": len(self.messages), "item": len(self.items), "category": len(self.categories),
+                "episode": len(self.episodes), "skill": len(self.skills), "outcome": len(self.outcomes),
+                "feedback": len(self.feedback), "working": sum(len(v) for v in self.working.values()),
+                "forget_log": len(self.forget_log)}
+
+
+def _take(rec: dict, allowed: set[str], required: set[str]) -> dict:
+    unknown = set(rec) - allowed - {"kind"}
+    if unknown:
+        raise InvalidInput(f"unknown field(s) {', '.join(sorted(unknown))}")
+    missing = required - set(rec)
+    if missing:
+        raise InvalidInput(f"missing field(s) {', '.join(sorted(missing))}")
+    return {k: v for k, v in rec.items() if k != "kind"}
+
+
+class Transfer:
+    def __init__(self, b: Backends, sessions: SessionStore, working: WorkingMemory, semantic: SemanticMemory,
+                 episodic: EpisodicMemory, skills: SkillLibrary, feedback: FeedbackLog, forgetter: Forgetter) -> None:
+        self.b, self.sessions, self.working, self.semantic = b, sessions, working, semantic
+        self.episodic, self.skills, self.feedback, self.forgetter = episodic, skills, feedback, forgetter
+
+    # -- import -----------------------------------------------------------------------------------------------------
+    def plan(self, lines: Iterable[str]) -> IngestPlan:
+        plan = IngestPlan()
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InvalidInput(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+                if not isinstance(rec, dict):
+                    raise InvalidInput("each line must be a JSON object")
+                self._add(plan, rec)
+            except MemlensError as exc:
+                raise InvalidInput(f"line {number}: {exc}") from None
+        self._check_references(plan)
+        return plan
+
+    def _add(self, plan: IngestPlan, rec: dict) -> None:
+        kind = rec.get("kind")
+        if kind not in RECORD_KINDS:
+            raise InvalidInput(f"unknown record kind {str(kind)[:30]!r}; use one of {', '.join(RECORD_KINDS)}")
+        if kind == "message":
+            r = _take(rec, {"user_id", "session_id", "role", "content", "created_at"},
+                      {"user_id", "session_id", "role", "content"})
+            plan.messages.append(self.sessions.validate(r["user_id"], r["session_id"], r["role"], r["content"],
+                                                        r.get("created_at")))
+        elif kind == "item":
+            r = _take(rec, {"user_id", "id", "category", "content", "importance", "evergreen", "provenance", "source",
+                            "created_at", "archived_at"}, {"user_id", "content"})
+            plan.items.append(self.semantic.prepare(**r))
+        elif kind == "category":
+            r = _take(rec, {"user_id", "name", "summary"}, {"user_id", "name", "summary"})
+            check_category(r["name"])
+            if not isinstance(r["summary"], str):
+                raise InvalidInput("summary must be text")
+            plan.categories.append((r["user_id"], r["name"], r["summary"]))
+        elif kind == "episode":
+            r = _take(rec, {"user_id", "id", "session_id", "steps", "summary", "outcome", "importance", "created_at",
+                            "provenance", "archived_at"}, {"user_id", "steps"})
+            plan.episodes.append(self.episodic.prepare(**r))
+        elif kind == "skill":
+            r = _take(rec, {"user_id", "id", "name", "skill_kind", "description", "body", "version", "provenance",
+                            "created_at", "archived_at"}, {"user_id", "name", "body"})
+            r["kind"] = r.pop("skill_kind", "prompt")
+            plan.skills.append(self.skills.prepare(**r))
+        elif kind == "outcome":
+            r = _take(rec, {"user_id", "skill_id", "success", "episode_id", "at"}, {"user_id", "skill_id", "success"})
+            from ..clock import optional_time
+            from ..ids import check_id
+            check_id(r["user_id"], "user id")
+            check_id(r["skill_id"], "skill id")
+            if not isinstance(r["success"], bool):
+                raise InvalidInput("success must be true or false")
+            if r.get("episode_id") is not None:
+                check_id(r["episode_id"], "episode id")
+            plan.outcomes.append((r["user_id"], r["skill_id"], r["success"], r.get("episode_id"),
+                                  optional_time(r.get("at"), "at")))
+        elif kind == "feedback":
+            r = _take(rec, {"user_id", "item_id", "label", "trace_id", "hop", "note", "created_at"},
+                      {"user_id", "item_id", "label"})
+            plan.feedback.append(self.feedback.prepare(**r))
+        elif kind == "working":
+            r = _take(rec, {"user_id", "session_id", "slot", "value"}, {"user_id", "session_id", "slot", "value"})
+            from ..ids import check_id
+            from .working import check_slot
+            check_id(r["user_id"], "user id")
+            check_id(r["session_id"], "session id")
+            check_slot(r["slot"])
+            plan.working.setdefault((r["user_id"], r["session_id"]), {})[r["slot"]] = r["value"]
+        else:
+            r = _take(rec, {"user_id", "memory_type", "ids", "count", "mode", "reason", "actor", "at"},
+                      {"user_id", "memory_type", "ids", "mode", "reason"})
+            plan.forget_log.append(self.forgetter.prepare_entry(**r))
+
+    def _check_references(self, plan: IngestPlan) -> None:
+        """Outcomes must name skills and feedback must name memories, in the file or already stored."""
+        skills = {(s.user_id, s.id) for s in plan.skills}
+        memories = skills | {(i.user_id, i.id) for i in plan.items} | {(e.user_id, e.id) for e in plan.episodes}
+        with self.b.db.read() as conn:
+            for user_id, skill_id, *_ in plan.outcomes:
+                if (user_id, skill_id) not in skills and conn.execute(
+                        "SELECT 1 FROM skills WHERE user_id=? AND id=?", [user_id, skill_id]).fetchone() is None:
+                    raise NotFound(f"outcome names unknown skill {skill_id!r} for user {user_id!r}")
+            for f in plan.feedback:
+                if (f[0], f[1]) not in memories and not self.feedback.existing_ids(conn, f[0], [f[1]]):
+                    raise NotFound(f"feedback names unknown memory {f[1]!r} for user {f[0]!r}")
+
+    def apply(self, plan: IngestPlan, progress=None) -> dict[str, int]:
+        """Write a validated plan: vectors first, then one DuckDB transaction; vectors are removed if it fails."""
+        skills = self.skills.resolve(plan.skills)
+        added: list[tuple[str, list[str]]] = []
+        try:
+            for kind, records, module in (("semantic", plan.items, self.semantic),
+                                          ("episodic", plan.episodes, self.episodic),
+                                          ("procedural", skills, self.skills)):
+                active = [r for r in records if r.archived_at is None]
+                for start in range(0, len(active), 512):
+                    chunk = active[start:start + 512]
+                    vectors = self.b.embedder.embed([module.index_text(r) for r in chunk])
+                    self.b.index.add(kind, [r.id for r in chunk], [r.user_id for r in chunk],
+                                     [module.index_text(r) for r in chunk], vectors)
+                    added.append((kind, [r.id for r in chunk]))
+                    if progress:
+                        progress(kind, start + len(chunk), len(active))
+            with self.b.db.write() as conn:
+                self.semantic.insert(conn, plan.items)
+                self.episodic.insert(conn, plan.episodes)
+                self.skills.insert(conn, skills)
+                for user_id, name, summary in plan.categories:
+                    self.semantic.set_category_summary(user_id, name, summary, conn=conn)
+                self.sessions.add_messages([m for m in plan.messages], conn=conn)
+                for user_id, skill_id, success, episode_id, at in plan.outcomes:
+                    self.skills.report_outcome(user_id, skill_id, success, episode_id, at, conn=conn)
+                if plan.feedback:
+                    self.feedback.record(plan.feedback, conn=conn, check_traces=False)
+                for (user_id, session_id), slots in plan.working.items():
+                    self.working.update(user_id, session_id, slots, source="ingest", conn=conn)
+                self.forgetter.insert_entries(conn, plan.forget_log)
+        except BaseException:
+            for kind, ids in added:
+                self.b.index.delete(kind, ids)
+            raise
+        return plan.counts()
+
+    # -- export -----------------------------------------------------------------------------------------------------
+    def export(self, user_id: str) -> Iterator[dict]:
+        """Every record of a user as JSON-ready dicts in an order :meth:`plan` reads back."""
+        for c in self.semantic.categories(user_id):
+            if c.summary:
+                yield {"kind": "category", "user_id": user_id, "name": c.name, "summary": c.summary}
+        for i in self.semantic.list(user_id, include_archived=True, limit=10_000_000).rows:
+            yield {"kind": "item", "user_id": user_id, "id": i.id, "category": i.category, "content": i.content,
+                   "importance": i.importance, "evergreen": i.evergreen, "provenance": i.provenance,
+                   "source": i.source, "created_at": i.created_at.isoformat(),
+                   "archived_at": i.archived_at.isoformat() if i.archived_at else None}
+        for e in self.episodic.list(user_id, include_archived=True, limit=10_000_000).rows:
+            yield {"kind": "episode", "user_id": user_id, "id": e.id, "session_id": e.session_id,
+                   "steps": [s.__dict__ for s in e.steps], "summary": e.summary, "outcome": e.outcome,
+                   "importance": e.importance, "provenance": e.provenance, "created_at": e.created_at.isoformat(),
+                   "archived_at": e.archived_at.isoformat() if e.archived_at else None}
+        skills = sorted(self.skills.list(user_id, include_archived=True, limit=10_000_000).rows,
+                        key=lambda s: (s.name, s.version))
+        for s in skills:
+            yield {"kind": "skill", "user_id": user_id, "id": s.id, "name": s.name, "skill_kind": s.kind,
+                   "description": s.description, "body": s.body, "version": s.version, "provenance": s.provenance,
+                   "created_at": s.created_at.isoformat(),
+                   "archived_at": s.archived_at.isoformat() if s.archived_at else None}
+        for o in self.skills.outcomes(user_id):
+            yield {"kind": "outcome", "user_id": user_id, "skill_id": o.skill_id, "success": o.success,
+                   "episode_id": o.episode_id, "at": o.at.isoformat()}
+        page_size = 1000
+        offset = 0
+        while True:
+            page = self.sessions.list_sessions(user_id, limit=page_size, offset=offset)
+            for info in page.rows:
+                msg_offset = 0
+                while True:
+                    msgs = self.sessions.messages(user_id, info.session_id, limit=10_000, offset=msg_offset)
+                    for m in msgs.rows:
+                        yield {"kind": "message", "user_id": user_id, "session_id": m.session_id, "role": m.role,
+                               "content": m.content, "created_at": m.created_at.isoformat()}
+                    msg_offset += len(msgs.rows)
+                    if msg_offset >= msgs.total or not msgs.rows:
+                        break
+            offset += len(page.rows)
+            if offset >= page.total or not page.rows:
+                break
+        with self.b.db.read() as conn:
+            slots = conn.execute("SELECT session_id, slot, value FROM working_slots WHERE user_id=? "
+                                 "ORDER BY session_id, slot", [user_id]).fetchall()
+        for session_id, slot, value in slots:
+            yield {"kind": "working", "user_id": user_id, "session_id": session_id, "slot": slot,
+                   "value": json.loads(value)}
+        for f in reversed(self.feedback.events(user_id, limit=10_000_000)):
+            yield {"kind": "feedback", "user_id": user_id, "item_id": f.item_id, "label": f.label,
+                   "trace_id": f.trace_id, "hop": f.hop, "note": f.note, "created_at": f.created_at.isoformat()}
+        for e in reversed(self.forgetter.log(user_id, limit=10_000_000)):
+            yield {"kind": "forget_log", "user_id": user_id, "memory_type": e.memory_type, "ids": list(e.ids),
+                   "count": e.count, "mode": e.mode, "reason": e.reason, "actor": e.actor, "at": e.at.isoformat()}

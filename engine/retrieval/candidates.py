@@ -1,0 +1,88 @@
+"""Candidates for one hop: vector and full-text search per source, unioned, joined with DuckDB.
+
+DuckDB decides what exists: a LanceDB row whose memory is archived or deleted there is dropped here, so a
+forgotten memory can never come back from retrieval even if its vector outlived it.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Sequence
+
+import numpy as np
+
+from ..memory.base import Backends
+from ..storage.vectors import VectorHit
+from .trace import CandidateInput
+
+_POOL = ThreadPoolExecutor(max_workers=6, thread_name_prefix="memlens-search")
+
+_META_SQL = {
+    "semantic": "SELECT id, created_at, importance, evergreen, 0, 0 FROM items "
+                "WHERE user_id=? AND archived_at IS NULL AND id IN (SELECT unnest(?))",
+    "episodic": "SELECT id, created_at, importance, FALSE, 0, 0 FROM episodes "
+                "WHERE user_id=? AND archived_at IS NULL AND id IN (SELECT unnest(?))",
+    "procedural": "SELECT id, created_at, NULL, FALSE, success_count, failure_count FROM skills "
+                  "WHERE user_id=? AND archived_at IS NULL AND id IN (SELECT unnest(?))",
+}
+
+
+def search_sources(b: Backends, user_id: str, query: str, query_vector: np.ndarray, sources: Sequence[str],
+                   top_k: int) -> dict[str, tuple[list[VectorHit], list[VectorHit]]]:
+    """Vector and full-text hits per source, the six searches run concurrently (LanceDB releases the GIL)."""
+    jobs = {}
+    for kind in sources:
+        jobs[(kind, "vector")] = _POOL.submit(b.index.vector_search, kind, user_id, query_vector, top_k)
+        jobs[(kind, "fts")] = _POOL.submit(b.index.fts_search, kind, user_id, query, top_k)
+    return {kind: (jobs[(kind, "vector")].result(), jobs[(kind, "fts")].result()) for kind in sources}
+
+
+def build_inputs(b: Backends, conn, user_id: str, query_vector: np.ndarray,
+                 hits: dict[str, tuple[list[VectorHit], list[VectorHit]]]) -> tuple[list[CandidateInput], np.ndarray]:
+    """Union hits by id per source, keep only memories active in DuckDB, attach metadata and feedback."""
+    merged: dict[str, dict] = {}
+    for kind, (vec_hits, fts_hits) in hits.items():
+        for h in vec_hits:
+            merged.setdefault(h.id, {"kind": kind, "hit": h, "found": "vector", "fts": None})
+        for h in fts_hits:
+            entry = merged.get(h.id)
+            if entry is None:
+                merged[h.id] = {"kind": kind, "hit": h, "found": "fts", "fts": h.fts_score}
+            else:
+                entry["found"] = "both"
+                entry["fts"] = h.fts_score
+    if not merged:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    meta: dict[str, tuple] = {}
+    for kind in hits:
+        ids = [i for i, e in merged.items() if e["kind"] == kind]
+        if ids:
+            for row in conn.execute(_META_SQL[kind], [user_id, ids]).fetchall():
+                meta[row[0]] = row
+    live = [i for i in merged if i in meta]
+    net = dict(conn.execute("SELECT item_id, sum(delta) FROM feedback WHERE user_id=? AND item_id IN "
+                            "(SELECT unnest(?)) GROUP BY item_id", [user_id, live]).fetchall()) if live else {}
+    vectors = np.stack([merged[i]["hit"].vector for i in live]) if live else np.zeros((0, 0), np.float32)
+    sims = vectors @ np.asarray(query_vector, dtype=np.float32) if live else np.zeros(0)
+    inputs = []
+    for n, i in enumerate(live):
+        e, m = merged[i], meta[i]
+        inputs.append(CandidateInput(
+            id=i, kind=e["kind"], text=e["hit"].text, created_at=m[1].isoformat(),
+            importance=None if m[2] is None else float(m[2]), evergreen=bool(m[3]), success_count=int(m[4]),
+            failure_count=int(m[5]), feedback_net=int(net.get(i, 0)),
+            vector_similarity=round(float(sims[n]), 6), fts_score=None if e["fts"] is None else round(e["fts"], 6),
+            found_by=e["found"]))
+    return inputs, vectors
+
+
+def pair_similarities(ids: Sequence[str], vectors: np.ndarray) -> dict[str, float]:
+    """Cosine between every pair of candidates, rounded, recorded so MMR can be replayed with embeddings."""
+    if len(ids) < 2:
+        return {}
+    sims = vectors @ vectors.T
+    out = {}
+    for a in range(len(ids)):
+        for c in range(a + 1, len(ids)):
+            out[f"{ids[a]}|{ids[c]}"] = round(float(sims[a, c]), 4)
+    return out

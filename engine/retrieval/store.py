@@ -1,0 +1,77 @@
+"""Traces as stored records in DuckDB: save, fetch, list, delete, and back from JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import InvalidInput, NotFound
+from ..ids import check_id
+from ..memory.base import Backends
+from ..records import Page
+from .trace import CandidateTrace, HopTrace, RetrievalTrace
+
+
+def trace_from_dict(data: dict[str, Any]) -> RetrievalTrace:
+    try:
+        hops = tuple(HopTrace(**{**h, "candidates": tuple(CandidateTrace(**c) for c in h["candidates"])})
+                     for h in data["hops"])
+        return RetrievalTrace(**{**data, "hops": hops, "context_ids": tuple(data["context_ids"]),
+                                 "ranking": tuple(data["ranking"])})
+    except (KeyError, TypeError) as exc:
+        raise InvalidInput(f"not a memlens trace: {exc}") from None
+
+
+class TraceStore:
+    def __init__(self, b: Backends) -> None:
+        self.b = b
+
+    def save(self, trace: RetrievalTrace, conn=None) -> None:
+        body = json.dumps(trace.to_dict(), ensure_ascii=False)
+        args = [trace.trace_id, trace.user_id, trace.session_id, trace.question, len(trace.hops), trace.stop_reason,
+                trace.settings.get("embedder"), trace.strategies.get("reasoner"),
+                trace.timings_ms.get("pipeline"), json.dumps(list(trace.context_ids)), body, trace.created_at]
+        sql = "INSERT INTO traces VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+        if conn is not None:
+            conn.execute(sql, args)
+        else:
+            with self.b.db.write() as c:
+                c.execute(sql, args)
+
+    def get(self, trace_id: str, user_id: str | None = None) -> RetrievalTrace:
+        check_id(trace_id, "trace id")
+        sql, params = "SELECT body FROM traces WHERE id=?", [trace_id]
+        if user_id is not None:
+            sql += " AND user_id=?"
+            params.append(check_id(user_id, "user id"))
+        with self.b.db.read() as conn:
+            row = conn.execute(sql, params).fetchone()
+        if row is None:
+            raise NotFound(f"no trace {trace_id!r}")
+        return trace_from_dict(json.loads(row[0]))
+
+    def list(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> Page:
+        """Trace summaries (no bodies) newest first, paginated in the database."""
+        where, params = "", []
+        if user_id is not None:
+            where = "WHERE user_id = ?"
+            params.append(check_id(user_id, "user id"))
+        with self.b.db.read() as conn:
+            total = conn.execute(f"SELECT count(*) FROM traces {where}", params).fetchone()[0]
+            rows = conn.execute(
+                "SELECT id, user_id, session_id, question, hops, stop_reason, embedder, strategy, total_ms, "
+                f"context_ids, created_at FROM traces {where} ORDER BY created_at DESC, id LIMIT ? OFFSET ?",
+                params + [int(limit), int(offset)]).fetchall()
+        keys = ("trace_id", "user_id", "session_id", "question", "hops", "stop_reason", "embedder", "reasoner",
+                "total_ms", "context_ids", "created_at")
+        out = []
+        for r in rows:
+            d = dict(zip(keys, r))
+            d["context_ids"] = json.loads(d["context_ids"] or "[]")
+            out.append(d)
+        return Page(tuple(out), total, int(limit), int(offset))
+
+    def delete(self, trace_id: str, user_id: str | None = None) -> None:
+        self.get(trace_id, user_id)
+        with self.b.db.write() as conn:
+            conn.execute("DELETE FROM traces WHERE id=?", [trace_id])

@@ -1,0 +1,63 @@
+"""Named, ordered schema migrations. Each runs once and is recorded in ``schema_migrations``."""
+
+from __future__ import annotations
+
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    ("0001_core_tables", """
+    CREATE TABLE sessions (
+        user_id VARCHAR NOT NULL, session_id VARCHAR NOT NULL,
+        created_at TIMESTAMPTZ, last_activity_at TIMESTAMPTZ,
+        PRIMARY KEY (user_id, session_id));
+    CREATE TABLE messages (
+        user_id VARCHAR NOT NULL, session_id VARCHAR NOT NULL, seq INTEGER NOT NULL,
+        role VARCHAR NOT NULL, content VARCHAR NOT NULL, tokens INTEGER NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (user_id, session_id, seq));
+    CREATE SEQUENCE working_history_seq;
+    CREATE TABLE working_slots (
+        user_id VARCHAR NOT NULL, session_id VARCHAR NOT NULL, slot VARCHAR NOT NULL,
+        value JSON, updated_at TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (user_id, session_id, slot));
+    CREATE TABLE working_history (
+        id BIGINT PRIMARY KEY DEFAULT nextval('working_history_seq'),
+        user_id VARCHAR NOT NULL, session_id VARCHAR NOT NULL, slot VARCHAR NOT NULL,
+        old_value JSON, new_value JSON, source VARCHAR NOT NULL, occurred_at TIMESTAMPTZ NOT NULL);
+    CREATE TABLE items (
+        id VARCHAR PRIMARY KEY, user_id VARCHAR NOT NULL, category VARCHAR NOT NULL, content VARCHAR NOT NULL,
+        importance DOUBLE NOT NULL, evergreen BOOLEAN NOT NULL, provenance JSON, source VARCHAR,
+        created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL, archived_at TIMESTAMPTZ);
+    CREATE TABLE categories (
+        user_id VARCHAR NOT NULL, name VARCHAR NOT NULL, summary VARCHAR NOT NULL, updated_at TIMESTAMPTZ,
+        PRIMARY KEY (user_id, name));
+    CREATE TABLE episodes (
+        id VARCHAR PRIMARY KEY, user_id VARCHAR NOT NULL, session_id VARCHAR, steps JSON NOT NULL,
+        summary VARCHAR NOT NULL, outcome VARCHAR, importance DOUBLE NOT NULL, provenance JSON,
+        created_at TIMESTAMPTZ NOT NULL, archived_at TIMESTAMPTZ);
+    CREATE TABLE skills (
+        id VARCHAR PRIMARY KEY, user_id VARCHAR NOT NULL, name VARCHAR NOT NULL, version INTEGER NOT NULL,
+        kind VARCHAR NOT NULL, description VARCHAR NOT NULL, body VARCHAR NOT NULL,
+        success_count INTEGER NOT NULL DEFAULT 0, failure_count INTEGER NOT NULL DEFAULT 0, provenance JSON,
+        created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL, archived_at TIMESTAMPTZ);
+    CREATE SEQUENCE skill_outcomes_seq;
+    CREATE TABLE skill_outcomes (
+        id BIGINT PRIMARY KEY DEFAULT nextval('skill_outcomes_seq'), skill_id VARCHAR NOT NULL,
+        user_id VARCHAR NOT NULL, success BOOLEAN NOT NULL, episode_id VARCHAR, occurred_at TIMESTAMPTZ NOT NULL);
+    CREATE SEQUENCE feedback_seq;
+    CREATE TABLE feedback (
+        id BIGINT PRIMARY KEY DEFAULT nextval('feedback_seq'), user_id VARCHAR NOT NULL, item_id VARCHAR NOT NULL,
+        label VARCHAR NOT NULL, delta INTEGER NOT NULL, trace_id VARCHAR, hop INTEGER, note VARCHAR NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL);
+    CREATE SEQUENCE forget_log_seq;
+    CREATE TABLE forget_log (
+        id BIGINT PRIMARY KEY DEFAULT nextval('forget_log_seq'), user_id VARCHAR NOT NULL,
+        memory_type VARCHAR NOT NULL, ids JSON NOT NULL, count INTEGER NOT NULL, mode VARCHAR NOT NULL,
+        reason VARCHAR NOT NULL, actor VARCHAR NOT NULL, occurred_at TIMESTAMPTZ NOT NULL);
+    CREATE TABLE traces (
+        id VARCHAR PRIMARY KEY, user_id VARCHAR NOT NULL, session_id VARCHAR, question VARCHAR NOT NULL,
+        hops INTEGER NOT NULL, stop_reason VARCHAR, embedder VARCHAR, strategy VARCHAR, total_ms DOUBLE,
+        context_ids JSON, body JSON NOT NULL, created_at TIMESTAMPTZ NOT NULL);
+    CREATE TABLE llm_usage (
+        user_id VARCHAR NOT NULL, operation VARCHAR NOT NULL, model VARCHAR, input_tokens BIGINT NOT NULL,
+        output_tokens BIGINT NOT NULL, total_tokens BIGINT NOT NULL, occurred_at TIMESTAMPTZ NOT NULL);
+    """),
+)

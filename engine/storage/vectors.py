@@ -1,0 +1,202 @@
+"""LanceDB tables of vectors and full text, one per (memory kind, embedding model).
+
+DuckDB is the source of truth; these tables are an index over it: ``id``, ``user_id``, the searchable ``text`` and
+its ``vector``. The model name and dimension live in the table's schema metadata, and a table is only ever opened
+for the model that made it, so vectors of different models never meet.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Sequence
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+from lancedb.index import FTS, BTree
+
+from ..errors import InvalidInput, ModelMismatch
+from ..ids import lance_literal
+
+_WORD = re.compile(r"\w", re.UNICODE)
+# Rebuild indexes once this many rows are unindexed. Unindexed rows are still searched (brute force), so this
+# only trades a little query time against rebuild cost.
+REINDEX_AFTER_ROWS = 5000
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    id: str
+    text: str
+    vector: np.ndarray
+    vector_similarity: float | None  # cosine similarity, higher is closer, in [-1, 1]
+    fts_score: float | None  # LanceDB BM25 over the whole table, higher is better, unbounded
+
+
+def table_name(kind: str, model: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")
+    return f"{kind}__{slug}"
+
+
+def check_vectors(vectors: np.ndarray, dim: int, count: int) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape != (count, dim):
+        raise InvalidInput(f"expected {count} vector(s) of dimension {dim}, got shape {tuple(vectors.shape)}")
+    if not np.isfinite(vectors).all():
+        raise InvalidInput("vector contains NaN or infinite values; refusing to store it")
+    return vectors
+
+
+class VectorIndex:
+    def __init__(self, uri: str, model: str, dim: int) -> None:
+        self.uri = uri
+        self.model = model
+        self.dim = dim
+        # A zero interval makes every read see other processes' writes (no measurable cost, stack.md).
+        self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
+        self._tables: dict[str, lancedb.table.Table] = {}
+
+    # -- tables -----------------------------------------------------------------------------------------------------
+    def _schema(self, kind: str) -> pa.Schema:
+        return pa.schema(
+            [pa.field("id", pa.string()), pa.field("user_id", pa.string()), pa.field("text", pa.string()),
+             pa.field("vector", pa.list_(pa.float32(), self.dim))],
+            metadata={"model": self.model, "dim": str(self.dim), "kind": kind, "metric": "cosine"},
+        )
+
+    def table_names(self) -> list[str]:
+        result = self.db.list_tables()
+        names = getattr(result, "tables", result)
+        return sorted(names)
+
+    def table(self, kind: str, create: bool = True):
+        name = table_name(kind, self.model)
+        if name in self._tables:
+            return self._tables[name]
+        if name in self.table_names():
+            tb = self.db.open_table(name)
+            meta = tb.schema.metadata or {}
+            model = meta.get(b"model", b"").decode()
+            dim = int(meta.get(b"dim", b"0") or 0)
+            if model != self.model or dim != self.dim:
+                raise ModelMismatch(f"LanceDB table {name} holds vectors of {model or '?'} (dim {dim}), "
+                                    f"not {self.model} (dim {self.dim})")
+        elif create:
+            tb = self.db.create_table(name, schema=self._schema(kind))
+        else:
+            return None
+        self._tables[name] = tb
+        return tb
+
+    def other_models(self) -> dict[str, int]:
+        """Tables in this store made by other models, with their row counts (for a clear message)."""
+        mine = {table_name(k, self.model) for k in ("semantic", "episodic", "procedural")}
+        out: dict[str, int] = {}
+        for name in self.table_names():
+            if name not in mine:
+                try:
+                    out[name] = self.db.open_table(name).count_rows()
+                except Exception:  # a foreign or broken table must not stop the store from opening
+                    out[name] = -1
+        return out
+
+    # -- writes -----------------------------------------------------------------------------------------------------
+    def add(self, kind: str, ids: Sequence[str], user_ids: Sequence[str], texts: Sequence[str],
+            vectors: np.ndarray) -> None:
+        if not ids:
+            return
+        vectors = check_vectors(vectors, self.dim, len(ids))
+        data = pa.table({
+            "id": pa.array(list(ids), pa.string()),
+            "user_id": pa.array(list(user_ids), pa.string()),
+            "text": pa.array(list(texts), pa.string()),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), self.dim),
+        })
+        tb = self.table(kind)
+        tb.add(data)
+        self._maintain(tb)
+
+    def delete(self, kind: str, ids: Sequence[str]) -> None:
+        tb = self.table(kind, create=False)
+        if tb is None or not ids:
+            return
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            tb.delete("id IN (" + ", ".join(lance_literal(i) for i in chunk) + ")")
+
+    def _maintain(self, tb) -> None:
+        indices = {tuple(ix.columns): ix for ix in tb.list_indices()}
+        if ("text",) not in indices:
+            tb.create_index("text", config=FTS())
+        if ("user_id",) not in indices:
+            tb.create_index("user_id", config=BTree())
+        if not indices:
+            return
+        unindexed = max((getattr(ix, "num_unindexed_rows", 0) or 0) for ix in indices.values())
+        if unindexed >= REINDEX_AFTER_ROWS:
+            self.optimize(tb)
+
+    def optimize(self, tb=None) -> None:
+        """Fold new rows into the indexes and compact. Another process may commit meanwhile: refresh and retry."""
+        tables = [tb] if tb is not None else [t for t in (self.table(k, create=False) for k in
+                                                          ("semantic", "episodic", "procedural")) if t is not None]
+        for t in tables:
+            for attempt in range(3):
+                try:
+                    t.optimize()
+                    break
+                except Exception as exc:  # lance raises a generic error for commit conflicts
+                    if "conflict" not in str(exc).lower() or attempt == 2:
+                        raise
+                    t.checkout_latest()
+                    time.sleep(0.05 * (attempt + 1))
+
+    # -- reads ------------------------------------------------------------------------------------------------------
+    def count(self, kind: str, user_id: str | None = None) -> int:
+        tb = self.table(kind, create=False)
+        if tb is None:
+            return 0
+        return tb.count_rows(None if user_id is None else f"user_id = {lance_literal(user_id)}")
+
+    def vector_search(self, kind: str, user_id: str, query_vector: np.ndarray, k: int) -> list[VectorHit]:
+        tb = self.table(kind, create=False)
+        if tb is None:
+            return []
+        rows = (tb.search(np.asarray(query_vector, dtype=np.float32), vector_column_name="vector")
+                .distance_type("cosine").where(f"user_id = {lance_literal(user_id)}", prefilter=True)
+                .select(["id", "text", "vector"]).limit(k).to_arrow())
+        dist = rows.column("_distance").to_numpy()
+        vecs = _vectors(rows)
+        return [VectorHit(i, t, vecs[n], float(1.0 - dist[n]), None)
+                for n, (i, t) in enumerate(zip(rows.column("id").to_pylist(), rows.column("text").to_pylist()))]
+
+    def fts_search(self, kind: str, user_id: str, query: str, k: int) -> list[VectorHit]:
+        tb = self.table(kind, create=False)
+        if tb is None or not _WORD.search(query or ""):
+            return []
+        rows = (tb.search(query, query_type="fts").where(f"user_id = {lance_literal(user_id)}", prefilter=True)
+                .select(["id", "text", "vector"]).limit(k).to_arrow())
+        scores = rows.column("_score").to_numpy()
+        vecs = _vectors(rows)
+        return [VectorHit(i, t, vecs[n], None, float(scores[n]))
+                for n, (i, t) in enumerate(zip(rows.column("id").to_pylist(), rows.column("text").to_pylist()))]
+
+    def vectors_for(self, kind: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        tb = self.table(kind, create=False)
+        if tb is None or not ids:
+            return {}
+        rows = (tb.search().where("id IN (" + ", ".join(lance_literal(i) for i in ids) + ")")
+                .select(["id", "vector"]).limit(len(ids) + 10).to_arrow())
+        vecs = _vectors(rows)
+        return {i: vecs[n] for n, i in enumerate(rows.column("id").to_pylist())}
+
+
+def _vectors(rows: pa.Table) -> np.ndarray:
+    col = rows.column("vector")
+    if rows.num_rows == 0:
+        return np.zeros((0, 0), dtype=np.float32)
+    flat = col.combine_chunks().values.to_numpy(zero_copy_only=False)
+    return flat.reshape(rows.num_rows, -1).astype(np.float32, copy=False)
