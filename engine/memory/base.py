@@ -57,3 +57,12 @@ def like_pattern(text: str) -> str:
     """A LIKE pattern matching ``text`` literally anywhere (escape with ``ESCAPE '\\'``)."""
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
+
+
+def page_args(limit: object, offset: object = 0, max_limit: int = 10_000_000) -> tuple[int, int]:
+    """Validated ``limit``/``offset`` for a listing (a bad value must not reach SQL as a raw DuckDB error)."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= max_limit:
+        raise InvalidInput(f"limit must be an integer from 1 to {max_limit}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidInput("offset must be a non-negative integer")
+    return limit, offset

@@ -8,7 +8,7 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, check_unit, new_id
 from ..records import Episode, Page, Step
-from .base import Backends, dumps, like_pattern, loads
+from .base import Backends, dumps, like_pattern, loads, page_args
 from .semantic import normalise_provenance
 
 EPISODE_COLUMNS = "id, user_id, session_id, steps, summary, outcome, importance, provenance, created_at, archived_at"
@@ -94,6 +94,8 @@ class EpisodicMemory:
         return episode.searchable_text
 
     def insert(self, conn, episodes: Sequence[Episode]) -> list[Episode]:
+        if not episodes:  # DuckDB's executemany refuses an empty parameter list
+            return []
         conn.executemany(
             f"INSERT INTO episodes ({EPISODE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
             [[e.id, e.user_id, e.session_id, dumps([s.__dict__ for s in e.steps]), e.summary, e.outcome,
@@ -115,6 +117,7 @@ class EpisodicMemory:
              offset: int = 0) -> Page:
         """Episodes newest first."""
         check_id(user_id, "user id")
+        limit, offset = page_args(limit, offset)
         where, params = ["user_id = ?"], [user_id]
         if outcome:
             where.append("outcome = ?")

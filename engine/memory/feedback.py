@@ -8,7 +8,7 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_ids
 from ..records import FeedbackEvent
-from .base import Backends
+from .base import Backends, page_args
 
 LABELS = {"useful": 1, "harmful": -1}
 MAX_NOTE_CHARS = 2000
@@ -101,5 +101,5 @@ class FeedbackLog:
             params.append(check_id(trace_id, "trace id"))
         with self.b.db.read() as conn:
             rows = conn.execute(f"SELECT {FEEDBACK_COLUMNS} FROM feedback WHERE {' AND '.join(where)} "
-                                "ORDER BY id DESC LIMIT ?", params + [int(limit)]).fetchall()
+                                "ORDER BY id DESC LIMIT ?", params + [page_args(limit)[0]]).fetchall()
         return [FeedbackEvent(*r) for r in rows]

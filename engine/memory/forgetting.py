@@ -14,7 +14,7 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput
 from ..ids import check_id, check_ids
 from ..records import KINDS, ForgetLogEntry, ForgetResult
-from .base import Backends, dumps
+from .base import Backends, dumps, page_args
 
 TABLES = {"semantic": "items", "episodic": "episodes", "procedural": "skills"}
 MODES = ("soft", "hard")
@@ -77,7 +77,7 @@ class Forgetter:
             params.append(check_id(user_id, "user id"))
         with self.b.db.read() as conn:
             rows = conn.execute("SELECT id, user_id, memory_type, ids, count, mode, reason, actor, occurred_at FROM forget_log "
-                                f"{where} ORDER BY occurred_at DESC, id DESC LIMIT ?", params + [int(limit)]).fetchall()
+                                f"{where} ORDER BY occurred_at DESC, id DESC LIMIT ?", params + [page_args(limit)[0]]).fetchall()
         return [ForgetLogEntry(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], r[7], r[8]) for r in rows]
 
     def prepare_entry(self, user_id: str, memory_type: str, ids: Sequence[str], mode: str, reason: str,

@@ -13,7 +13,7 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, new_id
 from ..records import SKILL_KINDS, Page, RankedSkill, Skill, SkillOutcome
-from .base import Backends, dumps, like_pattern, loads
+from .base import Backends, dumps, like_pattern, loads, page_args
 from .semantic import normalise_provenance
 
 SKILL_COLUMNS = ("id, user_id, name, version, kind, description, body, success_count, failure_count, provenance, "
@@ -88,6 +88,8 @@ class SkillLibrary:
         return skill.searchable_text
 
     def insert(self, conn, skills: Sequence[Skill]) -> list[Skill]:
+        if not skills:  # DuckDB's executemany refuses an empty parameter list
+            return []
         conn.executemany(f"INSERT INTO skills ({SKILL_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                          [[s.id, s.user_id, s.name, s.version, s.kind, s.description, s.body, 0, 0,
                            dumps(s.provenance), s.created_at, s.updated_at, s.archived_at] for s in skills])
@@ -154,6 +156,7 @@ class SkillLibrary:
     def list(self, user_id: str, query: str | None = None, kind: str | None = None, name: str | None = None,
              include_archived: bool = False, limit: int = 1000, offset: int = 0) -> Page:
         check_id(user_id, "user id")
+        limit, offset = page_args(limit, offset)
         where, params = ["user_id = ?"], [user_id]
         if query:
             where.append("(name ILIKE ? ESCAPE '\\' OR description ILIKE ? ESCAPE '\\' OR body ILIKE ? ESCAPE '\\')")

@@ -10,7 +10,7 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, check_unit, new_id
 from ..records import Category, Item, Page
-from .base import Backends, dumps, like_pattern, loads
+from .base import Backends, dumps, like_pattern, loads, page_args
 
 CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 ITEM_COLUMNS = ("id, user_id, category, content, importance, evergreen, provenance, source, created_at, updated_at, "
@@ -96,6 +96,8 @@ class SemanticMemory:
         return item.content
 
     def insert(self, conn, items: Sequence[Item]) -> list[Item]:
+        if not items:  # DuckDB's executemany refuses an empty parameter list
+            return []
         conn.executemany(f"INSERT INTO items ({ITEM_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                          [[i.id, i.user_id, i.category, i.content, i.importance, i.evergreen,
                            dumps(i.provenance), i.source, i.created_at, i.updated_at, i.archived_at] for i in items])
@@ -115,6 +117,7 @@ class SemanticMemory:
     def list(self, user_id: str, category: str | None = None, query: str | None = None,
              include_archived: bool = False, limit: int = 50, offset: int = 0) -> Page:
         check_id(user_id, "user id")
+        limit, offset = page_args(limit, offset)
         where, params = ["user_id = ?"], [user_id]
         if category:
             where.append("category = ?")

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
-from ..errors import InvalidInput, MemlensError, NotFound
+from ..errors import InvalidInput, MemlensError
 from ..records import Episode, Item, Skill
 from .base import Backends
 from .episodic import EpisodicMemory
@@ -32,6 +32,8 @@ class IngestPlan:
     feedback: list[tuple] = field(default_factory=list)
     working: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     forget_log: list[list] = field(default_factory=list)
+    # (record kind, index in its list) -> line number, so a reference error can name its line
+    lines: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         return {"message": len(self.messages), "item": len(self.items), "category": len(self.categories),
@@ -70,6 +72,10 @@ class Transfer:
                 if not isinstance(rec, dict):
                     raise InvalidInput("each line must be a JSON object")
                 self._add(plan, rec)
+                listed = {"item": plan.items, "episode": plan.episodes, "skill": plan.skills,
+                          "outcome": plan.outcomes, "feedback": plan.feedback}.get(rec["kind"])
+                if listed is not None:
+                    plan.lines[(rec["kind"], len(listed) - 1)] = number
             except MemlensError as exc:
                 raise InvalidInput(f"line {number}: {exc}") from None
         self._check_references(plan)
@@ -133,17 +139,36 @@ class Transfer:
             plan.forget_log.append(self.forgetter.prepare_entry(**r))
 
     def _check_references(self, plan: IngestPlan) -> None:
-        """Outcomes must name skills and feedback must name memories, in the file or already stored."""
-        skills = {(s.user_id, s.id) for s in plan.skills}
-        memories = skills | {(i.user_id, i.id) for i in plan.items} | {(e.user_id, e.id) for e in plan.episodes}
+        """Ids must be new (in the file and the store); outcomes must name skills and feedback memories, in the
+        file or already stored. Each error names its line. An existing id must be refused here: writing it would
+        fail and the rollback would delete the existing memory's vectors along with the new ones."""
+        tables = (("item", "items", plan.items), ("episode", "episodes", plan.episodes),
+                  ("skill", "skills", plan.skills))
         with self.b.db.read() as conn:
-            for user_id, skill_id, *_ in plan.outcomes:
+            for kind, table, records in tables:
+                first: dict[str, int] = {}
+                for n, r in enumerate(records):
+                    line = plan.lines.get((kind, n), 0)
+                    if r.id in first:
+                        raise InvalidInput(f"line {line}: {kind} id {r.id!r} appears twice (first on line "
+                                           f"{first[r.id]})")
+                    first[r.id] = line
+                taken = conn.execute(f"SELECT id FROM {table} WHERE id IN (SELECT unnest(?)) ORDER BY id",
+                                     [list(first)]).fetchall()
+                if taken:
+                    raise InvalidInput(f"line {first[taken[0][0]]}: {kind} id {taken[0][0]!r} already exists "
+                                       "in the store")
+            skills = {(s.user_id, s.id) for s in plan.skills}
+            memories = skills | {(i.user_id, i.id) for i in plan.items} | {(e.user_id, e.id) for e in plan.episodes}
+            for n, (user_id, skill_id, *_) in enumerate(plan.outcomes):
                 if (user_id, skill_id) not in skills and conn.execute(
                         "SELECT 1 FROM skills WHERE user_id=? AND id=?", [user_id, skill_id]).fetchone() is None:
-                    raise NotFound(f"outcome names unknown skill {skill_id!r} for user {user_id!r}")
-            for f in plan.feedback:
+                    raise InvalidInput(f"line {plan.lines.get(('outcome', n), 0)}: outcome names unknown skill "
+                                       f"{skill_id!r} for user {user_id!r}")
+            for n, f in enumerate(plan.feedback):
                 if (f[0], f[1]) not in memories and not self.feedback.existing_ids(conn, f[0], [f[1]]):
-                    raise NotFound(f"feedback names unknown memory {f[1]!r} for user {f[0]!r}")
+                    raise InvalidInput(f"line {plan.lines.get(('feedback', n), 0)}: feedback names unknown memory "
+                                       f"{f[1]!r} for user {f[0]!r}")
 
     def apply(self, plan: IngestPlan, progress=None) -> dict[str, int]:
         """Write a validated plan: vectors first, then one DuckDB transaction; vectors are removed if it fails."""

@@ -10,7 +10,7 @@ from ..clock import utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id
 from ..records import TYPED_SLOTS, SlotEdit
-from .base import Backends, dumps, loads
+from .base import Backends, dumps, loads, page_args
 
 SLOT_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 SOURCES = ("ui", "api", "agent", "cli", "ingest", "llm")
@@ -117,7 +117,7 @@ class WorkingMemory:
         with self.b.db.read() as conn:
             rows = conn.execute("SELECT id, user_id, session_id, slot, old_value, new_value, source, occurred_at FROM "
                                 f"working_history WHERE user_id=? AND session_id=?{extra} ORDER BY id DESC LIMIT ?",
-                                params + [int(limit)]).fetchall()
+                                params + [page_args(limit)[0]]).fetchall()
         return [SlotEdit(r[0], r[1], r[2], r[3], loads(r[4]), loads(r[5]), r[6], r[7]) for r in rows]
 
     def restore(self, user_id: str, session_id: str, edit_id: int, which: str = "old",

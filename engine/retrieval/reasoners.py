@@ -18,7 +18,7 @@ from .text import STOPWORDS
 DONE = "DONE"
 # Capitalised words (optionally joined: "Jonas Weber", "Hotel Almirante"), identifiers with digits or inner
 # punctuation ("PR-482", "payments-service", "v2.3"), and quoted phrases.
-_PROPER = re.compile(r"\b[A-Z][\w'’&.-]*[\w](?:\s+(?:of\s+|de\s+|the\s+)?[A-Z][\w'’&.-]*[\w])*")
+_PROPER = re.compile(r"\b[A-Z][\w'’&.-]*[\w](?:[ \t]+(?:of[ \t]+|de[ \t]+|the[ \t]+)?[A-Z][\w'’&.-]*[\w])*")
 _IDENT = re.compile(r"\b(?=[\w.-]*[\d_-])[A-Za-z][\w.-]*[A-Za-z0-9]\b|#\d+")
 _QUOTED = re.compile(r"[\"“]([^\"”]{3,60})[\"”]")
 
@@ -41,27 +41,36 @@ def _words(text: str) -> set[str]:
 
 
 class OfflineBridgeReasoner:
-    """Bridge entities: terms in the top results that are absent from the question and from earlier queries."""
+    """Bridge entities: names and identifiers in the results that best match the question, which the question
+    (and earlier queries) do not mention.
+
+    The results are re-read by their word overlap with the question (the bridging fact A shares the question's
+    words; a recent but unrelated memory does not), then the best result's new names become the next query.
+    A capitalised word at the start of a sentence only counts when it is also capitalised mid-sentence somewhere,
+    so "Staging" or "Need" opening a note is not taken for a name.
+    """
 
     name = "offline:bridge_entities"
 
-    def __init__(self, top_n: int = 3, max_terms: int = 2, common_share: float = 0.5) -> None:
-        self.top_n = top_n
+    def __init__(self, pool: int = 10, max_terms: int = 2, common_share: float = 0.5) -> None:
+        self.pool = pool
         self.max_terms = max_terms
         self.common_share = common_share
 
-    def terms(self, text: str) -> list[str]:
+    def terms(self, text: str, names_mid: set[str] | None = None) -> list[str]:
         found = []
         for m in _PROPER.finditer(text):
             phrase = m.group(0).strip(" .-")
             words = phrase.split()
-            # A lone capitalised stopword at a sentence start ("The", "When") is not a name.
-            if len(words) == 1 and words[0].lower() in STOPWORDS:
-                continue
             if words and words[0].lower() in STOPWORDS:
-                phrase = " ".join(words[1:])
-            if phrase:
-                found.append(phrase)
+                words = words[1:]
+            if not words:
+                continue
+            phrase = " ".join(words)
+            if len(words) == 1 and _sentence_start(text, m.start()) and (
+                    names_mid is None or phrase not in names_mid):
+                continue
+            found.append(phrase)
         found += [m.group(0) for m in _IDENT.finditer(text)]
         found += [m.group(1).strip() for m in _QUOTED.finditer(text)]
         return found
@@ -70,33 +79,43 @@ class OfflineBridgeReasoner:
         known = _words(question)
         for q in previous:
             known |= _words(q)
-        top = list(accumulated[: self.top_n])
-        if not top:
+        pool = list(accumulated[: self.pool])
+        if not pool:
             return Proposal(DONE, self.name, {"why": "no results to bridge from"})
-        # Terms present in many results (a speaker name on every line, a project name everywhere) do not bridge.
-        pool = list(accumulated[: max(10, self.top_n)])
+        names_mid = {m.group(0) for text in pool for m in _PROPER.finditer(text)
+                     if not _sentence_start(text, m.start())}
+        q_words = {w for w in _words(question) if w not in STOPWORDS and len(w) > 2}
+        # Terms present in many results (a speaker on every line, the project name everywhere) do not bridge.
         spread = Counter()
         for text in pool:
-            spread.update({t.lower() for t in self.terms(text)})
-        scored: dict[str, tuple[float, str]] = {}
-        for rank, text in enumerate(top):
-            for term in self.terms(text):
+            spread.update({t.lower() for t in self.terms(text, names_mid)})
+        best_text, best_overlap, best_terms = None, -1.0, []
+        for rank, text in enumerate(pool):
+            terms = []
+            for term in dict.fromkeys(self.terms(text, names_mid)):
                 words = _words(term)
                 if not words or words <= known or all(w in STOPWORDS for w in words):
                     continue
                 if len(pool) >= 4 and spread[term.lower()] / len(pool) > self.common_share:
                     continue
-                score = 1.0 / (rank + 1) + 0.1 * len(words)
-                key = term.lower()
-                if key not in scored or score > scored[key][0]:
-                    scored[key] = (score, term)
-        if not scored:
-            return Proposal(DONE, self.name, {"why": "no new names or identifiers in the top results"})
-        best = sorted(scored.values(), key=lambda t: -t[0])[: self.max_terms]
-        terms = [t for _, t in best]
-        return Proposal(" ".join(terms), self.name, {"terms": terms,
-                                                     "candidates": [t for _, t in sorted(scored.values(),
-                                                                                          key=lambda t: -t[0])][:8]})
+                terms.append(term)
+            if not terms:
+                continue
+            overlap = len(q_words & _words(text)) + 0.5 / (rank + 1)
+            if overlap > best_overlap:
+                best_text, best_overlap, best_terms = text, overlap, terms
+        if best_text is None:
+            return Proposal(DONE, self.name, {"why": "no new names or identifiers in the results"})
+        # Prefer multi-word names (a person, a place) over lone words, keep the text's order otherwise.
+        chosen = sorted(best_terms, key=lambda t: -len(t.split()))[: self.max_terms]
+        chosen = [t for t in best_terms if t in chosen]
+        return Proposal(" ".join(chosen), self.name, {"terms": chosen, "from_text": best_text[:200],
+                                                      "question_overlap": round(best_overlap, 2)})
+
+
+def _sentence_start(text: str, pos: int) -> bool:
+    before = text[:pos].rstrip(" \t\"'“(")
+    return not before or before[-1] in ".!?:\n"
 
 
 class CallableReasoner:

@@ -1,0 +1,131 @@
+"""``python -m engine``: the parser, the engine opened once per run, and the translation of every error into one
+line on stderr (exit 2 for bad input, missing files and named engine errors; exit 1 for anything unexpected)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from ..errors import MemlensError
+from . import memory_cmds, retrieval_cmds
+from .output import Result, dumps, one_line
+
+PROG = "python -m engine"
+EXIT_OK, EXIT_UNEXPECTED, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class UsageError(Exception):
+    """A command line argparse refused (reported as one line, exit 2)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing usage and exiting, so every error is one line."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+def _common() -> argparse.ArgumentParser:
+    """Global options, accepted before or after the command (SUPPRESS keeps a later default from hiding them)."""
+    p = Parser(add_help=False)
+    p.add_argument("--store", metavar="PATH", default=argparse.SUPPRESS,
+                   help="store folder (default: $MEMLENS_STORE, else data/store)")
+    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                   help="print JSON on stdout instead of a table")
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                   help="show the traceback of an unexpected error")
+    return p
+
+
+def build_parser() -> Parser:
+    common = _common()
+    parser = Parser(prog=PROG, parents=[common],
+                    description="memlens: open up an agent's memory. Every command takes --store PATH and --json.",
+                    epilog="Errors print one line on stderr and exit with status 2.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    memory_cmds.register(sub, common)
+    retrieval_cmds.register(sub, common)
+    return parser
+
+
+@dataclass
+class Context:
+    """What a command handler gets: its arguments, the streams, and the engine (opened on first use, once)."""
+
+    args: argparse.Namespace
+    stdout: TextIO
+    stderr: TextIO
+    environ: Mapping[str, str] | None = None
+    _engine: Any = field(default=None, repr=False)
+
+    @property
+    def engine(self):
+        if self._engine is None:
+            from ..api import MemoryEngine
+            from ..config import Settings
+
+            explicit = {"store": self.args.store} if getattr(self.args, "store", None) is not None else {}
+            settings = Settings.from_env(self.environ, **explicit)
+            self._engine = MemoryEngine.open(settings=settings)
+        return self._engine
+
+
+def _os_message(exc: OSError) -> str:
+    what = f" {exc.filename!r}" if exc.filename is not None else ""
+    return f"cannot access{what}: {exc.strerror or exc}"
+
+
+def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None,
+         stdout: TextIO | None = None, stderr: TextIO | None = None, raise_unexpected: bool = False) -> int:
+    """Run one command; returns the exit status. ``environ`` replaces ``os.environ`` for settings (tests);
+    ``raise_unexpected`` lets tests see the traceback of a bug instead of a one-line message."""
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = raise_unexpected or "--debug" in argv
+    try:
+        args = build_parser().parse_args(argv)
+        if not args.command:
+            raise UsageError(f"give a command (see `{PROG} --help`)")
+        ctx = Context(args, out, err, environ)
+        result: Result | None = args.handler(ctx)
+        if result is not None:
+            if getattr(args, "json", False) or result.human is None:
+                out.write(dumps(result.data) + "\n")
+            else:
+                text = result.human(result.data)
+                out.write(text + ("\n" if text and not text.endswith("\n") else ""))
+        out.flush()
+        return EXIT_OK
+    except (UsageError, MemlensError) as exc:
+        err.write(f"error: {one_line(str(exc))}\n")
+        return EXIT_ERROR
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):  # `... | head`: the reader left; not an error worth a message
+            return EXIT_OK
+        err.write(f"error: {one_line(_os_message(exc))}\n")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        err.write("error: interrupted\n")
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # the last line of defence of a CLI: one line, never a traceback, unless asked
+        if debug:
+            raise
+        err.write(f"error: unexpected {type(exc).__name__}: {one_line(str(exc), 300)} "
+                  f"(rerun with --debug for the traceback)\n")
+        return EXIT_UNEXPECTED
+
+
+def run() -> None:
+    """Console entry point: exit with :func:`main`'s status (stdout closed early by a pipe reader is fine)."""
+    status = main()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(status)

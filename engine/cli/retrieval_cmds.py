@@ -1,0 +1,120 @@
+"""CLI commands of the traced retrieval pipeline: retrieve, trace, traces, replay and feedback.
+
+A trace is a document, so ``retrieve``, ``trace`` and ``replay`` print it as JSON (``RetrievalTrace.to_dict()``)
+whether or not ``--json`` is given; ``--summary`` prints a short table of the final ranking instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..config import parse_assignments
+from .args import MEMORY_ID, OFFSET, TRACE, add_session, add_user, bounded_int, joined
+from .output import Col, Result, cell, plain, table
+
+
+def _summary(d: dict) -> str:
+    """A reading of a trace (or replay) for people: the hops' queries and the final ranking."""
+    head = [f"trace {d['trace_id']}" + (f" (replay of {d['replay_of']})" if d.get("replay_of") else ""),
+            f"question: {cell(d['question'], 200)}",
+            f"stop: {d['stop_reason']}   context: {len(d['context_ids'])} memories, {d['context_tokens']} tokens"]
+    for h in d["hops"]:
+        head.append(f"hop {h['hop']}: {cell(h['query'], 120)}  [{h['proposed_by']}]  "
+                    f"found {h['counts'].get('found')}, kept {h['counts'].get('kept')}")
+    texts = {c["id"]: c["text"] for h in d["hops"] for c in h["candidates"]}
+    rows = [{**r, "text": texts.get(r["id"], ""),
+             "context": "yes" if r["in_context"] else (r.get("reason") or "")} for r in d["ranking"]]
+    cols = [Col("rank", "rank", 4)]
+    if any("old_rank" in r for r in rows):
+        cols += [Col("old_rank", "old", 4), Col("context_change", "change", 8)]
+    cols += [Col("final", "final", 6), Col("hop", "hop", 3), Col("kind", "kind", 10), Col("id", "id", 28),
+             Col("context", "context", 11), Col("text", "text", 70)]
+    return "\n".join(head) + "\n\n" + table(rows, cols, "(no candidates)")
+
+
+def _trace_result(ctx, trace) -> Result:
+    data = trace.to_dict()
+    return Result(data, _summary if ctx.args.summary and not getattr(ctx.args, "json", False) else None)
+
+
+def cmd_retrieve(ctx) -> Result:
+    a = ctx.args
+    overrides = parse_assignments(a.set)
+    trace = ctx.engine.retrieve(a.user, joined(a.question), session_id=a.session, hops=a.hops, budget=a.budget,
+                                overrides=overrides or None, now=a.now)
+    return _trace_result(ctx, trace)
+
+
+def cmd_trace(ctx) -> Result:
+    return _trace_result(ctx, ctx.engine.get_trace(ctx.args.id, ctx.args.user))
+
+
+def cmd_replay(ctx) -> Result:
+    overrides = parse_assignments(ctx.args.set)
+    return _trace_result(ctx, ctx.engine.replay(ctx.args.id, overrides or None))
+
+
+def cmd_traces(ctx) -> Result:
+    a = ctx.args
+    page = ctx.engine.list_traces(a.user, limit=a.limit, offset=a.offset)
+    rows = plain(list(page.rows))
+    cols = [Col("created_at", "at"), Col("trace_id", "trace", 22), Col("user_id", "user", 16), Col("hops", "hops", 4),
+            Col("stop_reason", "stop", 14), Col("question", "question", 70)]
+    return Result(rows, lambda r: table(r, cols, "(no traces)") + f"\n{len(r)} of {page.total} traces")
+
+
+def cmd_feedback(ctx) -> Result:
+    a = ctx.args
+    events = ctx.engine.report_feedback(a.user, useful=a.useful or (), harmful=a.harmful or (), trace_id=a.trace,
+                                        note=a.note or "")
+    rows = plain(events)
+    cols = [Col("item_id", "id", 28), Col("label", "label", 7), Col("delta", "delta", 5), Col("trace_id", "trace", 22),
+            Col("note", "note", 40)]
+    return Result(rows, lambda r: f"Recorded {len(r)} feedback events.\n" + table(r, cols))
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    def add(name: str, handler, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, parents=[common], help=help, description=help)
+        p.set_defaults(handler=handler)
+        return p
+
+    def add_set(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                       help="override a retrieval setting for this call (repeatable)")
+
+    def add_summary(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--summary", action="store_true", help="print a short table instead of the JSON trace")
+
+    p = add("retrieve", cmd_retrieve, "run the traced retrieval pipeline and print the trace as JSON")
+    add_user(p)
+    add_session(p, required=False)
+    p.add_argument("--hops", type=bounded_int(1, 5), metavar="N", help="hops (default: the hops setting, 1)")
+    p.add_argument("--budget", type=bounded_int(1, 10_000_000), metavar="T", help="context token budget")
+    p.add_argument("--now", metavar="ISO", help="the time decay is computed at (default: now)")
+    add_set(p)
+    add_summary(p)
+    p.add_argument("question", nargs="+", metavar="QUESTION", help="the question (or message)")
+
+    p = add("trace", cmd_trace, "print a stored trace as JSON")
+    p.add_argument("--id", required=True, type=TRACE, metavar="T", help="trace id")
+    add_user(p, required=False)
+    add_summary(p)
+
+    p = add("traces", cmd_traces, "list stored traces, newest first")
+    add_user(p, required=False)
+    p.add_argument("--limit", type=bounded_int(1, 10_000), default=20, metavar="N", help="rows (default 20)")
+    p.add_argument("--offset", type=OFFSET, default=0, metavar="N", help="rows to skip")
+
+    p = add("replay", cmd_replay, "re-rank a stored trace under other settings (no new search) and print it")
+    p.add_argument("--id", required=True, type=TRACE, metavar="T", help="trace id")
+    add_set(p)
+    add_summary(p)
+
+    p = add("feedback", cmd_feedback, "label memories useful (+1) or harmful (-1), optionally from a trace")
+    add_user(p)
+    p.add_argument("--useful", nargs="+", action="extend", type=MEMORY_ID, metavar="ID", help="useful memory ids")
+    p.add_argument("--harmful", nargs="+", action="extend", type=MEMORY_ID, metavar="ID", help="harmful memory ids")
+    p.add_argument("--trace", type=TRACE, metavar="T", help="the trace the labels come from")
+    p.add_argument("--note", metavar="TEXT", help="a note kept with each event")

@@ -1,0 +1,1 @@
+"""Streamlit-side pieces shared by the pages: the cached engine, the sidebar picker, error display, figures."""
