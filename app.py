@@ -4,24 +4,34 @@ from __future__ import annotations
 
 import streamlit as st
 
+from engine import MemlensError
+from ui.feedback import error_text
+from ui.nav import page_file
 from ui.resources import ensure_demo, get_engine
 from ui.sidebar import pick_session, pick_user
+from ui.text import md_escape
 
-st.set_page_config(page_title="memlens", page_icon="🔎", layout="wide")
+st.set_page_config(page_title="memlens", page_icon=":material/manage_search:", layout="wide")
 
 PAGES = [
-    st.Page("pages/overview.py", title="Overview", icon="📊", default=True),
-    st.Page("pages/sessions.py", title="Sessions", icon="💬"),
-    st.Page("pages/working_memory.py", title="Working memory", icon="🧠"),
-    st.Page("pages/skills.py", title="Skills", icon="🛠️"),
-    st.Page("pages/retrieval.py", title="Retrieval trace", icon="🔎"),
-    st.Page("pages/feedback.py", title="Feedback labelling", icon="🏷️"),
-    st.Page("pages/episodes.py", title="Episodes", icon="🎞️"),
-    st.Page("pages/memories.py", title="Memories & forgetting", icon="🗂️"),
+    st.Page(page_file("overview"), title="Overview", icon=":material/dashboard:", default=True),
+    st.Page(page_file("sessions"), title="Sessions", icon=":material/forum:"),
+    st.Page(page_file("working_memory"), title="Working memory", icon=":material/psychology:"),
+    st.Page(page_file("skills"), title="Skills", icon=":material/construction:"),
+    st.Page(page_file("retrieval"), title="Retrieval trace", icon=":material/manage_search:"),
+    st.Page(page_file("feedback"), title="Feedback labelling", icon=":material/label:"),
+    st.Page(page_file("episodes"), title="Episodes", icon=":material/timeline:"),
+    st.Page(page_file("memories"), title="Memories & forgetting", icon=":material/inventory_2:"),
 ]
 
-engine = get_engine()
-ensure_demo(engine)
-user = pick_user(engine)
-pick_session(engine, user)
-st.navigation(PAGES).run()
+try:
+    engine = get_engine()
+    ensure_demo(engine)
+    user = pick_user(engine)
+    pick_session(engine, user)
+    st.sidebar.caption(f"Store: {md_escape(engine.path)}")
+    st.navigation(PAGES).run()
+except MemlensError as exc:
+    # Backstop for errors a page did not expect (the store locked by another process for too long, a store
+    # that cannot be read): a readable message instead of a traceback. Pages handle their own action errors.
+    st.error(f"The memory store could not be used: {md_escape(error_text(exc))}", icon=":material/error:")

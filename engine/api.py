@@ -188,7 +188,7 @@ class MemoryEngine:
                        outcome: str | None = None, importance: float | None = None, session_id: str | None = None,
                        created_at: datetime | str | None = None) -> Episode:
         """Record a trajectory; a missing summary is derived from the actions."""
-        ep = self.episodic.prepare(user_id, list(steps), summary, outcome, importance, session_id, created_at)
+        ep = self.episodic.prepare(user_id, steps, summary, outcome, importance, session_id, created_at)
         return self.episodic.add([ep])[0]
 
     def get_episode(self, user_id: str, episode_id: str) -> Episode:
@@ -257,8 +257,10 @@ class MemoryEngine:
         return self.forgetter.log(user_id, limit)
 
     # -- search and retrieval ---------------------------------------------------------------------------------------
-    def search(self, user_id: str, query: str, kind: str = "all", limit: int = 10) -> list[SearchHit]:
-        """Plain hybrid search (vector + full text, no ranking pipeline): 0.7*cosine + 0.3*normalised BM25."""
+    def search(self, user_id: str, query: str, kind: str = "all", limit: int = 10,
+               mode: str = "hybrid") -> list[SearchHit]:
+        """Plain search without the ranking pipeline. ``hybrid``: 0.7*cosine + 0.3*BM25/max over the union of
+        vector and full-text hits; ``vector``: cosine only; ``fts``: LanceDB BM25 only."""
         check_id(user_id, "user id")
         from .ids import check_text
 
@@ -266,13 +268,25 @@ class MemoryEngine:
         kinds = ("semantic", "episodic", "procedural") if kind == "all" else (check_kind(kind),)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InvalidInput("limit must be an integer from 1 to 1000")
+        if mode not in ("hybrid", "vector", "fts"):
+            raise InvalidInput("search mode must be hybrid, vector or fts")
         qvec = self.embedder.embed([query])[0]
         hits = search_sources(self._b, user_id, query, qvec, kinds, max(limit, 20))
+        if mode != "hybrid":
+            hits = {k: (v, []) if mode == "vector" else ([], f) for k, (v, f) in hits.items()}
         with self._b.db.read() as conn:
             inputs, _ = build_inputs(self._b, conn, user_id, qvec, hits)
         top = max((i.fts_score or 0.0 for i in inputs), default=0.0) or 1.0
-        scored = [SearchHit(i.id, i.kind, i.text, round(0.7 * i.vector_similarity + 0.3 * (i.fts_score or 0) / top, 6),
-                            i.vector_similarity, i.fts_score, datetime.fromisoformat(i.created_at)) for i in inputs]
+
+        def score(i) -> float:
+            if mode == "vector":
+                return i.vector_similarity
+            if mode == "fts":
+                return i.fts_score or 0.0
+            return round(0.7 * i.vector_similarity + 0.3 * (i.fts_score or 0) / top, 6)
+
+        scored = [SearchHit(i.id, i.kind, i.text, score(i), i.vector_similarity, i.fts_score,
+                            datetime.fromisoformat(i.created_at)) for i in inputs]
         return sorted(scored, key=lambda h: -h.score)[:limit]
 
     def retrieve(self, user_id: str, question: str, session_id: str | None = None, hops: int | None = None,
@@ -303,7 +317,11 @@ class MemoryEngine:
 
     @staticmethod
     def trace_from_json(text: str) -> RetrievalTrace:
-        return trace_from_dict(json.loads(text))
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(f"not a memlens trace: invalid JSON ({exc})") from None
+        return trace_from_dict(data)
 
     # -- import, export, demo -------------------------------------------------------------------------------------
     def ingest_lines(self, lines: Iterable[str], progress: Callable[[str, int, int], None] | None = None
@@ -363,6 +381,19 @@ class MemoryEngine:
                                 params).fetchall()
         keys = ("user_id", "operation", "model", "calls", "input_tokens", "output_tokens", "total_tokens", "last_at")
         return [dict(zip(keys, r)) for r in rows]
+
+    def activity(self, user_id: str | None = None, since: datetime | str | None = None,
+                 until: datetime | str | None = None) -> list[dict[str, Any]]:
+        """Daily counts per kind (messages, items, episodes, outcomes, edits, labels, traces, forgets), in SQL."""
+        from .memory.activity import daily_activity
+
+        return daily_activity(self._b, user_id, since, until)
+
+    def episode_outcomes(self, user_id: str) -> dict[str, int]:
+        """Active episodes per outcome label, most frequent first."""
+        from .memory.activity import episode_outcome_counts
+
+        return episode_outcome_counts(self._b, user_id)
 
     def stats(self) -> StoreStats:
         """Counts per memory kind and per user, the backends in use, and warnings about the store."""

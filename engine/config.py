@@ -60,6 +60,10 @@ class Settings:
                                    retrieval=True)
     hybrid_enabled: bool = _s(True, "Blend BM25 into the score (hybrid_search_enabled).", retrieval=True)
     bm25_weight: float = _s(0.3, "w in hybrid = w*bm25_norm + (1-w)*vector_similarity.", lo=0, hi=1, retrieval=True)
+    bm25_source: str = _s("candidates", "Where bm25_raw comes from: candidates (parity: BM25 over the candidate set with "
+                          "llmemory's tokenizer) or index ([memlens]: LanceDB's BM25 over the whole table, with "
+                          "stemming and stop words; 0 for candidates the full-text search did not return).",
+                          choices=("candidates", "index"), retrieval=True)
     relevance_filter: str = _s("heuristic", "Relevance filter: heuristic (parity), llm ([memlens] judge, needs "
                                "an LLM; falls back to heuristic), or off.", choices=("heuristic", "llm", "off"),
                                retrieval=True)
@@ -73,7 +77,7 @@ class Settings:
     half_life_days: float = _s(30.0, "Time-decay half-life in days.", lo=0.001, retrieval=True)
     importance_weight: float = _s(1.0, "Exponent on importance (0 disables importance).", lo=0, retrieval=True)
     skill_importance: str = _s("success_rate", "Skill importance inside retrieval: success_rate (parity) or "
-                               "wilson ([memlens] 95% Wilson lower bound).", choices=("success_rate", "wilson"),
+                               "wilson ([memlens] 95% Wilson lower bound; an untried skill keeps the neutral 0.5).", choices=("success_rate", "wilson"),
                                retrieval=True)
     feedback_weight: float = _s(0.5, "w_f in factor = 1 + w_f*clamp(net,-cap,cap)/cap; 0 disables.", lo=0, hi=1,
                                 retrieval=True)
@@ -89,6 +93,9 @@ class Settings:
     context_max_items: int = _s(0, "[memlens] Cap on memories in the context (0 = no cap).", lo=0, retrieval=True)
     reasoner: str = _s("auto", "Multi-hop reasoner: auto (llm when configured, else offline), llm, offline.",
                        choices=("auto", "llm", "offline"), retrieval=True)
+    reasoner_query: str = _s("terms", "Offline reasoner's next query: terms (only the new names/key terms) or "
+                             "question+terms (the question's words plus them, [memlens] query expansion).",
+                             choices=("terms", "question+terms"), retrieval=True)
     query_generator: str = _s("auto", "Query generation for long messages: auto, llm, offline.",
                               choices=("auto", "llm", "offline"), retrieval=True)
 

@@ -20,7 +20,7 @@ def check_id(value: object, what: str = "id") -> str:
     """Return ``value`` if it is a valid id, else raise :class:`InvalidInput` naming the rule."""
     if not isinstance(value, str):
         raise InvalidInput(f"{what} must be a string, got {type(value).__name__}")
-    if not ID_PATTERN.match(value) or value in {".", ".."}:
+    if not ID_PATTERN.fullmatch(value) or value in {".", ".."}:
         shown = value if len(value) <= 60 else value[:57] + "..."
         raise InvalidInput(f"invalid {what} {shown!r}: use {ID_RULE}")
     return value

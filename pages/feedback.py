@@ -1,5 +1,167 @@
-"""Placeholder until the dashboard issue fills this page in."""
+"""Feedback labelling: mark recalled memories useful or harmful straight from a trace (one click, optional note),
+work through the queue of unlabelled memories from recent traces, read each memory's label ledger, and see what
+the labels change in the next retrieval of the same question.
+"""
+
+from __future__ import annotations
 
 import streamlit as st
 
-st.info("This page is being built.")
+from engine import MemlensError, MemoryEngine, Settings
+from ui.components import need_user
+from ui.feedback import engine_errors, error_text
+from ui.resources import get_engine
+from ui.text import md_escape
+from ui.trace_data import (
+    candidate_texts,
+    feedback_factor,
+    labelling_rows,
+    rank_comparison,
+    shorten,
+    trace_label,
+    unlabelled_queue,
+)
+from ui.trace_view import cached_trace, table
+
+engine = get_engine()
+st.title("Feedback labelling")
+st.caption("Label what the agent recalled. Each label is an event pointing at the trace and hop it came from; the "
+           "net count (useful +1, harmful −1) scales the memory's score in the next retrievals.")
+user = need_user("the Feedback labelling page")
+if user is None:
+    st.stop()
+
+
+def do_label(eng: MemoryEngine, user_id: str, item_id: str, label: str, trace_id: str | None, hop: int | None) -> None:
+    """Button callback: runs before the page, so every section below already shows the new event."""
+    try:
+        event = eng.label(user_id, item_id, label, trace_id=trace_id, hop=hop, note=st.session_state.get("fb_note", ""))
+    except MemlensError as exc:
+        st.session_state["fb_flash"] = ("error", f"Could not label {item_id}: {error_text(exc)}")
+        return
+    st.session_state["fb_flash"] = ("ok", f"Labelled {item_id} {label} (event {event.id}, trace {trace_id}, "
+                                          f"hop {hop}).")
+    st.session_state["fb_ledger_item"] = item_id
+    st.session_state["fb_note"] = ""
+
+
+def label_buttons(row: dict, trace_id: str, key: str) -> None:
+    """One row to label: the memory text (as text), where it came from, and the two one-click buttons."""
+    text_col, useful_col, harmful_col = st.columns([8, 1.3, 1.3], vertical_alignment="center")
+    with text_col:
+        st.text(f"#{row['rank']}  {shorten(row['text'], 260)}")
+        st.caption(f"{md_escape(row['id'])} · {row['kind']} · hop {row['hop']} · "
+                   f"{'in context' if row['in_context'] else 'not in context'} · net now {row.get('net', 0):+d}")
+    args = (engine, user, row["id"])
+    useful_col.button("Useful", icon=":material/thumb_up:", key=f"fb_u_{key}_{row['id']}", on_click=do_label,
+                      args=(*args, "useful", trace_id, row["hop"]))
+    harmful_col.button("Harmful", icon=":material/thumb_down:", key=f"fb_h_{key}_{row['id']}", on_click=do_label,
+                       args=(*args, "harmful", trace_id, row["hop"]))
+
+
+flash = st.session_state.pop("fb_flash", None)
+if flash:
+    (st.success if flash[0] == "ok" else st.error)(md_escape(flash[1]))
+st.text_input("Note for the next label (optional)", key="fb_note", max_chars=2000)
+
+recent = None
+with engine_errors("Could not list traces"):
+    recent = engine.list_traces(user, limit=20)
+summaries = {r["trace_id"]: r for r in recent.rows} if recent else {}
+trace = None
+if summaries:
+    ids = list(summaries)
+    current = st.session_state.get("trace_current_id")
+    picked = st.selectbox("Trace to label", ids, index=ids.index(current) if current in ids else 0,
+                          format_func=lambda i: trace_label(summaries[i]), key="fb_trace")
+    with engine_errors("Could not open the trace"):
+        trace = cached_trace(engine, picked, "fb_trace_cache")
+# One look-up of the net counts for everything this screen shows (each engine call opens the store once).
+shown_ids = sorted({i for r in summaries.values() for i in r["context_ids"]} |
+                   {r["id"] for r in (trace.ranking if trace else ())})
+nets = engine.feedback_net(user, shown_ids) if shown_ids else {}
+
+tab_trace, tab_queue, tab_ledger, tab_effect = st.tabs(["Label a trace", "Unlabelled queue", "Label ledger",
+                                                        "Effect on retrieval"])
+with tab_trace:
+    if trace is None:
+        st.info(f"No traces for {md_escape(user)} yet. Ask a question on the Retrieval trace page, then label what it recalled "
+                "here. (Memories can still be looked up in the ledger tab.)")
+    else:
+        c1, c2 = st.columns([1, 3])
+        only_context = c1.toggle("Only memories in the context", True, key="fb_only_context")
+        limit = c2.slider("How many", 1, 50, 10, key="fb_limit")
+        rows = labelling_rows(trace, limit, only_context)
+        st.caption(f"Question: {md_escape(shorten(trace.question, 200))}")
+        for row in rows:
+            label_buttons({**row, "net": nets.get(row["id"], 0)}, trace.trace_id, f"t_{trace.trace_id}")
+        if not rows:
+            st.info("Nothing to label with this filter: the trace put no memory in the context.")
+
+with tab_queue:
+    st.caption(f"Memories that reached the context of one of the {len(summaries)} most recent traces and carry no "
+               "label yet (newest trace first).")
+    queue = []
+    with engine_errors("Could not open a trace"):
+        queue = unlabelled_queue(summaries.values(), nets, lambda t: cached_trace(engine, t, "fb_trace_cache"), 15)
+    st.metric("Unlabelled in recent contexts", len(queue) if len(queue) < 15 else "15+")
+    for n, row in enumerate(queue):
+        label_buttons({**row, "in_context": True, "net": 0}, row["trace_id"], f"q{n}")
+    if not queue:
+        st.info("Nothing waiting: every memory in the recent contexts has a label (or there are no traces yet).")
+
+with tab_ledger:
+    events = engine.feedback_events(user, limit=200)
+    options = list(dict.fromkeys([e.item_id for e in events] + ([r["id"] for r in trace.ranking] if trace else [])))
+    if st.session_state.get("fb_ledger_item") not in options:
+        st.session_state.pop("fb_ledger_item", None)
+    if not options:
+        st.info("No labels yet and no trace to label from.")
+    else:
+        item = st.selectbox("Memory", options, key="fb_ledger_item")
+        history = engine.feedback_events(user, item_id=item)
+        net = sum(e.delta for e in history)
+        factor = feedback_factor(net, engine.settings.retrieval_dict())
+        st.text(f"{item}: {len(history)} label(s), net {net:+d}, feedback factor now {factor:.2f}")
+        for e in history:
+            st.text(f"{e.created_at:%Y-%m-%d %H:%M} · {e.label} ({e.delta:+d}) · trace {e.trace_id or '—'} · "
+                    f"hop {e.hop or '—'}" + (f" · note: {shorten(e.note, 200)}" if e.note else ""))
+        if not history:
+            st.caption("No labels on this memory yet.")
+    if events:
+        with st.expander(f"All recent labels of {md_escape(user)} ({len(events)})"):
+            table([{"when": e.created_at, "item": e.item_id, "label": e.label, "delta": e.delta,
+                    "trace": e.trace_id, "hop": e.hop, "note": e.note} for e in events], key="fb_all_events")
+
+with tab_effect:
+    if trace is None:
+        st.info("Pick a trace in the first tab to see what its labels change.")
+    else:
+        st.caption("Feedback at the time of the trace vs now, and the ranks of a fresh retrieval of the same question "
+                   "with the trace's settings and clock (so only labels and new memories can change the order).")
+        texts = candidate_texts(trace)
+        then = {r["id"]: next((c.scores.get("feedback_net") or 0 for h in trace.hops for c in h.candidates
+                               if c.id == r["id"] and h.hop == r["hop"]), 0) for r in trace.ranking}
+        now = nets
+        changed = [{"id": i, "net_then": then[i], "net_now": now.get(i, 0),
+                    "factor_then": feedback_factor(then[i], trace.settings),
+                    "factor_now": feedback_factor(now.get(i, 0), trace.settings), "text": shorten(texts[i], 100)}
+                   for i in then if then[i] or now.get(i)]
+        if changed:
+            table(changed, key="fb_factor_table")
+        else:
+            st.info("No memory of this trace has a label yet: label some, then compare.")
+        if st.button("Retrieve this question again", key="fb_fresh_go"):
+            keys = Settings.retrieval_keys()
+            with engine_errors("Retrieval failed"), st.spinner("Retrieving..."):
+                fresh = engine.retrieve(trace.user_id, trace.question, trace.session_id,
+                                        overrides={k: v for k, v in trace.settings.items() if k in keys},
+                                        now=trace.settings.get("now"), save=False)
+                st.session_state["fb_fresh"] = (trace.trace_id, fresh)
+        fresh_state = st.session_state.get("fb_fresh")
+        if fresh_state and fresh_state[0] == trace.trace_id:
+            labelled_ids = [i for i in then if now.get(i)]
+            rows = rank_comparison(trace, fresh_state[1])
+            rows.sort(key=lambda r: (r["id"] not in labelled_ids, r["rank_after"] or 10_000))
+            st.caption("Before = the stored trace, after = the fresh retrieval (labelled memories first).")
+            table(rows, key="fb_rank_table")

@@ -1,15 +1,110 @@
-"""Overview: counts per memory kind (placeholder frame until the dashboard issue fills it in)."""
+"""Overview: what is in the store, what happened when, which retrievals ran recently, and the settings in use."""
+
+from __future__ import annotations
 
 import streamlit as st
 
-from ui.resources import get_engine
+from engine import MemoryEngine, StoreStats
+from ui.feedback import engine_errors
+from ui.nav import page_file
+from ui.figures import activity_figure
+from ui.resources import get_engine, load_demo_with_progress
+from ui.settings_view import settings_rows
+from ui.sidebar import current_user
+from ui.text import md_escape, when
 
-engine = get_engine()
-stats = engine.stats()
-st.title("memlens")
-st.caption(f"Store: {stats.store} · embedder: {stats.embedder} · LLM: {stats.llm}")
-cols = st.columns(5)
-for col, (label, value) in zip(cols, [("Sessions", stats.sessions), ("Messages", stats.messages),
-                                      ("Memories", stats.items), ("Episodes", stats.episodes),
-                                      ("Skills", stats.skills)]):
-    col.metric(label, value)
+COUNTS = [("Users", "users"), ("Sessions", "sessions"), ("Messages", "messages"), ("Working slots", "working_slots"),
+          ("Semantic items", "items"), ("Categories", "categories"), ("Episodes", "episodes"), ("Skills", "skills"),
+          ("Feedback labels", "feedback_events"), ("Retrieval traces", "traces"),
+          ("Forget-log entries", "forget_log_entries")]
+PER_USER_KINDS = ("sessions", "messages", "items", "episodes", "skills", "traces")
+
+
+def show_counts(stats: StoreStats) -> None:
+    for row in (COUNTS[:6], COUNTS[6:]):
+        for col, (name, attr) in zip(st.columns(6), row, strict=False):
+            col.metric(name, f"{getattr(stats, attr):,}")
+    for warning in stats.warnings:
+        st.warning(md_escape(warning), icon=":material/warning:")
+
+
+def show_empty_store(engine: MemoryEngine) -> None:
+    st.info("The store is empty. Load the bundled demo dataset (three users: a coding agent, a travel assistant "
+            "and a research assistant) to explore memlens, or let an agent write memory through the Python API "
+            "(`MemoryEngine.add_message`, `remember`, `record_episode`...) or the MCP server.")
+    if st.button("Load the demo dataset", key="overview_load_demo", type="primary"):
+        with engine_errors("Could not load the demo"):
+            load_demo_with_progress(engine)
+            st.rerun()
+
+
+def show_per_user(stats: StoreStats) -> None:
+    st.subheader("Per user")
+    rows = [{"user": user, **{kind: counts.get(kind, 0) for kind in PER_USER_KINDS}}
+            for user, counts in sorted(stats.per_user.items())]
+    st.dataframe(rows, hide_index=True, key="overview_per_user")
+
+
+def show_activity(engine: MemoryEngine) -> None:
+    st.subheader("Activity over time")
+    user = current_user()
+    options = ["all users"] + ([user] if user else [])
+    scope = st.segmented_control("Whose activity", options, default="all users", key="overview_scope",
+                                 persist_state="session", required=True, format_func=md_escape)
+    rows = engine.activity(None if scope in (None, "all users") else scope)
+    if not rows:
+        st.caption("No activity recorded yet.")
+        return
+    st.plotly_chart(activity_figure(rows), key="overview_activity_chart")
+
+
+def show_recent_traces(engine: MemoryEngine) -> None:
+    st.subheader("Recent retrieval traces")
+    page = engine.list_traces(limit=10)
+    if not page.rows:
+        st.caption("No retrievals traced yet. Ask a question on the Retrieval trace page, or let an agent call "
+                   "`retrieve` / the `memory_retrieve` MCP tool.")
+    else:
+        st.dataframe([{"when": when(t["created_at"]), "user": t["user_id"], "question": t["question"],
+                       "hops": t["hops"], "stop reason": t["stop_reason"], "memories in context": len(t["context_ids"]),
+                       "embedder": t["embedder"], "reasoner": t["reasoner"],
+                       "ms": round(t["total_ms"] or 0.0, 1), "trace id": t["trace_id"]} for t in page.rows],
+                     hide_index=True, key="overview_traces")
+        st.caption(f"The {len(page.rows)} newest of {page.total:,} traces.")
+    st.page_link(page_file("retrieval"), label="Open the Retrieval trace page", icon=":material/manage_search:")
+
+
+def show_settings(engine: MemoryEngine, stats: StoreStats) -> None:
+    st.subheader("Store and settings in use")
+    left, right = st.columns(2)
+    with left:
+        st.caption("Store location")
+        st.code(stats.store, language=None, wrap_lines=True)
+    with right:
+        st.caption("Embedder · LLM")
+        llm = stats.llm if stats.llm != "offline" else "offline (no LLM configured: documented offline strategies)"
+        st.code(f"embedder: {stats.embedder}\nLLM: {llm}", language=None, wrap_lines=True)
+    with st.expander("All settings (values in use, defaults, meaning)"):
+        st.dataframe(settings_rows(engine.settings), hide_index=True, key="overview_settings")
+    usage = engine.usage()
+    if usage:
+        st.caption("LLM token usage per user and operation")
+        st.dataframe([{**u, "last_at": when(u["last_at"])} for u in usage], hide_index=True, key="overview_usage")
+
+
+def main() -> None:
+    engine = get_engine()
+    st.title("Overview")
+    with engine_errors("Could not read the store"):
+        stats = engine.stats()
+        show_counts(stats)
+        if stats.users == 0:
+            show_empty_store(engine)
+        else:
+            show_per_user(stats)
+            show_activity(engine)
+            show_recent_traces(engine)
+        show_settings(engine, stats)
+
+
+main()

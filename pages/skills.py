@@ -1,5 +1,138 @@
-"""Placeholder until the dashboard issue fills this page in."""
+"""Skills: the library ranked by proven utility (Wilson lower bound), versions side by side, outcome history, and
+recording an outcome."""
+
+from __future__ import annotations
 
 import streamlit as st
 
-st.info("This page is being built.")
+from engine import MemoryEngine, RankedSkill, Skill
+from ui.components import flash, need_user, show_flash
+from ui.feedback import engine_errors
+from ui.figures import cumulative_rate_figure, skill_interval_figure
+from ui.resources import get_engine
+from ui.text import label, md_escape, when
+
+ANY = "any kind"
+KINDS = (ANY, "prompt", "template", "code")
+VERSIONS_PER_ROW = 3
+
+
+def filters() -> tuple[str | None, str | None, int]:
+    c1, c2, c3 = st.columns([3, 1, 1])
+    query = c1.text_input("Filter by text", key="skills_query", persist_state="session",
+                          placeholder="words in the name, description or body")
+    kind = c2.selectbox("Kind", KINDS, key="skills_kind", persist_state="session")
+    limit = c3.selectbox("Show top", (10, 25, 50, 100), index=1, key="skills_limit", persist_state="session")
+    return (query.strip() or None), (None if kind == ANY else kind), limit
+
+
+def ranked_table(ranked: list[RankedSkill]) -> None:
+    st.dataframe([{"rank": r.rank, "name": r.skill.name, "version": r.skill.version, "kind": r.skill.kind,
+                   "success rate": round(r.success_rate, 3), "successes": r.skill.success_count,
+                   "trials": r.trials, "Wilson lower": round(r.wilson_lower, 3),
+                   "Wilson upper": round(r.wilson_upper, 3), "few trials": r.few_trials,
+                   "id": r.skill.id} for r in ranked],
+                 hide_index=True, key="skills_table",
+                 column_config={"success rate": st.column_config.ProgressColumn(min_value=0, max_value=1,
+                                                                                format="%.2f"),
+                                "Wilson lower": st.column_config.NumberColumn(format="%.3f"),
+                                "Wilson upper": st.column_config.NumberColumn(format="%.3f")})
+    few = [r for r in ranked if r.few_trials]
+    if few:
+        st.caption(f":material/warning: {len(few)} of these skills have too few trials for their success rate to mean much (wide "
+                   "interval); they rank by the interval's lower bound, so they sit below proven skills.")
+
+
+def version_card(skill: Skill, ranked: RankedSkill | None, selected: bool) -> None:
+    with st.container(border=True):
+        mark = " (selected)" if selected else ""
+        archived = " · archived" if skill.archived_at else ""
+        st.markdown(f"**v{skill.version}**{mark} · {skill.kind}{archived}")
+        rate = f"{skill.success_rate:.0%}" if skill.trials else "no trials"
+        st.metric("success rate", rate, help="successes / trials (0.5 is shown as 'no trials' when none)")
+        interval = (f" · Wilson 95% {ranked.wilson_lower:.2f}–{ranked.wilson_upper:.2f}" if ranked else "")
+        st.caption(f"{skill.success_count} of {skill.trials} trials succeeded{interval} · created "
+                   f"{when(skill.created_at)}")
+        if skill.description:
+            st.text(skill.description)
+        st.code(skill.body, language=None, wrap_lines=True)
+
+
+def versions_side_by_side(engine: MemoryEngine, user: str, chosen: Skill) -> list[Skill]:
+    versions = engine.skill_versions(user, chosen.name)
+    ranked = {r.skill.id: r for r in engine.rank_skills(user, query=chosen.name, limit=10_000)
+              if r.skill.name == chosen.name}
+    st.subheader(f"Versions of {label(chosen.name, 60)}")
+    for start in range(0, len(versions), VERSIONS_PER_ROW):
+        cols = st.columns(VERSIONS_PER_ROW)
+        for col, skill in zip(cols, versions[start:start + VERSIONS_PER_ROW], strict=False):
+            with col:
+                version_card(skill, ranked.get(skill.id), skill.id == chosen.id)
+    return versions
+
+
+def outcome_history(engine: MemoryEngine, user: str, chosen: Skill, versions: list[Skill]) -> None:
+    st.subheader("Outcome history")
+    outcomes = engine.skill_outcomes(user, name=chosen.name)
+    if not outcomes:
+        st.caption("No outcomes recorded for this skill yet.")
+        return
+    labels = {s.id: f"v{s.version}" for s in versions}
+    st.plotly_chart(cumulative_rate_figure(outcomes, labels), key="skills_history_chart")
+    linked = sum(1 for o in outcomes if o.episode_id)
+    st.caption(f"{len(outcomes)} outcomes over all versions, {linked} linked to an episode; last on "
+               f"{when(outcomes[-1].at)}.")
+
+
+def record_outcome(engine: MemoryEngine, user: str, chosen: Skill, versions: list[Skill]) -> None:
+    st.subheader("Record an outcome")
+    live = [s for s in versions if s.archived_at is None] or [chosen]
+    ids = [s.id for s in live]
+    with st.form("skills_outcome_form"):
+        skill_id = st.selectbox("Version", ids, index=ids.index(chosen.id) if chosen.id in ids else 0,
+                                format_func=lambda i: next(f"{s.name} v{s.version}" for s in live if s.id == i),
+                                key="skills_outcome_skill")
+        result = st.radio("Outcome", ["success", "failure"], horizontal=True, key="skills_outcome_result")
+        episode = st.text_input("Episode id (optional)", key="skills_outcome_episode",
+                                placeholder="the episode in which the skill was used")
+        submit = st.form_submit_button("Record outcome", type="primary")
+    if submit:
+        with engine_errors("Outcome not recorded"):
+            skill = engine.report_outcome(user, skill_id, result == "success", episode.strip() or None)
+            flash("skills", f"Recorded a {result} for {md_escape(skill.name)} v{skill.version}: now "
+                            f"{skill.success_count} of {skill.trials} trials succeeded ({skill.success_rate:.0%}).")
+            st.rerun()
+
+
+def main() -> None:
+    engine = get_engine()
+    st.title("Skills")
+    show_flash("skills")
+    user = need_user("the Skills page")
+    if not user:
+        return
+    st.caption("Ranked by proven utility: the lower bound of the 95% Wilson interval, so 3 successes out of 3 do "
+               "not outrank 95 out of 100. The raw success rate and trial count stand beside it.")
+    with engine_errors("Could not read the skill library"):
+        query, kind, limit = filters()
+        ranked = engine.rank_skills(user, query, kind, limit)
+        if not ranked:
+            st.info("No skills match." if (query or kind) else
+                    f"User {md_escape(user)} has no skills yet. Agents register them with `register_skill` (or "
+                    "the `memory_skill_register` MCP tool) and report outcomes with `report_outcome`.")
+            return
+        st.plotly_chart(skill_interval_figure(ranked), key="skills_interval_chart")
+        ranked_table(ranked)
+        by_id = {r.skill.id: r for r in ranked}
+        if st.session_state.get("skills_selected") not in by_id:
+            st.session_state["skills_selected"] = ranked[0].skill.id
+        chosen_id = st.selectbox("Skill", list(by_id), key="skills_selected",
+                                 format_func=lambda i: f"#{by_id[i].rank} {by_id[i].skill.name} "
+                                                       f"v{by_id[i].skill.version}")
+        chosen = engine.get_skill(user, chosen_id)
+        versions = versions_side_by_side(engine, user, chosen)
+        outcome_history(engine, user, chosen, versions)
+        record_outcome(engine, user, chosen, versions)
+
+
+main()

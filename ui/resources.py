@@ -1,4 +1,8 @@
-"""The engine as a process-wide resource: opened once per process and shared by every session and page."""
+"""The engine as a process-wide resource: opened once per process and shared by every session and page.
+
+Nothing read from the store is cached here: agents write to the same store from other processes, so pages query
+the engine on every run (paginated in SQL) and always show the live state.
+"""
 
 from __future__ import annotations
 
@@ -9,24 +13,34 @@ from engine import MemoryEngine, Settings
 
 @st.cache_resource(show_spinner="Opening the memory store and loading the embedding model...")
 def get_engine() -> MemoryEngine:
-    """One engine per process. DuckDB connections are opened per operation inside, so sharing it is safe."""
+    """One engine per process. DuckDB connections are opened per operation inside, so sharing it is safe.
+
+    Settings come from the environment (``MEMLENS_STORE``...). Tests point it at another store by setting the
+    variable and calling ``get_engine.clear()``.
+    """
     return MemoryEngine.open(settings=Settings.from_env())
 
 
+def load_demo_with_progress(engine: MemoryEngine) -> dict[str, int]:
+    """Load the bundled demo dataset, showing a progress bar while its memories are embedded."""
+    bar = st.progress(0.0, text="Loading the demo dataset...")
+    shares = {"semantic": (0.0, 0.6), "episodic": (0.6, 0.2), "procedural": (0.8, 0.2)}
+
+    def progress(kind: str, done: int, total: int) -> None:
+        start, span = shares.get(kind, (0.0, 0.0))
+        bar.progress(min(1.0, start + span * done / max(total, 1)),
+                     text=f"Embedding demo {kind} memories: {done}/{total}")
+
+    counts = engine.load_demo(progress=progress)
+    bar.empty()
+    return counts
+
+
 def ensure_demo(engine: MemoryEngine) -> None:
-    """On the first start against an empty store, load the bundled demo, showing progress while embedding."""
+    """On the first start against an empty store, load the bundled demo (checked once per browser session)."""
     if st.session_state.get("app_demo_checked"):
         return
     st.session_state["app_demo_checked"] = True
     if engine.users():
         return
-    bar = st.progress(0.0, text="First start: loading the demo dataset...")
-
-    def progress(kind: str, done: int, total: int) -> None:
-        share = {"semantic": 0.0, "episodic": 0.6, "procedural": 0.8}.get(kind, 0.0)
-        span = {"semantic": 0.6, "episodic": 0.2, "procedural": 0.2}.get(kind, 0.0)
-        bar.progress(min(1.0, share + span * done / max(total, 1)),
-                     text=f"Embedding demo {kind} memories: {done}/{total}")
-
-    engine.load_demo(progress=progress)
-    bar.empty()
+    load_demo_with_progress(engine)

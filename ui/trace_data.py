@@ -3,11 +3,13 @@ memory was lost, what-if comparisons. No streamlit and no plotly here, so all of
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from engine import CandidateTrace, HopTrace, RetrievalTrace
+
+from .text import one_line
 
 # The columns of the candidates table, in pipeline order (scores keep the names the trace gives them).
 SCORE_COLUMNS = ("vector_similarity", "fts_score", "bm25_raw", "bm25_norm", "hybrid", "age_days", "decay",
@@ -19,18 +21,11 @@ STAGE_NAMES = {"filtered": "relevance filter", "merged": "multi-hop merge", "bud
 # The what-if controls: setting name -> (label, help). Their ranges come from Settings.describe().
 WHATIF_KEYS = ("bm25_weight", "half_life_days", "feedback_weight", "importance_weight", "mmr_enabled", "mmr_lambda",
                "relevance_min_score", "budget_tokens", "assembly_mode")
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])")
-
-
-def md_escape(text: str) -> str:
-    """Make stored or typed text inert inside Streamlit markdown (no links, emphasis, headings, HTML or LaTeX)."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ")
 
 
 def shorten(text: str, limit: int = 160) -> str:
     """One line of at most ``limit`` characters (for labels and table cells; full text is shown elsewhere)."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return one_line(text, limit)
 
 
 # -- tables -----------------------------------------------------------------------------------------------------
@@ -117,11 +112,15 @@ def budget_share(trace: RetrievalTrace) -> float:
 
 
 def trace_label(summary: Mapping[str, Any]) -> str:
-    """How a stored trace is listed: when, hops, and the question (one line)."""
+    """How a stored trace is listed: when, hops, the question (one line) and its id.
+
+    The id keeps labels unique: Streamlit maps a selectbox choice back through its label, so two traces of the same
+    question in the same minute must not look alike."""
     when = summary.get("created_at")
     when_text = when.strftime("%Y-%m-%d %H:%M") if hasattr(when, "strftime") else str(when or "")[:16]
     hops = summary.get("hops")
-    return f"{when_text} · {hops} hop{'s' if hops != 1 else ''} · {shorten(summary.get('question', ''), 90)}"
+    return (f"{when_text} · {hops} hop{'s' if hops != 1 else ''} · {shorten(summary.get('question', ''), 80)} · "
+            f"{summary.get('trace_id', '')}")
 
 
 # -- the score breakdown ----------------------------------------------------------------------------------------
@@ -257,21 +256,28 @@ def labelling_rows(trace: RetrievalTrace, limit: int, only_context: bool) -> lis
              "text": texts.get(r["id"], "")} for r in rows[:limit]]
 
 
-def unlabelled_queue(traces: Iterable[RetrievalTrace], labelled: Iterable[str], limit: int = 30) -> list[dict]:
-    """Memories that reached a recent trace's context and have no feedback event yet (newest trace first)."""
+def unlabelled_queue(summaries: Iterable[Mapping[str, Any]], labelled: Iterable[str],
+                     fetch: Callable[[str], RetrievalTrace], limit: int = 15) -> list[dict]:
+    """Memories that reached a recent trace's context and have no feedback event yet (newest trace first).
+
+    ``summaries`` are :meth:`MemoryEngine.list_traces` rows (they carry ``context_ids``), so only the traces that
+    actually supply a shown row are fetched (with ``fetch``), for its hop and text.
+    """
     done = set(labelled)
-    seen: set[str] = set()
+    picked: list[tuple[str, str]] = []
+    for summary in summaries:
+        for item_id in summary.get("context_ids") or ():
+            if item_id not in done:
+                done.add(item_id)
+                picked.append((summary["trace_id"], item_id))
+        if len(picked) >= limit:
+            break
     out = []
-    for trace in traces:
-        texts = candidate_texts(trace)
-        for r in trace.ranking:
-            if not r["in_context"] or r["id"] in done or r["id"] in seen:
-                continue
-            seen.add(r["id"])
-            out.append({"id": r["id"], "kind": r["kind"], "trace_id": trace.trace_id, "hop": r["hop"],
-                        "rank": r["rank"], "question": shorten(trace.question, 80), "text": texts.get(r["id"], "")})
-            if len(out) >= limit:
-                return out
+    for trace_id, item_id in picked[:limit]:
+        trace = fetch(trace_id)
+        r = next(r for r in trace.ranking if r["id"] == item_id)
+        out.append({"id": item_id, "kind": r["kind"], "trace_id": trace_id, "hop": r["hop"], "rank": r["rank"],
+                    "question": shorten(trace.question, 80), "text": candidate_texts(trace).get(item_id, "")})
     return out
 
 

@@ -4,6 +4,7 @@ line on stderr (exit 2 for bad input, missing files and named engine errors; exi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -87,7 +88,8 @@ def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = raise_unexpected or "--debug" in argv
     try:
-        args = build_parser().parse_args(argv)
+        with contextlib.redirect_stdout(out):  # --help and --version print to our stdout, then exit 0
+            args = build_parser().parse_args(argv)
         if not args.command:
             raise UsageError(f"give a command (see `{PROG} --help`)")
         ctx = Context(args, out, err, environ)
@@ -108,6 +110,8 @@ def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None
             return EXIT_OK
         err.write(f"error: {one_line(_os_message(exc))}\n")
         return EXIT_ERROR
+    except SystemExit as exc:  # argparse's --help
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
     except KeyboardInterrupt:
         err.write("error: interrupted\n")
         return EXIT_INTERRUPTED

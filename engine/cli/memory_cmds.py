@@ -4,19 +4,24 @@ lifecycle pruning, episodes, reflection, stats and reindexing."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
-from ..memory.working import parse_json_value
+from ..memory.working import check_slot, parse_json_value
 from ..records import KINDS
 from .args import MEMORY_ID, add_page, add_session, add_user, bounded_int, joined
 from .output import Col, Progress, Result, dumps, pairs, plain, table
 
+_PLURAL = {"message": "messages", "item": "items", "category": "category summaries", "episode": "episodes",
+           "skill": "skills", "outcome": "skill outcomes", "feedback": "feedback events", "working": "working slots",
+           "forget_log": "forget-log entries"}
+
 
 def _counts_line(counts: dict[str, int]) -> str:
-    shown = [f"{n} {k}" for k, n in counts.items() if n]
+    shown = [f"{n} {_PLURAL.get(k, k)}" for k, n in counts.items() if n]
     return ", ".join(shown) if shown else "nothing"
 
 
@@ -153,9 +158,9 @@ def parse_slot_assignments(pairs_: list[str]) -> dict[str, Any]:
     slots: dict[str, Any] = {}
     for pair in pairs_:
         slot, sep, text = pair.partition("=")
-        if not sep or not slot.strip():
+        if not sep or not slot:
             raise InvalidInput(f"--set expects SLOT=JSON, got {pair[:60]!r}")
-        slots[slot.strip()] = parse_json_value(text, slot.strip())
+        slots[check_slot(slot)] = parse_json_value(text, slot)  # the name as typed: no silent trimming
     return slots
 
 
@@ -166,7 +171,7 @@ def cmd_working(ctx) -> Result:
         current = ctx.engine.working_update(a.user, a.session, slots, source="cli")
     else:
         current = ctx.engine.working_get(a.user, a.session)
-    rows = [{"slot": k, "value": v} for k, v in current.items()]
+    rows = [{"slot": k, "value": "" if v is None else json.dumps(v, ensure_ascii=False)} for k, v in current.items()]
     return Result(current, lambda _: table(rows, [Col("slot", "slot", 28), Col("value", "value (JSON)", 100)]))
 
 

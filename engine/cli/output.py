@@ -12,6 +12,7 @@ from typing import Any, TextIO
 from ..records import to_plain
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
 
 
 def one_line(text: str, limit: int = 600) -> str:
@@ -46,7 +47,9 @@ def cell(value: Any, width: int) -> str:
     elif isinstance(value, (dict, list, tuple)):
         text = json.dumps(plain(value), ensure_ascii=False, default=str)
     elif hasattr(value, "isoformat"):
-        text = value.isoformat(timespec="minutes") if hasattr(value, "hour") else value.isoformat()
+        text = value.isoformat()[:16].replace("T", " ")
+    elif isinstance(value, str) and _ISO_TIME.match(value):
+        text = value[:16].replace("T", " ")  # tables show minutes; JSON keeps the full timestamp
     else:
         text = str(value)
     text = one_line(text, 10_000)

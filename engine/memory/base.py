@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import duckdb
+import pyarrow as pa
 
 from ..config import Settings
 from ..errors import InvalidInput
@@ -37,6 +38,25 @@ class Backends:
         except BaseException:
             self.index.delete(kind, list(ids))
             raise
+
+
+_ARROW_TYPES = {"ts": pa.timestamp("us", tz="UTC"), "str": pa.string(), "float": pa.float64(), "bool": pa.bool_(),
+                "int": pa.int64()}
+
+
+def insert_rows(conn, table: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]) -> None:
+    """Bulk insert through an Arrow table (several times faster than executemany for batches)."""
+    if not rows:
+        return
+    data = pa.table({name: pa.array([r[n] for r in rows], _ARROW_TYPES[kind])
+                     for n, (name, kind) in enumerate(columns)})
+    view = f"memlens_insert_{table}"
+    conn.register(view, data)
+    try:
+        names = ", ".join(name for name, _ in columns)
+        conn.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {view}")
+    finally:
+        conn.unregister(view)
 
 
 def dumps(value: Any) -> str:

@@ -8,10 +8,13 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, check_unit, new_id
 from ..records import Episode, Page, Step
-from .base import Backends, dumps, like_pattern, loads, page_args
+from .base import Backends, dumps, insert_rows, like_pattern, loads, page_args
 from .semantic import normalise_provenance
 
 EPISODE_COLUMNS = "id, user_id, session_id, steps, summary, outcome, importance, provenance, created_at, archived_at"
+EPISODE_TYPES = (("id", "str"), ("user_id", "str"), ("session_id", "str"), ("steps", "str"), ("summary", "str"),
+                 ("outcome", "str"), ("importance", "float"), ("provenance", "str"), ("created_at", "ts"),
+                 ("archived_at", "ts"))
 MAX_STEPS = 500
 
 
@@ -96,8 +99,8 @@ class EpisodicMemory:
     def insert(self, conn, episodes: Sequence[Episode]) -> list[Episode]:
         if not episodes:  # DuckDB's executemany refuses an empty parameter list
             return []
-        conn.executemany(
-            f"INSERT INTO episodes ({EPISODE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        insert_rows(
+            conn, "episodes", EPISODE_TYPES,
             [[e.id, e.user_id, e.session_id, dumps([s.__dict__ for s in e.steps]), e.summary, e.outcome,
               e.importance, dumps(e.provenance), e.created_at, e.archived_at] for e in episodes])
         return list(episodes)

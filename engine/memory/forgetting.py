@@ -40,9 +40,9 @@ class Forgetter:
             raise InvalidInput("give at least one id to forget")
         if mode not in MODES:
             raise InvalidInput(f"unknown forget mode {str(mode)[:20]!r}; use soft or hard")
-        if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON_CHARS:
-            raise InvalidInput("a reason (1-1000 characters) is required to forget")
-        if not isinstance(actor, str) or not actor.strip() or len(actor) > 100:
+        if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON_CHARS or "\x00" in reason:
+            raise InvalidInput("a reason (1-1000 characters, no NUL) is required to forget")
+        if not isinstance(actor, str) or not actor.strip() or len(actor) > 100 or "\x00" in actor:
             raise InvalidInput("actor must be a short name")
         table = TABLES[kind]
         now = utcnow()
@@ -88,8 +88,8 @@ class Forgetter:
         ids = check_ids(ids, "id")
         if mode not in MODES:
             raise InvalidInput(f"unknown forget mode {str(mode)[:20]!r}")
-        if not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS:
-            raise InvalidInput("reason must be text")
+        if not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS or "\x00" in reason:
+            raise InvalidInput("reason must be text of at most 1000 characters")
         return [user_id, memory_type, dumps(ids), len(ids) if count is None else int(count), mode, reason,
                 str(actor or "ingest")[:100], optional_time(at, "at") or utcnow()]
 

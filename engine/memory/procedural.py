@@ -13,11 +13,14 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, new_id
 from ..records import SKILL_KINDS, Page, RankedSkill, Skill, SkillOutcome
-from .base import Backends, dumps, like_pattern, loads, page_args
+from .base import Backends, dumps, insert_rows, like_pattern, loads, page_args
 from .semantic import normalise_provenance
 
 SKILL_COLUMNS = ("id, user_id, name, version, kind, description, body, success_count, failure_count, provenance, "
                  "created_at, updated_at, archived_at")
+SKILL_TYPES = (("id", "str"), ("user_id", "str"), ("name", "str"), ("version", "int"), ("kind", "str"),
+               ("description", "str"), ("body", "str"), ("success_count", "int"), ("failure_count", "int"),
+               ("provenance", "str"), ("created_at", "ts"), ("updated_at", "ts"), ("archived_at", "ts"))
 Z95 = 1.959963984540054
 FEW_TRIALS = 5
 
@@ -30,7 +33,10 @@ def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float,
     denom = 1 + z * z / trials
     centre = p + z * z / (2 * trials)
     margin = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
-    return max(0.0, (centre - margin) / denom), min(1.0, (centre + margin) / denom)
+    # Exact ends: rounding would otherwise give 0/3 a lower bound of ~5e-17 and rank it above an untried skill.
+    lower = 0.0 if successes <= 0 else max(0.0, (centre - margin) / denom)
+    upper = 1.0 if successes >= trials else min(1.0, (centre + margin) / denom)
+    return lower, upper
 
 
 def _skill(row: tuple) -> Skill:
@@ -90,8 +96,8 @@ class SkillLibrary:
     def insert(self, conn, skills: Sequence[Skill]) -> list[Skill]:
         if not skills:  # DuckDB's executemany refuses an empty parameter list
             return []
-        conn.executemany(f"INSERT INTO skills ({SKILL_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                         [[s.id, s.user_id, s.name, s.version, s.kind, s.description, s.body, 0, 0,
+        insert_rows(conn, "skills", SKILL_TYPES,
+                    [[s.id, s.user_id, s.name, s.version, s.kind, s.description, s.body, 0, 0,
                            dumps(s.provenance), s.created_at, s.updated_at, s.archived_at] for s in skills])
         return list(skills)
 

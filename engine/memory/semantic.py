@@ -10,15 +10,20 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, check_unit, new_id
 from ..records import Category, Item, Page
-from .base import Backends, dumps, like_pattern, loads, page_args
+from .base import Backends, dumps, insert_rows, like_pattern, loads, page_args
 
 CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 ITEM_COLUMNS = ("id, user_id, category, content, importance, evergreen, provenance, source, created_at, updated_at, "
                 "archived_at")
 
 
+ITEM_TYPES = (("id", "str"), ("user_id", "str"), ("category", "str"), ("content", "str"), ("importance", "float"),
+              ("evergreen", "bool"), ("provenance", "str"), ("source", "str"), ("created_at", "ts"),
+              ("updated_at", "ts"), ("archived_at", "ts"))
+
+
 def check_category(name: object) -> str:
-    if not isinstance(name, str) or not CATEGORY_PATTERN.match(name):
+    if not isinstance(name, str) or not CATEGORY_PATTERN.fullmatch(name):
         raise InvalidInput(f"invalid category {str(name)[:40]!r}: use snake_case (lowercase letters, digits, _)")
     return name
 
@@ -98,9 +103,9 @@ class SemanticMemory:
     def insert(self, conn, items: Sequence[Item]) -> list[Item]:
         if not items:  # DuckDB's executemany refuses an empty parameter list
             return []
-        conn.executemany(f"INSERT INTO items ({ITEM_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                         [[i.id, i.user_id, i.category, i.content, i.importance, i.evergreen,
-                           dumps(i.provenance), i.source, i.created_at, i.updated_at, i.archived_at] for i in items])
+        insert_rows(conn, "items", ITEM_TYPES,
+                    [[i.id, i.user_id, i.category, i.content, i.importance, i.evergreen, dumps(i.provenance), i.source,
+                      i.created_at, i.updated_at, i.archived_at] for i in items])
         return list(items)
 
     def get(self, user_id: str, item_id: str) -> Item:

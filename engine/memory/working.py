@@ -18,7 +18,7 @@ MAX_SLOT_JSON_CHARS = 256_000
 
 
 def check_slot(name: object) -> str:
-    if not isinstance(name, str) or not SLOT_PATTERN.match(name):
+    if not isinstance(name, str) or not SLOT_PATTERN.fullmatch(name):
         raise InvalidInput(f"invalid slot name {str(name)[:40]!r}: use lowercase letters, digits and _ "
                            "(starting with a letter, at most 64 characters)")
     return name

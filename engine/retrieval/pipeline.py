@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
+
+import numpy as np
 from datetime import datetime
 from typing import Any, Callable, Mapping, Sequence
 
@@ -62,7 +64,7 @@ class Retriever:
             raise InvalidInput("reasoner must be a Reasoner or a callable (question, accumulated, hop) -> str")
         if settings.reasoner == "llm" or (settings.reasoner == "auto" and self.llm.available):
             return LLMReasoner(self.llm)
-        return OfflineBridgeReasoner()
+        return OfflineBridgeReasoner(mode=settings.reasoner_query)
 
     # -- the live pipeline ------------------------------------------------------------------------------------------
     def retrieve(self, user_id: str, question: str, session_id: str | None = None, hops: int | None = None,
@@ -89,7 +91,10 @@ class Retriever:
         hop_scored: list[list[Scored]] = []
         hop_meta: list[dict] = []
         seen: list[str] = []
+        seen_ids: list[str] = []
+        seen_vectors = None
         stop_reason = "max_hops"
+        stop_details: dict = {}
         with self.b.db.hold() as conn:
             for hop in range(1, settings.hops + 1):
                 if not query.strip():
@@ -111,7 +116,11 @@ class Retriever:
                 hop_t["search"] = _ms(t)
                 t = time.perf_counter()
                 inputs, vectors = build_inputs(self.b, conn, user_id, qvec, hits)
-                pairs = pair_similarities([i.id for i in inputs], vectors) if len(inputs) else {}
+                ids = [i.id for i in inputs]
+                pairs = pair_similarities(ids, vectors, seen_ids, seen_vectors) if ids else {}
+                if ids:
+                    seen_ids = seen_ids + ids
+                    seen_vectors = vectors if seen_vectors is None else np.concatenate([seen_vectors, vectors])
                 hop_t["candidates"] = _ms(t)
                 relevance_text = question if hop == 1 else query
                 if settings.relevance_filter == "llm":
@@ -133,8 +142,11 @@ class Retriever:
                 prop: Proposal = reasoner_obj.propose(question, accumulated, hop, seen)  # type: ignore[union-attr]
                 timings[f"reasoner_hop{hop}"] = _ms(t)
                 query, proposed_by, proposal = prop.query.strip(), prop.proposed_by, prop.details
+                stop_details = {"proposed_by": proposed_by, "query": query, **proposal}
             trace = self._finish(user_id, session_id, question, settings, now, strategies, hop_scored, hop_meta,
                                  stop_reason, timings, t_start)
+            if stop_reason != "max_hops":  # keep the reasoner's explanation of why it stopped
+                trace = dataclasses.replace(trace, stop_details=stop_details)
             if save:
                 t = time.perf_counter()
                 self.store_trace(trace, conn)
@@ -242,8 +254,9 @@ class Retriever:
         new_ids = {r["id"] for r in new.ranking}
         for o in trace.ranking:
             if o["id"] not in new_ids:
+                reason = "hop_not_replayed" if o["hop"] > settings.hops else "filtered"
                 ranking.append({"id": o["id"], "kind": o["kind"], "hop": o["hop"], "final": None, "rank": None,
-                                "in_context": False, "reason": "filtered", "tokens": o.get("tokens", 0),
+                                "in_context": False, "reason": reason, "tokens": o.get("tokens", 0),
                                 "old_rank": o["rank"], "rank_change": None, "old_in_context": o["in_context"],
                                 "context_change": _context_change(o["in_context"], False)})
         timings = {"replay": _ms(t_start)}

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
 
-from .text import STOPWORDS
+from .text import STOPWORDS, content_words
 
 DONE = "DONE"
 # Capitalised words (optionally joined: "Jonas Weber", "Hotel Almirante"), identifiers with digits or inner
@@ -52,10 +52,29 @@ class OfflineBridgeReasoner:
 
     name = "offline:bridge_entities"
 
-    def __init__(self, pool: int = 10, max_terms: int = 2, common_share: float = 0.5) -> None:
+    def __init__(self, pool: int = 10, max_terms: int = 2, common_share: float = 0.5, mode: str = "terms",
+                 key_terms: int = 3) -> None:
         self.pool = pool
         self.max_terms = max_terms
         self.common_share = common_share
+        self.mode = mode  # "terms" or "question+terms"
+        self.key_terms = key_terms
+
+    def expansion_terms(self, pool: Sequence[str], known: set[str]) -> list[str]:
+        """Content words of the top results that the question lacks (pseudo-relevance feedback)."""
+        counts: Counter = Counter()
+        first: dict[str, int] = {}
+        for rank, text in enumerate(pool[:3]):
+            for w in content_words(text):
+                key = w.lower()
+                if len(key) < 4 or key in known or not key.isalpha():
+                    continue
+                counts[key] += 1
+                first.setdefault(key, rank)
+        spread = Counter(w for text in pool for w in {x.lower() for x in content_words(text)})
+        keep = [w for w in counts if not (len(pool) >= 4 and spread[w] / len(pool) > self.common_share)]
+        keep.sort(key=lambda w: (-counts[w], first[w]))
+        return keep[: self.key_terms]
 
     def terms(self, text: str, names_mid: set[str] | None = None) -> list[str]:
         found = []
@@ -104,13 +123,29 @@ class OfflineBridgeReasoner:
             overlap = len(q_words & _words(text)) + 0.5 / (rank + 1)
             if overlap > best_overlap:
                 best_text, best_overlap, best_terms = text, overlap, terms
-        if best_text is None:
-            return Proposal(DONE, self.name, {"why": "no new names or identifiers in the results"})
-        # Prefer multi-word names (a person, a place) over lone words, keep the text's order otherwise.
-        chosen = sorted(best_terms, key=lambda t: -len(t.split()))[: self.max_terms]
-        chosen = [t for t in best_terms if t in chosen]
-        return Proposal(" ".join(chosen), self.name, {"terms": chosen, "from_text": best_text[:200],
-                                                      "question_overlap": round(best_overlap, 2)})
+        chosen: list[str] = []
+        details: dict = {}
+        if best_text is not None:
+            # "Build QX7781" and "QX7781" name one thing: keep the longer form only.
+            best_terms = [t for t in best_terms
+                          if not any(t != o and set(_words(t)) < set(_words(o)) for o in best_terms)]
+            # Prefer multi-word names (a person, a place) over lone words, keep the text's order otherwise.
+            longest = sorted(best_terms, key=lambda t: -len(t.split()))[: self.max_terms]
+            chosen = [t for t in best_terms if t in longest]
+            details = {"names": list(chosen), "from_text": best_text[:200],
+                       "question_overlap": round(best_overlap, 2)}
+        if self.mode == "question+terms" or not chosen:
+            keys = [k for k in self.expansion_terms(pool, known | {w.lower() for t in chosen for w in t.split()})]
+            details["key_terms"] = keys
+            chosen += keys
+        if not chosen:
+            return Proposal(DONE, self.name, {"why": "no new names, identifiers or key terms in the results"})
+        details["terms"] = chosen
+        if self.mode == "question+terms":
+            query = " ".join(content_words(question) + chosen)
+        else:
+            query = " ".join(chosen)
+        return Proposal(query, self.name, details)
 
 
 def _sentence_start(text: str, pos: int) -> bool:

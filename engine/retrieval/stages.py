@@ -61,7 +61,10 @@ def score_hop(inputs: Sequence[CandidateInput], query: str, relevance_text: str,
     if not items:
         return []
     # 1. BM25 over the candidate set, then the hybrid blend.
-    raw = bm25_scores(query, [s.inp.text for s in items])
+    if _get(settings, "bm25_source") == "index":
+        raw = [s.inp.fts_score or 0.0 for s in items]
+    else:
+        raw = bm25_scores(query, [s.inp.text for s in items])
     top = max(raw) if raw and max(raw) > 0 else 1.0
     w = float(_get(settings, "bm25_weight"))
     hybrid_on = bool(_get(settings, "hybrid_enabled"))

@@ -86,6 +86,7 @@ class RetrievalTrace:
     ranking: tuple[dict, ...]  # the final merged order: id, kind, hop, final, rank, in_context, reason
     timings_ms: dict
     replay_of: str | None = None
+    stop_details: dict = field(default_factory=dict)  # the reasoner's last proposal when it stopped the hops
 
     def to_dict(self) -> dict[str, Any]:
         return to_plain(self)

@@ -46,7 +46,7 @@ def check_vectors(vectors: np.ndarray, dim: int, count: int) -> np.ndarray:
     if vectors.ndim != 2 or vectors.shape != (count, dim):
         raise InvalidInput(f"expected {count} vector(s) of dimension {dim}, got shape {tuple(vectors.shape)}")
     if not np.isfinite(vectors).all():
-        raise InvalidInput("vector contains NaN or infinite values; refusing to store it")
+        raise InvalidInput("vector contains NaN or infinite values (a broken embedder?); refusing to use it")
     return vectors
 
 
@@ -162,6 +162,8 @@ class VectorIndex:
         return tb.count_rows(None if user_id is None else f"user_id = {lance_literal(user_id)}")
 
     def vector_search(self, kind: str, user_id: str, query_vector: np.ndarray, k: int) -> list[VectorHit]:
+        # A NaN or wrong-sized query would otherwise give NaN scores (and NaN in stored traces) or a raw error.
+        query_vector = check_vectors(np.asarray(query_vector).reshape(1, -1), self.dim, 1)[0]
         tb = self.table(kind, create=False)
         if tb is None:
             return []

@@ -1,0 +1,81 @@
+"""Ingest speed: semantic items per second end to end, embedding vs storage share, store size, peak RSS.
+
+    python bench/ingest.py [--sizes 10000,100000] [--batch 1000]
+
+Each size goes into a fresh store in a temporary folder through ``MemoryEngine.remember_many`` (the public batch
+API: validation, embedding, LanceDB, DuckDB). The embedder is wrapped to time its own calls, so "embedding" is
+the model's share of the same run and "storage" is everything else. Targets (issue 2): storage adds at most 15% over
+embedding time; at least 350 items/s end to end on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from _common import peak_rss_mb, table
+from synthetic import sentences, timestamps
+
+from engine import MemoryEngine, Settings
+from engine.providers.embedders import LocalMiniLM
+
+
+class TimedEmbedder:
+    """The real model, with a stopwatch around each call."""
+
+    def __init__(self, inner: LocalMiniLM) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.seconds = 0.0
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed(self, texts):
+        t = time.perf_counter()
+        try:
+            return self.inner.embed(texts)
+        finally:
+            self.seconds += time.perf_counter() - t
+
+
+def run(size: int, batch: int, embedder: TimedEmbedder) -> list:
+    texts = sentences(size)
+    times = timestamps(size)
+    workdir = Path(tempfile.mkdtemp(prefix="memlens-ingest-"))
+    try:
+        engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(workdir / "store")), embedder=embedder)
+        embedder.seconds = 0.0
+        t = time.perf_counter()
+        for start in range(0, size, batch):
+            engine.remember_many({"user_id": "bench", "content": texts[i], "category": "notes",
+                                  "created_at": times[i]} for i in range(start, min(size, start + batch)))
+        engine.optimize()
+        total = time.perf_counter() - t
+        embed = embedder.seconds
+        disk = engine.disk_bytes()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    store = total - embed
+    return [size, f"{size / total:.0f}", f"{total:.1f}", f"{embed:.1f}", f"{store:.1f}",
+            f"{100 * store / embed:.1f}%", f"{disk / 1e6:.0f} MB", f"{peak_rss_mb():.0f} MB"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--batch", type=int, default=1000)
+    args = ap.parse_args()
+    embedder = TimedEmbedder(LocalMiniLM())
+    embedder.embed(["warm up the model"])
+    rows = [run(int(s), args.batch, embedder) for s in args.sizes.split(",")]
+    print(table(["items", "items/s", "total s", "embedding s", "storage s", "storage/embedding", "store size",
+                 "peak RSS"], rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""Retrieval latency at scale: p50/p95 of retrieve (1 hop, 2 hops with the offline reasoner, trace write included)
+next to the floor (embed the query + one LanceDB vector search on the same data), and replay of a stored 2-hop trace.
+
+    python bench/latency.py [--items 100000 --episodes 10000 --skills 1000] [--store PATH] [--runs 60]
+
+``--store`` keeps the built store so a second run skips the (long) embedding step.
+Targets (issue 3): 1-hop p50 <= 60 ms, 2-hop p50 <= 120 ms, ratio to the floor <= 3x, replay <= 20 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from _common import table
+from synthetic import DETAILS, NAMES, TOPICS, VERBS, sentences, timestamps
+
+from engine import MemoryEngine, Settings
+from engine.providers.embedders import LocalMiniLM
+
+USER = "bench"
+
+
+def build(engine: MemoryEngine, items: int, episodes: int, skills: int) -> None:
+    texts, times = sentences(items), timestamps(items)
+    for start in range(0, items, 2000):
+        engine.remember_many({"user_id": USER, "content": texts[i], "category": "notes", "created_at": times[i],
+                              "importance": 0.3 + 0.7 * ((i * 37) % 100) / 100}
+                             for i in range(start, min(items, start + 2000)))
+    steps = sentences(episodes * 3, seed=3)
+    lines = [json.dumps({"kind": "episode", "user_id": USER, "outcome": "success" if i % 3 else "failure",
+                         "steps": [{"observation": steps[3 * i], "action": steps[3 * i + 1],
+                                    "result": steps[3 * i + 2]}],
+                         "created_at": times[i % items].isoformat()}) for i in range(episodes)]
+    for start in range(0, len(lines), 2000):
+        engine.ingest_lines(lines[start:start + 2000])
+    lines = [json.dumps({"kind": "skill", "user_id": USER, "name": f"skill-{i % 400}",
+                         "body": f"{VERBS[i % len(VERBS)]} {TOPICS[i % len(TOPICS)]} {DETAILS[i % len(DETAILS)]}",
+                         "description": f"How {NAMES[i % len(NAMES)]} handles {TOPICS[(i * 7) % len(TOPICS)]}"})
+             for i in range(skills)]
+    engine.ingest_lines(lines)
+    engine.optimize()
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--items", type=int, default=100_000)
+    ap.add_argument("--episodes", type=int, default=10_000)
+    ap.add_argument("--skills", type=int, default=1_000)
+    ap.add_argument("--store", type=Path)
+    ap.add_argument("--runs", type=int, default=60)
+    args = ap.parse_args()
+    store = args.store or Path(tempfile.mkdtemp(prefix="memlens-latency-")) / "store"
+    embedder = LocalMiniLM()
+    engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(store)), embedder=embedder)
+    if USER not in engine.users():
+        t = time.perf_counter()
+        build(engine, args.items, args.episodes, args.skills)
+        print(f"built the store in {time.perf_counter() - t:.0f}s at {store}")
+    stats = engine.stats()
+    queries = [f"What did {NAMES[i % len(NAMES)]} decide about {TOPICS[(i * 3) % len(TOPICS)]}?"
+               for i in range(args.runs)]
+    for q in queries[:5]:  # warm caches and the model
+        engine.retrieve(USER, q, hops=2)
+    floor, one, two, replay = [], [], [], []
+    index = engine._b.index  # the floor is one raw LanceDB search: below the engine's public API on purpose
+    trace_ids = []
+    for q in queries:
+        t = time.perf_counter()
+        vec = embedder.embed([q])[0]
+        index.vector_search("semantic", USER, vec, 20)
+        floor.append(1000 * (time.perf_counter() - t))
+        t = time.perf_counter()
+        engine.retrieve(USER, q, hops=1)
+        one.append(1000 * (time.perf_counter() - t))
+        t = time.perf_counter()
+        trace_ids.append(engine.retrieve(USER, q, hops=2).trace_id)
+        two.append(1000 * (time.perf_counter() - t))
+    for tid in trace_ids:
+        trace = engine.get_trace(tid)
+        t = time.perf_counter()
+        engine.replay_trace(trace, {"bm25_weight": 0.5})
+        replay.append(1000 * (time.perf_counter() - t))
+    f50 = statistics.median(floor)
+    rows = [["floor (embed + 1 vector search)", f"{f50:.1f}", f"{pct(floor, 0.95):.1f}", "1.0x"],
+            ["retrieve, 1 hop", f"{statistics.median(one):.1f}", f"{pct(one, 0.95):.1f}",
+             f"{statistics.median(one) / f50:.1f}x"],
+            ["retrieve, 2 hops (offline reasoner)", f"{statistics.median(two):.1f}", f"{pct(two, 0.95):.1f}",
+             f"{statistics.median(two) / f50:.1f}x"],
+            ["replay of a stored 2-hop trace", f"{statistics.median(replay):.1f}", f"{pct(replay, 0.95):.1f}", ""]]
+    print(f"store: {stats.items} items, {stats.episodes} episodes, {stats.skills} skills for one user; "
+          f"{len(queries)} queries")
+    print(table(["operation", "p50 ms", "p95 ms", "vs floor p50"], rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,24 @@
+"""Named retrieval presets a user can select (``--preset`` in the benchmarks, ``overrides`` in Python).
+
+Each is a documented set of per-call overrides on top of the llmemory-parity defaults, never tuned per
+conversation or per question category.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import InvalidInput
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # The defaults: llmemory 0.2.x parity except the [memlens] 'skip' assembly mode.
+    "default": {},
+}
+
+
+def preset_overrides(name: str | None) -> dict[str, Any]:
+    if not name:
+        return {}
+    if name not in PRESETS:
+        raise InvalidInput(f"unknown preset {name[:30]!r}; use one of {', '.join(sorted(PRESETS))}")
+    return dict(PRESETS[name])

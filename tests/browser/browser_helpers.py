@@ -1,0 +1,97 @@
+"""Helpers for the browser tests: the lab user's seed data, waiting for Streamlit, sidebar picks, screenshots."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+from engine import MemoryEngine
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "test-artifacts" / "screenshots"
+LAB_USER = "zz-lab"  # sorts after the demo users, so the sidebar still opens on the demo's first user
+LAB_SESSION = "lab-s1"
+HOSTILE = "<script>alert(1)</script> **bold** [link](http://x)"
+MAX_SHOT_HEIGHT = 8000
+
+
+def seed_lab_user(engine: MemoryEngine) -> None:
+    """A small user for tests that write (edit, forget, record, reflect), including stored markup."""
+    u = LAB_USER
+    engine.add_message(u, LAB_SESSION, "user", "Please plan the lab cleanup for Friday.")
+    engine.add_message(u, LAB_SESSION, "assistant", "I will list the benches and the order of the work.")
+    engine.working_update(u, LAB_SESSION, {"goals": ["plan the lab cleanup"], "bench_count": 6})
+    engine.remember_many([
+        {"user_id": u, "content": "The lab printer is on the second floor.", "category": "lab"},
+        {"user_id": u, "content": "Bench 4 has a broken gas tap.", "category": "lab"},
+        {"user_id": u, "content": f"{HOSTILE} {'w' * 5000}", "category": "lab"},
+    ])
+    steps = [{"observation": "bench 4 smells of gas", "action": "close the main valve", "result": "smell gone"}]
+    engine.record_episode(u, steps, summary="Closed the gas on bench 4", outcome="success", session_id=LAB_SESSION)
+    engine.record_episode(u, [{"observation": "printer jammed", "action": "open the tray", "result": "still jammed"}],
+                          outcome="failure")
+    engine.record_episode(u, [{"observation": HOSTILE, "action": "note it", "result": "noted"}], summary=HOSTILE,
+                          outcome="success")
+    skill = engine.register_skill(u, "bench-checklist", "1. gas 2. power 3. water", description="Bench safety check")
+    for success in (True, True, False):
+        engine.report_outcome(u, skill.id, success)
+
+
+def settle(page: Page) -> None:
+    """Wait until the script run is over and no element is stale (what a person sees is final)."""
+    page.wait_for_timeout(300)
+    page.wait_for_function("document.querySelector('[data-testid=\"stApp\"]')"
+                           "?.getAttribute('data-test-script-state') === 'notRunning'", timeout=120_000)
+    page.wait_for_function("!document.querySelector('[data-stale=\"true\"]')", timeout=30_000)
+
+
+def open_page(page: Page, app_url: str, path: str, title: str) -> None:
+    """Open a dashboard page by URL (``""`` is the Overview) and wait until its title is shown."""
+    page.goto(f"{app_url}/{path}", wait_until="domcontentloaded")
+    page.get_by_role("heading", name=title, exact=True).wait_for(timeout=120_000)  # first load: model import
+    settle(page)
+
+
+def pick_user(page: Page, user: str) -> None:
+    """Choose the user in the sidebar's User selectbox."""
+    combo = page.get_by_role("combobox", name="User")
+    for _ in range(3):  # a rerun that lands while the list is open closes it again
+        if combo.input_value() == user:
+            break
+        combo.click()
+        try:
+            page.get_by_role("option", name=user, exact=True).click(timeout=5_000)
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+        settle(page)
+    expect(combo).to_have_value(user)
+
+
+def save_screenshot(page: Page, name: str) -> Path:
+    """The whole page: Streamlit scrolls inside its main section, so grow the viewport to its height first."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.png"
+    size = page.viewport_size or {"width": 1400, "height": 1000}
+    height = page.evaluate("() => { const m = document.querySelector('[data-testid=\"stMain\"]');"
+                           " return m ? m.scrollHeight : document.body.scrollHeight; }")
+    page.set_viewport_size({"width": size["width"], "height": max(size["height"], min(int(height), MAX_SHOT_HEIGHT))})
+    page.wait_for_timeout(400)
+    page.screenshot(path=str(path))
+    page.set_viewport_size(size)
+    return path
+
+
+def no_markup_rendered(page: Page) -> None:
+    """Stored markup must not have become HTML: no link to http://x, no bold 'bold', no alert dialog."""
+    assert page.locator("a[href='http://x']").count() == 0
+    assert page.locator("[data-testid='stMain'] strong", has_text=re.compile(r"^bold$")).count() == 0
+    assert page.evaluate("() => [...document.scripts].some(s => s.textContent.includes('alert(1)'))") is False
+    assert not getattr(page, "dialogs", []), "an alert() ran"
+
+
+def grid_cells(page: Page, text: str):
+    """Dataframe cells whose text is exactly ``text`` (the grid is a canvas; it mirrors cells in a hidden table)."""
+    return page.locator("[data-testid='stDataFrame'] td", has_text=re.compile(rf"^{re.escape(text)}$"))

@@ -1,0 +1,57 @@
+"""The demo's two-hop questions (data/demo/two_hop.json, listed in data/demo/README.md) are answered by two hops
+with the offline reasoner: the bridging fact B reaches the context on hop 2 and not on hop 1."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from engine import MemoryEngine, Settings
+from engine.config import DEMO_DIR
+
+QUESTIONS_FILE = DEMO_DIR / "two_hop.json"
+QUESTIONS = json.loads(QUESTIONS_FILE.read_text(encoding="utf-8")) if QUESTIONS_FILE.exists() else []
+
+
+@pytest.fixture(scope="module")
+def demo(demo_store_template, tmp_path_factory, embedder) -> MemoryEngine:
+    """One copy of the demo store for the module (retrieval writes traces into it)."""
+    path = tmp_path_factory.mktemp("demo-two-hop") / "store"
+    shutil.copytree(demo_store_template, path)
+    return MemoryEngine.open(settings=Settings.from_env({}, store=str(path), lock_timeout_s=30), embedder=embedder)
+
+
+def test_the_demo_has_two_hop_questions_and_the_readme_lists_them():
+    assert QUESTIONS_FILE.exists(), f"{QUESTIONS_FILE} is missing"
+    assert len(QUESTIONS) >= 5
+    readme = (DEMO_DIR / "README.md").read_text(encoding="utf-8")
+    for q in QUESTIONS:
+        assert {"user_id", "question", "fact_a", "bridge", "fact_b", "answer"} <= set(q)
+        assert q["question"] in readme
+
+
+@pytest.mark.parametrize("case", QUESTIONS, ids=[f"{q['user_id']}:{q['bridge']}" for q in QUESTIONS])
+def test_the_bridging_fact_enters_the_context_on_hop_two_and_not_on_hop_one(demo, case):
+    trace = demo.retrieve(case["user_id"], case["question"], hops=2)
+    assert trace.strategies["reasoner"] == "offline:bridge_entities"
+    assert len(trace.hops) == 2, f"stopped after hop 1: {trace.stop_reason}"
+    hop1 = {c.id: c for c in trace.hops[0].candidates}
+    hop2 = {c.id: c for c in trace.hops[1].candidates}
+    top1 = [(c.id, c.text[:60]) for c in trace.hops[0].candidates[:5]]
+    where = f"hop-2 query {trace.hops[1].query!r}; hop-1 top {top1}"
+    assert trace.hops[1].proposed_by == "offline:bridge_entities"
+
+    assert case["fact_b"] not in hop1 or not hop1[case["fact_b"]].in_context, where
+    assert case["fact_b"] in hop2, f"fact B not found on hop 2: {where}"
+    assert hop2[case["fact_b"]].in_context, f"fact B {hop2[case['fact_b']].context_reason} on hop 2: {where}"
+    assert case["fact_a"] in trace.context_ids, where
+    assert case["fact_b"] in trace.context_ids
+
+
+@pytest.mark.parametrize("case", QUESTIONS[:1], ids=["first"])
+def test_one_hop_alone_does_not_bring_the_bridging_fact(demo, case):
+    trace = demo.retrieve(case["user_id"], case["question"], save=False)
+    assert case["fact_a"] in trace.context_ids
+    assert case["fact_b"] not in trace.context_ids

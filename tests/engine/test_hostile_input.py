@@ -1,0 +1,248 @@
+"""Hostile input at every API entry point: a clear InvalidInput/NotFound and nothing written (issue 2 §9).
+
+Each test counts the rows of every DuckDB table and every LanceDB table before and after, so a half-written record,
+an injected statement or a stray vector cannot hide.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from engine import InvalidInput, MemlensError, MemoryEngine, NotFound, Settings
+from tests.support.storecheck import snapshot
+
+U, S = "ada", "ada-s1"
+HOSTILE_IDS = ["a'b", "' OR '1'='1", "x'; DROP TABLE items; --", "../x", "..", "a\x00b", "a b", "ada\n", "",
+               "x" * 129, 42]
+MEGABYTE = "m" * 1_000_000
+BAD_TEXTS = {"1 MB": MEGABYTE, "empty": "", "blank": " \n\t ", "NUL": "before\x00after", "not text": 12}
+STEPS = [{"action": "look around"}]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory, embedder) -> tuple[MemoryEngine, dict[str, str]]:
+    """A store with one memory of every kind, so an injected DELETE or UPDATE would show in the counts."""
+    path = tmp_path_factory.mktemp("hostile") / "store"
+    engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(path)), embedder=embedder)
+    engine.add_message(U, S, "user", "hello")
+    engine.working_update(U, S, {"goals": ["stay safe"]})
+    item = engine.remember(U, "The victim fact that an injection would delete")
+    episode = engine.record_episode(U, STEPS, outcome="success")
+    skill = engine.register_skill(U, "victim-skill", "a body")
+    engine.report_outcome(U, skill.id, True)
+    engine.label(U, item.id, "useful")
+    trace = engine.retrieve(U, "victim fact")
+    edit = engine.working_history(U, S)[0].id
+    return engine, {"item": item.id, "episode": episode.id, "skill": skill.id, "trace": trace.trace_id,
+                    "edit": edit}
+
+
+def refused(engine: MemoryEngine, call, expected=(InvalidInput,)) -> MemlensError:
+    """Run ``call``; it must raise one of ``expected`` with a readable message and leave the store unchanged."""
+    with engine._b.db.hold():  # one DuckDB connection for the counts and the call: only to keep the suite fast
+        before = snapshot(engine)
+        with pytest.raises(expected) as err:
+            call()
+        after = snapshot(engine)
+    message = str(err.value)
+    assert message and len(message) < 1000 and "\x00" not in message
+    assert not any(word in message for word in ("Traceback", "Binder Error", "Parser Error", "duckdb", "lance"))
+    assert after == before
+    return err.value
+
+
+# Every entry point that takes an id, with the hostile id in each position (h = the hostile id, r = real ids).
+ID_CALLS = {
+    "add_message user": lambda e, h, r: e.add_message(h, S, "user", "hi"),
+    "add_message session": lambda e, h, r: e.add_message(U, h, "user", "hi"),
+    "list_sessions": lambda e, h, r: e.list_sessions(h),
+    "get_session user": lambda e, h, r: e.get_session(h, S),
+    "get_session session": lambda e, h, r: e.get_session(U, h),
+    "messages": lambda e, h, r: e.messages(U, h),
+    "prune_sessions": lambda e, h, r: e.prune_sessions(h, "stale", apply=True),
+    "working_get": lambda e, h, r: e.working_get(U, h),
+    "working_update user": lambda e, h, r: e.working_update(h, S, {"goals": 1}),
+    "working_update session": lambda e, h, r: e.working_update(U, h, {"goals": 1}),
+    "working_update slot": lambda e, h, r: e.working_update(U, S, {h: 1}),
+    "working_set_json": lambda e, h, r: e.working_set_json(U, h, "goals", "1"),
+    "working_history": lambda e, h, r: e.working_history(U, h),
+    "working_restore": lambda e, h, r: e.working_restore(U, h, r["edit"]),
+    "working_clear": lambda e, h, r: e.working_clear(U, h),
+    "remember": lambda e, h, r: e.remember(h, "a fact"),
+    "remember_many id": lambda e, h, r: e.remember_many([{"user_id": U, "content": "a fact", "id": h}]),
+    "memorize": lambda e, h, r: e.memorize(h, "raw text"),
+    "get_item": lambda e, h, r: e.get_item(U, h),
+    "list_items": lambda e, h, r: e.list_items(h),
+    "categories": lambda e, h, r: e.categories(h),
+    "record_episode user": lambda e, h, r: e.record_episode(h, STEPS),
+    "record_episode session": lambda e, h, r: e.record_episode(U, STEPS, session_id=h),
+    "get_episode": lambda e, h, r: e.get_episode(U, h),
+    "list_episodes": lambda e, h, r: e.list_episodes(h),
+    "list_episodes session": lambda e, h, r: e.list_episodes(U, session_id=h),
+    "register_skill": lambda e, h, r: e.register_skill(h, "name", "body"),
+    "report_outcome skill": lambda e, h, r: e.report_outcome(U, h, True),
+    "report_outcome episode": lambda e, h, r: e.report_outcome(U, r["skill"], True, episode_id=h),
+    "get_skill": lambda e, h, r: e.get_skill(U, h),
+    "rank_skills": lambda e, h, r: e.rank_skills(h),
+    "skill_outcomes": lambda e, h, r: e.skill_outcomes(U, skill_id=h),
+    "label item": lambda e, h, r: e.label(U, h, "useful"),
+    "label user": lambda e, h, r: e.label(h, r["item"], "useful"),
+    "label trace": lambda e, h, r: e.label(U, r["item"], "useful", trace_id=h),
+    "report_feedback": lambda e, h, r: e.report_feedback(U, useful=[r["item"]], harmful=[h]),
+    "feedback_net": lambda e, h, r: e.feedback_net(U, [h]),
+    "feedback_events": lambda e, h, r: e.feedback_events(U, item_id=h),
+    "forget id": lambda e, h, r: e.forget(U, "semantic", [r["item"], h], reason="r", mode="hard"),
+    "forget user": lambda e, h, r: e.forget(h, "semantic", [r["item"]], reason="r", mode="hard"),
+    "forget_log": lambda e, h, r: e.forget_log(h),
+    "search": lambda e, h, r: e.search(h, "victim"),
+    "retrieve user": lambda e, h, r: e.retrieve(h, "victim"),
+    "retrieve session": lambda e, h, r: e.retrieve(U, "victim", session_id=h),
+    "get_trace": lambda e, h, r: e.get_trace(h),
+    "delete_trace": lambda e, h, r: e.delete_trace(h),
+    "list_traces": lambda e, h, r: e.list_traces(h),
+    "replay": lambda e, h, r: e.replay(h),
+    "export": lambda e, h, r: list(e.export(h)),
+    "delete_user": lambda e, h, r: e.delete_user(h),
+    "reflect": lambda e, h, r: e.reflect(h),
+    "usage": lambda e, h, r: e.usage(h),
+}
+
+
+# Optional listing filters where an empty string, like None, means "no filter" (a read of everything, by design).
+EMPTY_MEANS_ALL = {"list_sessions", "list_episodes session"}
+
+
+@pytest.mark.parametrize("entry", list(ID_CALLS))
+def test_a_hostile_id_is_refused_with_a_clear_error_and_nothing_is_written(store, entry):
+    engine, real = store
+    for hostile in HOSTILE_IDS:
+        if hostile == "" and entry in EMPTY_MEANS_ALL:
+            continue
+        err = refused(engine, lambda h=hostile: ID_CALLS[entry](engine, h, real))
+        assert isinstance(err, InvalidInput), (entry, hostile)
+
+
+# Every entry point that takes free text.
+TEXT_CALLS = {
+    "message content": lambda e, t, r: e.add_message(U, S, "user", t),
+    "item content": lambda e, t, r: e.remember(U, t),
+    "memorize text": lambda e, t, r: e.memorize(U, t),
+    "episode summary": lambda e, t, r: e.record_episode(U, STEPS, summary=t) if str(t).strip() else e.record_episode(
+        U, [{"action": t}]),
+    "skill body": lambda e, t, r: e.register_skill(U, "name", t),
+    "skill name": lambda e, t, r: e.register_skill(U, t, "body"),
+    "search query": lambda e, t, r: e.search(U, t),
+    "retrieve question": lambda e, t, r: e.retrieve(U, t),
+    "forget reason": lambda e, t, r: e.forget(U, "semantic", [r["item"]], reason=t, mode="hard"),
+}
+
+
+@pytest.mark.parametrize("entry", list(TEXT_CALLS))
+@pytest.mark.parametrize("what", list(BAD_TEXTS))
+def test_oversized_empty_or_nul_text_is_refused_and_nothing_is_written(store, entry, what):
+    engine, real = store
+    refused(engine, lambda: TEXT_CALLS[entry](engine, BAD_TEXTS[what], real))
+
+
+@pytest.mark.parametrize("call", [
+    lambda e, r: e.working_update(U, S, {"scratchpad": MEGABYTE}),
+    lambda e, r: e.working_set_json(U, S, "scratchpad", '"' + MEGABYTE + '"'),
+    lambda e, r: e.label(U, r["item"], "useful", note=MEGABYTE),
+    lambda e, r: e.record_episode(U, [{"observation": MEGABYTE, "action": "x"}]),
+    lambda e, r: e.register_skill(U, "n", "b", description=MEGABYTE),
+    lambda e, r: e.ingest_lines(['{"kind": "item", "user_id": "ada", "content": "' + MEGABYTE + '"}']),
+], ids=["slot value", "slot JSON", "label note", "episode observation", "skill description", "ingest"])
+def test_a_megabyte_anywhere_else_is_refused_too(store, call):
+    engine, real = store
+    refused(engine, lambda: call(engine, real))
+
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("call", [
+    lambda e, r: e.remember(U, "fact", importance=NAN),
+    lambda e, r: e.remember(U, "fact", importance=float("inf")),
+    lambda e, r: e.memorize(U, "text", importance=NAN),
+    lambda e, r: e.record_episode(U, STEPS, importance=NAN),
+    lambda e, r: e.remember_many([{"user_id": U, "content": "ok"}, {"user_id": U, "content": "x", "importance": NAN}]),
+    lambda e, r: e.working_update(U, S, {"goals": NAN}),
+    lambda e, r: e.working_update(U, S, {"goals": ["fine"], "scratchpad": {"deep": [NAN]}}),
+    lambda e, r: e.report_outcome(U, r["skill"], NAN),
+    lambda e, r: e.retrieve(U, "victim", overrides={"bm25_weight": NAN}),
+    lambda e, r: e.label(U, r["item"], "useful", hop=NAN),
+], ids=["remember", "remember inf", "memorize", "episode", "remember_many", "slot", "nested slot", "outcome",
+        "retrieval override", "hop"])
+def test_nan_values_are_refused_and_nothing_is_written(store, call):
+    engine, real = store
+    refused(engine, lambda: call(engine, real))
+
+
+@pytest.mark.parametrize("call", [
+    lambda e, r: e.add_message(U, S, "admin", "hi"),
+    lambda e, r: e.forget(U, "semantics", [r["item"]], reason="r"),
+    lambda e, r: e.forget(U, "semantic", [r["item"]], reason="r", mode="shred"),
+    lambda e, r: e.search(U, "victim", kind="working"),
+    lambda e, r: e.register_skill(U, "n", "b", kind="macro"),
+    lambda e, r: e.rank_skills(U, kind="macro"),
+    lambda e, r: e.label(U, r["item"], "meh"),
+    lambda e, r: e.report_feedback(U),
+    lambda e, r: e.prune_sessions(U, "everything", apply=True),
+    lambda e, r: e.working_update(U, S, {"goals": 1}, source="root"),
+    lambda e, r: e.working_restore(U, S, r["edit"], which="oldest"),
+    lambda e, r: e.retrieve(U, "victim", overrides={"no_such_setting": 1}),
+    lambda e, r: e.retrieve(U, "victim", overrides={"store": "/tmp/elsewhere"}),
+    lambda e, r: e.retrieve(U, "victim", hops=99),
+    lambda e, r: e.ingest_lines(['{"kind": "spell", "user_id": "ada"}']),
+], ids=["role", "forget kind", "forget mode", "search kind", "skill kind", "rank kind", "label", "no feedback ids",
+        "prune rule", "edit source", "restore which", "unknown setting", "non-retrieval setting", "hops",
+        "ingest kind"])
+def test_unknown_kinds_roles_labels_and_modes_are_refused(store, call):
+    engine, real = store
+    refused(engine, lambda: call(engine, real))
+
+
+@pytest.mark.parametrize("call", [
+    lambda e, r: e.get_item(U, "item_not_there"),
+    lambda e, r: e.get_item("bo", r["item"]),
+    lambda e, r: e.get_episode(U, r["item"]),
+    lambda e, r: e.get_skill(U, r["episode"]),
+    lambda e, r: e.get_session(U, "no-such-session"),
+    lambda e, r: e.messages(U, "no-such-session"),
+    lambda e, r: e.report_outcome(U, "skill_not_there", True),
+    lambda e, r: e.label(U, "item_not_there", "useful"),
+    lambda e, r: e.get_trace("tr_not_there"),
+    lambda e, r: e.get_trace(r["trace"], user_id="bo"),
+    lambda e, r: e.delete_trace(r["trace"], user_id="bo"),
+    lambda e, r: e.working_restore(U, S, 10**9),
+], ids=["item", "foreign item", "item as episode", "episode as skill", "session", "messages", "outcome", "label",
+        "trace", "foreign trace", "delete foreign trace", "edit"])
+def test_well_formed_but_unknown_ids_are_not_found_and_nothing_is_written(store, call):
+    engine, real = store
+    refused(engine, lambda: call(engine, real), expected=(NotFound,))
+
+
+@pytest.mark.parametrize("call", [
+    lambda e: e.list_items(U, limit=-1),
+    lambda e: e.list_items(U, offset=-1),
+    lambda e: e.list_episodes(U, limit="ten"),
+    lambda e: e.list_sessions(U, limit=-1),
+    lambda e: e.messages(U, S, offset=-5),
+    lambda e: e.feedback_events(U, limit=-1),
+    lambda e: e.forget_log(U, limit=0),
+    lambda e: e.working_history(U, S, limit="all"),
+    lambda e: e.search(U, "victim", limit=-1),
+], ids=["items limit", "items offset", "episodes limit", "sessions limit", "messages offset", "feedback limit",
+        "forget log limit", "history limit", "search limit"])
+def test_bad_limits_and_offsets_are_refused_with_a_clear_error(store, call):
+    engine, _ = store
+    refused(engine, lambda: call(engine))
+
+
+def test_the_baseline_memories_survived_every_hostile_call(store):
+    engine, real = store
+    assert engine.get_item(U, real["item"]).archived_at is None
+    assert engine.get_skill(U, real["skill"]).success_count == 1
+    assert engine.working_get(U, S)["goals"] == ["stay safe"]
+    assert real["item"] in {h.id for h in engine.search(U, "The victim fact")}
+    assert engine.forget_log(U) == []

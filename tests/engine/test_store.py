@@ -1,0 +1,251 @@
+"""The store: named migrations applied once, clear errors for corrupt, misplaced or locked stores, embedders that
+are checked, and one LanceDB table per (kind, model) so vectors of different models never mix (issue 2 §3, §4)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine import (InvalidInput, MemoryEngine, ModelMismatch, Settings, StoreBusy, StoreCorrupt, StoreStats)
+from engine.storage.migrations import MIGRATIONS
+from tests.support.storecheck import snapshot
+
+U = "ada"
+SUPPORT = Path(__file__).resolve().parent.parent / "support"
+
+
+def open_store(path: Path, embedder, **settings) -> MemoryEngine:
+    return MemoryEngine.open(settings=Settings.from_env({}, store=str(path), **settings), embedder=embedder)
+
+
+class WrappedEmbedder:
+    """A test double of an external embedding model: the real MiniLM, renamed and/or with its output corrupted."""
+
+    def __init__(self, real, name: str | None = None, dim: int | None = None, corrupt: str | None = None) -> None:
+        self.real = real
+        self.name = name or real.name
+        self._dim = dim or real.dim
+        self.corrupt = corrupt
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed(self, texts):
+        vectors = np.array(self.real.embed(texts), dtype=np.float32)
+        if self.corrupt == "nan":
+            vectors[-1, 7] = np.nan
+        elif self.corrupt == "inf":
+            vectors[0, 0] = np.inf
+        elif self.corrupt == "short":
+            vectors = vectors[:, : self._dim - 1]
+        elif self.corrupt == "missing row":
+            vectors = vectors[:-1]
+        elif self.corrupt == "truncate":  # a well-formed vector of the declared (smaller) dimension
+            vectors = vectors[:, : self._dim]
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors
+
+
+# -- migrations ---------------------------------------------------------------------------------------------------
+
+def test_a_new_store_records_every_named_migration_once(empty_engine):
+    assert [name for name, _ in empty_engine._b.db.migrations()] == [name for name, _ in MIGRATIONS]
+    assert empty_engine.check() == [name for name, _ in MIGRATIONS]
+
+
+def test_reopening_a_store_applies_no_migration_twice(empty_engine, settings, embedder):
+    empty_engine.remember(U, "kept across reopening")
+    first = empty_engine._b.db.migrations()
+    again = MemoryEngine.open(settings=settings, embedder=embedder)
+    assert again._b.db.migrations() == first
+    assert again._b.db.migrate() == []
+    assert again.list_items(U).total == 1
+
+
+# -- where the store is and what state it is in ---------------------------------------------------------------------
+
+def test_a_corrupt_database_file_is_reported_as_store_corrupt_with_the_path(tmp_path, embedder):
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "memlens.duckdb").write_bytes(b"this is not a database \x00\x01\x02" * 500)
+    with pytest.raises(StoreCorrupt) as err:
+        open_store(store, embedder)
+    assert str(store / "memlens.duckdb") in str(err.value)
+    assert "not a valid DuckDB database" in str(err.value)
+
+
+def test_a_store_path_that_is_a_file_is_refused(tmp_path, embedder):
+    target = tmp_path / "a-file"
+    target.write_text("hello")
+    with pytest.raises(InvalidInput, match="is a file, not a folder"):
+        open_store(target, embedder)
+    assert target.read_text() == "hello"
+
+
+def test_only_local_folders_and_file_uris_are_accepted(tmp_path, embedder):
+    with pytest.raises(InvalidInput, match="only local folders"):
+        open_store("s3://bucket/memlens", embedder)
+    engine = open_store(f"file://{tmp_path / 'via-uri'}", embedder)
+    assert engine.path == tmp_path / "via-uri"
+    assert (tmp_path / "via-uri" / "memlens.duckdb").is_file()
+
+
+def hold_lock(db_file: Path, seconds: float) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, str(SUPPORT / "hold_lock.py"), str(db_file), str(seconds)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "locked", proc.stderr.read()
+    return proc
+
+
+def test_a_store_locked_by_another_process_beyond_the_timeout_raises_store_busy_and_writes_nothing(tmp_path,
+                                                                                                   embedder):
+    engine = open_store(tmp_path / "store", embedder, lock_timeout_s=0.3)
+    engine.remember(U, "already there")
+    before = snapshot(engine)
+    holder = hold_lock(engine.path / "memlens.duckdb", 60)
+    try:
+        with pytest.raises(StoreBusy, match="held by another process"):
+            engine.remember(U, "written while the store is locked")
+        with pytest.raises(StoreBusy):
+            engine.list_items(U)
+    finally:
+        holder.kill()
+        holder.wait()
+    # the vector written before the DuckDB step was taken back: nothing is half-written
+    assert snapshot(engine) == before
+    assert [i.content for i in engine.list_items(U).rows] == ["already there"]
+
+
+def test_a_write_waits_for_a_short_lock_held_by_another_process_and_then_succeeds(tmp_path, embedder):
+    engine = open_store(tmp_path / "store", embedder, lock_timeout_s=60)
+    holder = hold_lock(engine.path / "memlens.duckdb", 1.5)
+    try:
+        engine.add_message(U, "s1", "user", "written once the other process lets go")
+    finally:
+        assert holder.wait(timeout=60) == 0
+    assert holder.stdout.read().strip() == "released"
+    assert engine.get_session(U, "s1").message_count == 1
+
+
+# -- embedders are checked ------------------------------------------------------------------------------------------
+
+WRITES = {
+    "remember": lambda e: e.remember(U, "a fact"),
+    "memorize": lambda e: e.memorize(U, "raw text"),
+    "episode": lambda e: e.record_episode(U, [{"action": "act"}]),
+    "skill": lambda e: e.register_skill(U, "name", "body"),
+    "batch": lambda e: e.remember_many([{"user_id": U, "content": f"fact {n}"} for n in range(3)]),
+    "ingest": lambda e: e.ingest_lines(['{"kind": "item", "user_id": "ada", "content": "imported"}']),
+}
+
+
+@pytest.mark.parametrize("corrupt", ["nan", "inf", "short", "missing row"])
+@pytest.mark.parametrize("write", list(WRITES))
+def test_vectors_with_nan_inf_or_the_wrong_shape_are_refused_and_nothing_is_written(tmp_path, embedder, corrupt,
+                                                                                    write):
+    engine = open_store(tmp_path / "store", WrappedEmbedder(embedder, corrupt=corrupt))
+    before = snapshot(engine)
+    with pytest.raises(InvalidInput, match="NaN or infinite|expected .* dimension"):
+        WRITES[write](engine)
+    assert snapshot(engine) == before
+
+
+@pytest.mark.parametrize("corrupt", ["nan", "short"])
+def test_a_broken_query_vector_is_refused_by_search_and_retrieval_and_no_trace_is_kept(tmp_path, embedder, corrupt):
+    open_store(tmp_path / "store", embedder).remember(U, "zebras have stripes")
+    broken = open_store(tmp_path / "store", WrappedEmbedder(embedder, corrupt=corrupt))
+    before = snapshot(broken)
+    with pytest.raises(InvalidInput):
+        broken.search(U, "zebras")
+    with pytest.raises(InvalidInput):
+        broken.retrieve(U, "What do zebras have?")
+    assert snapshot(broken) == before
+
+
+def test_blank_text_is_never_embedded(embedder):
+    with pytest.raises(InvalidInput, match="blank"):
+        embedder.embed(["fine", "   "])
+
+
+def test_the_local_embedder_gives_unit_vectors_of_dimension_384(embedder):
+    vectors = embedder.embed(["one sentence", "another sentence"])
+    assert vectors.shape == (2, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_model_with_the_same_name_but_another_dimension_is_a_model_mismatch(tmp_path, embedder):
+    open_store(tmp_path / "store", embedder).remember(U, "made with the 384-dimension model")
+    impostor = open_store(tmp_path / "store", WrappedEmbedder(embedder, dim=128, corrupt="truncate"))
+    before = snapshot(impostor)
+    with pytest.raises(ModelMismatch, match="dim 384"):
+        impostor.remember(U, "would mix vectors")
+    assert snapshot(impostor) == before
+
+
+# -- another embedding model on the same store ----------------------------------------------------------------------
+
+def test_another_model_uses_its_own_tables_warns_about_missing_vectors_and_reindex_fixes_it(tmp_path, embedder):
+    original = open_store(tmp_path / "store", embedder)
+    original.remember(U, "The Lisbon office opens at nine")
+    original.record_episode(U, [{"action": "opened the Lisbon office"}])
+    original.register_skill(U, "open-office", "unlock, lights, coffee")
+    assert original.stats().warnings == ()
+    minilm_tables = set(original._b.index.table_names())
+
+    other = open_store(tmp_path / "store", WrappedEmbedder(embedder, name="other-model"))
+    [warning] = other.stats().warnings
+    assert "3 memories have no other-model vectors" in warning
+    assert "semantic__all-minilm-l6-v2" in warning
+    assert "reindex" in warning
+    assert other.search(U, "Lisbon office") == []
+
+    assert other.reindex() == {"semantic": 1, "episodic": 1, "procedural": 1}
+    assert other.stats().warnings == ()
+    assert {h.kind for h in other.search(U, "Lisbon office")} == {"semantic", "episodic", "procedural"}
+    tables = set(other._b.index.table_names())
+    assert tables == minilm_tables | {"semantic__other-model", "episodic__other-model", "procedural__other-model"}
+    meta = other._b.index.db.open_table("semantic__other-model").schema.metadata
+    assert (meta[b"model"], meta[b"dim"]) == (b"other-model", b"384")
+
+    # the original model's tables were not touched: reopening with it still works without warnings
+    again = open_store(tmp_path / "store", embedder)
+    assert again.stats().warnings == ()
+    assert {t: again._b.index.db.open_table(t).count_rows() for t in minilm_tables} == dict.fromkeys(minilm_tables, 1)
+
+
+def test_reindex_rebuilds_without_duplicating_vectors(empty_engine):
+    empty_engine.remember_many([{"user_id": U, "content": f"fact {n}"} for n in range(4)])
+    empty_engine.reindex()
+    empty_engine.reindex()
+    assert empty_engine._b.index.count("semantic") == 4
+
+
+# -- stats ----------------------------------------------------------------------------------------------------------
+
+def test_stats_count_every_kind_per_user_and_name_the_backends(empty_engine):
+    e = empty_engine
+    e.add_message(U, "s1", "user", "hi")
+    e.add_message(U, "s1", "assistant", "hello")
+    e.add_message("bo", "b1", "user", "hey")
+    e.working_update(U, "s1", {"goals": 1, "custom": 2})
+    item = e.remember(U, "fact one")
+    e.remember(U, "fact two", category="other")
+    e.forget(U, "semantic", [item.id], reason="test")
+    e.record_episode("bo", [{"action": "x"}])
+    e.register_skill(U, "s", "b")
+    e.label(U, e.list_items(U).rows[0].id, "useful")
+    stats = e.stats()
+    assert isinstance(stats, StoreStats)
+    assert (stats.users, stats.sessions, stats.messages, stats.working_slots) == (2, 2, 3, 2)
+    assert (stats.items, stats.episodes, stats.skills) == (1, 1, 1)
+    assert (stats.feedback_events, stats.forget_log_entries, stats.traces) == (1, 1, 0)
+    assert stats.per_user == {U: {"sessions": 1, "messages": 2, "items": 1, "skills": 1},
+                              "bo": {"sessions": 1, "messages": 1, "episodes": 1}}
+    assert stats.embedder == "all-MiniLM-L6-v2 (384d)"
+    assert (stats.embedding_dim, stats.llm) == (384, "offline")
+    assert stats.warnings == ()

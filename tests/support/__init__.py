@@ -1,0 +1,1 @@
+"""Helpers shared by the engine tests: store snapshots and the two-process scripts."""

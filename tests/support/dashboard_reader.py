@@ -1,0 +1,46 @@
+"""The dashboard process: reads stats and lists, searches, and edits the agent's working memory in a loop.
+
+Usage: python dashboard_reader.py STORE READY_FILE GO_FILE RESULT_FILE SECONDS. Any error ends the process with a
+traceback and a non-zero exit code; the result file says what it saw and how many edits it made.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from twoproc_common import BEACON, SESSION, USER, open_engine, wait_for_start, write_result
+
+
+def main() -> None:
+    store, ready, go, result_file, seconds = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]), \
+        float(sys.argv[5])
+    engine = open_engine(store)
+    wait_for_start(ready, go)
+    seen = {"reads": 0, "edits": 0, "last_edit": None, "max_items_seen": 0, "beacon_ids": [],
+            "beacon_found_at_read": None, "beacon_found_at": None, "edit_times": []}
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        stats = engine.stats()
+        items = engine.list_items(USER, limit=20)
+        engine.list_sessions(USER)
+        engine.rank_skills(USER)
+        seen["reads"] += 1
+        seen["max_items_seen"] = max(seen["max_items_seen"], stats.items, items.total)
+        if seen["beacon_found_at_read"] is None:
+            hits = [h.id for h in engine.search(USER, BEACON, kind="semantic") if BEACON in h.text]
+            if hits:
+                seen["beacon_ids"] = hits
+                seen["beacon_found_at_read"] = seen["reads"]
+                seen["beacon_found_at"] = time.time()
+        value = {"edited_by": "dashboard", "n": seen["edits"]}
+        engine.working_update(USER, SESSION, {"scratchpad": value}, source="ui")
+        seen["edits"] += 1
+        seen["last_edit"] = value
+        seen["edit_times"].append(time.time())
+    write_result(result_file, seen)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+"""What the two processes of tests/engine/test_two_processes.py share: opening the store and a synchronised start."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+USER = "agent-user"
+SESSION = "agent-s1"
+SKILL = "sk-agent-plan"
+BEACON = "zyxquorvant"  # a made-up word: only the agent's first memory contains it
+
+
+def open_engine(store: str):
+    """The engine as an agent or the dashboard opens it, with the model loaded before the synchronised start."""
+    from engine import MemoryEngine, Settings
+
+    engine = MemoryEngine.open(settings=Settings.from_env({}, store=store, lock_timeout_s=30))
+    engine.embedder.embed(["load the model before the start signal"])
+    return engine
+
+
+def wait_for_start(ready: Path, go: Path, timeout_s: float = 300) -> None:
+    ready.write_text("ready")
+    deadline = time.monotonic() + timeout_s
+    while not go.exists():
+        if time.monotonic() > deadline:
+            raise SystemExit("no start signal")
+        time.sleep(0.01)
+
+
+def write_result(path: Path, result: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result))
+    tmp.replace(path)

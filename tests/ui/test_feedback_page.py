@@ -1,0 +1,123 @@
+"""The Feedback labelling page in AppTest: one-click labels from a trace (pointing at its trace and hop), the queue of
+unlabelled memories, the ledger per memory, and the effect of labels on the next retrieval.
+
+Traces are made through the engine the page uses; every label the page writes is checked through the engine.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from apptest_helpers import button, no_errors, open_page, values
+
+from engine import MemoryEngine, RetrievalTrace
+
+PAGE = "pages/feedback.py"
+TWO_HOP = json.loads((Path(__file__).resolve().parents[2] / "data" / "demo" / "two_hop.json").read_text())
+
+
+@pytest.fixture
+def two_hop_trace(demo_app: MemoryEngine) -> RetrievalTrace:
+    """A fresh two-hop trace of the first demo question (each test gets its own)."""
+    q = TWO_HOP[0]
+    return demo_app.retrieve(q["user_id"], q["question"], hops=2)
+
+
+def label_button(at, trace: RetrievalTrace, item_id: str, label: str = "useful"):
+    key = f"fb_{'u' if label == 'useful' else 'h'}_t_{trace.trace_id}_{item_id}"
+    return at.button(key=key)
+
+
+def test_on_an_empty_store_the_page_says_what_to_do(empty_app: MemoryEngine):
+    at = open_page(PAGE)
+    no_errors(at)
+    assert any("store is empty" in v for v in values(at, "info"))
+    assert not at.button
+
+
+def test_a_user_without_traces_is_sent_to_the_trace_page_and_still_sees_the_ledger(demo_app: MemoryEngine):
+    labelled = demo_app.feedback_events("tomas")
+    assert labelled, "the demo has labels for tomas"
+    at = open_page(PAGE, user="tomas")
+    no_errors(at)
+    assert any("Ask a question on the Retrieval trace page" in v for v in values(at, "info"))
+    ledger = at.selectbox(key="fb_ledger_item")
+    assert ledger.value == labelled[0].item_id  # the most recently labelled memory
+    history = demo_app.feedback_events("tomas", item_id=ledger.value)
+    assert any(v.startswith(f"{ledger.value}: {len(history)} label(s)") for v in values(at, "text"))
+
+
+def test_labelling_from_a_trace_records_an_event_pointing_at_the_trace_and_hop(demo_app: MemoryEngine,
+                                                                                two_hop_trace: RetrievalTrace):
+    user = two_hop_trace.user_id
+    hop2 = next(r for r in two_hop_trace.ranking if r["in_context"] and r["hop"] == 2)
+    at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
+    no_errors(at)
+    at.text_input(key="fb_note").input("names the owner's timezone")
+    label_button(at, two_hop_trace, hop2["id"]).click().run()
+    no_errors(at)
+    event = demo_app.feedback_events(user, item_id=hop2["id"])[0]
+    assert (event.label, event.delta, event.trace_id, event.hop, event.note) == \
+        ("useful", 1, two_hop_trace.trace_id, 2, "names the owner's timezone")
+    assert any("Labelled" in v for v in values(at, "success"))
+    assert at.text_input(key="fb_note").value == ""  # the note went with that label
+    # The ledger now shows this memory with the new event.
+    assert at.selectbox(key="fb_ledger_item").value == hop2["id"]
+    assert any(two_hop_trace.trace_id in v and "useful (+1)" in v and "hop 2" in v for v in values(at, "text"))
+
+
+def test_a_harmful_label_counts_minus_one(demo_app: MemoryEngine, two_hop_trace: RetrievalTrace):
+    user = two_hop_trace.user_id
+    item = two_hop_trace.ranking[0]
+    net_before = demo_app.feedback_net(user, [item["id"]]).get(item["id"], 0)
+    at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
+    label_button(at, two_hop_trace, item["id"], "harmful").click().run()
+    no_errors(at)
+    assert demo_app.feedback_net(user, [item["id"]])[item["id"]] == net_before - 1
+    event = demo_app.feedback_events(user, item_id=item["id"])[0]
+    assert (event.label, event.trace_id, event.hop) == ("harmful", two_hop_trace.trace_id, item["hop"])
+
+
+def test_the_queue_offers_unlabelled_context_memories_and_drops_one_once_labelled(demo_app: MemoryEngine,
+                                                                                  two_hop_trace: RetrievalTrace):
+    user = two_hop_trace.user_id
+    at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
+    queue_keys = [b.key for b in at.button if b.key and b.key.startswith("fb_u_q")]
+    assert queue_keys
+    labelled = demo_app.feedback_net(user, list(two_hop_trace.context_ids))
+    queued = [k.split("_", 3)[3] for k in queue_keys]
+    assert not set(queued) & set(labelled)  # only memories without any label
+    first = queued[0]
+    at.button(key=queue_keys[0]).click().run()
+    no_errors(at)
+    assert demo_app.feedback_events(user, item_id=first)[0].trace_id is not None
+    assert first not in [b.key.split("_", 3)[3] for b in at.button if b.key and b.key.startswith("fb_u_q")]
+
+
+def test_a_fresh_retrieval_shows_a_useful_label_raising_the_score(demo_app: MemoryEngine,
+                                                                 two_hop_trace: RetrievalTrace):
+    user = two_hop_trace.user_id
+    item = next(r for r in two_hop_trace.ranking if r["in_context"] and r["hop"] == 1)
+    at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
+    label_button(at, two_hop_trace, item["id"]).click().run()
+    no_errors(at)
+    button(at, "Retrieve this question again").click().run()
+    no_errors(at)
+    rows = {r["id"]: r for r in at.dataframe[-1].value.to_dict("records")}
+    assert rows[item["id"]]["final_after"] > rows[item["id"]]["final_before"]
+    assert demo_app.list_traces(user).rows[0]["trace_id"] == two_hop_trace.trace_id  # the comparison is not stored
+
+
+def test_labelling_a_memory_deleted_meanwhile_is_a_readable_error(demo_app: MemoryEngine,
+                                                                  two_hop_trace: RetrievalTrace):
+    user = two_hop_trace.user_id
+    item = next(r for r in two_hop_trace.ranking if r["in_context"] and r["kind"] == "semantic")
+    at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
+    events_before = demo_app.feedback_events(user, item_id=item["id"])
+    demo_app.forget(user, "semantic", [item["id"]], reason="test: deleted by another process", mode="hard")
+    label_button(at, two_hop_trace, item["id"]).click().run()
+    assert not at.exception
+    assert any("Could not label" in v for v in values(at, "error"))
+    assert demo_app.feedback_events(user, item_id=item["id"]) == events_before  # nothing written

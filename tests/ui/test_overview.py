@@ -1,0 +1,63 @@
+"""The Overview page: counts, activity, recent traces, settings in use (never the API key), empty-store guidance."""
+
+from __future__ import annotations
+
+from apptest_helpers import all_texts, app_engine, button, no_errors, open_page, values
+
+PAGE = "pages/overview.py"
+
+
+def test_empty_store_explains_what_to_do_and_offers_the_demo(empty_app):
+    at = open_page(PAGE)
+    no_errors(at)
+    assert values(at, "title") == ["Overview"]
+    assert any("The store is empty" in v for v in values(at, "info"))
+    assert button(at, "Load the demo dataset")
+    assert {m.label: m.value for m in at.metric}["Semantic items"] == "0"
+
+
+def test_demo_store_shows_counts_per_kind_and_user_activity_and_settings(demo_app):
+    stats = demo_app.stats()
+    at = open_page(PAGE)
+    no_errors(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Users"] == str(stats.users) == "3"
+    assert metrics["Semantic items"] == f"{stats.items:,}"
+    assert metrics["Episodes"] == str(stats.episodes)
+    per_user = at.dataframe[0].value
+    assert sorted(per_user["user"]) == ["ada", "mira", "tomas"]
+    assert int(per_user.set_index("user").loc["ada", "items"]) == stats.per_user["ada"]["items"]
+    assert len(at.get("plotly_chart")) == 1, "activity over time is drawn"
+    assert "Activity over time" in values(at, "subheader")
+    assert any(stats.store in v for v in values(at, "code")), "the store location is shown"
+    assert any("all-MiniLM-L6-v2" in v and "offline" in v for v in values(at, "code"))
+
+
+def test_recent_traces_are_listed_newest_first(demo_app):
+    trace = demo_app.retrieve("tomas", "What medication must the friend joining the Dolomites trek carry?")
+    at = open_page(PAGE)
+    no_errors(at)
+    traces = next(df.value for df in at.dataframe if "trace id" in df.value.columns)
+    assert traces["trace id"].iloc[0] == trace.trace_id
+    assert traces["question"].iloc[0] == trace.question
+
+
+def test_activity_chart_can_be_limited_to_the_sidebar_user(demo_app):
+    at = open_page(PAGE, user="mira")
+    at.segmented_control(key="overview_scope").set_value("mira").run()
+    no_errors(at)
+    assert len(at.get("plotly_chart")) == 1
+
+
+def test_the_api_key_is_never_shown_only_whether_it_is_set(tmp_path):
+    secret = "sk-test-very-secret-0123456789"
+    with app_engine(tmp_path / "store", OPENAI_API_KEY=secret, OPENAI_BASE_URL="http://user:pw@127.0.0.1:9/v1",
+                    MEMLENS_EMBEDDER="local"):
+        at = open_page(PAGE)
+        no_errors(at)
+        text = all_texts(at)
+        assert secret not in text
+        assert "user:pw" not in text
+        settings = next(df.value for df in at.dataframe if "setting" in df.value.columns).set_index("setting")
+        assert settings.loc["openai_api_key", "in use"] == "set (hidden)"
+        assert settings.loc["openai_base_url", "in use"] == "http://***@127.0.0.1:9/v1"

@@ -1,0 +1,137 @@
+"""The Retrieval trace page in AppTest: ask a question, read every hop, replay what-ifs, ask "why not?".
+
+The module shares one demo store copy; each test asks its own question (or uses a user of its own), and checks what
+the page shows against the engine's own record of the trace.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from apptest_helpers import button, markdown_texts, no_errors, open_page, plain_texts, values
+
+from engine import MemoryEngine
+from ui.text import md_escape
+from ui.trace_data import why_not
+
+PAGE = "pages/retrieval.py"
+TWO_HOP = json.loads((Path(__file__).resolve().parents[2] / "data" / "demo" / "two_hop.json").read_text())
+
+
+def metric(at, label: str) -> str:
+    found = [m.value for m in at.metric if m.label == label]
+    assert found, f"no metric {label!r}: {[m.label for m in at.metric]}"
+    return str(found[0])
+
+
+def ask(at, question: str, hops: int = 1, budget: int | None = None):
+    at.text_area(key="trace_question").input(question)
+    at.number_input(key="trace_hops").set_value(hops)
+    if budget is not None:
+        at.number_input(key="trace_budget").set_value(budget)
+    button(at, "Retrieve").click().run()
+    no_errors(at)
+    return at
+
+
+def test_on_an_empty_store_the_page_says_what_to_do(empty_app: MemoryEngine):
+    at = open_page(PAGE)
+    no_errors(at)
+    assert any("store is empty" in v for v in values(at, "info"))
+    assert not at.get("text_area")
+
+
+def test_a_user_without_traces_gets_the_question_form_and_an_invitation(demo_app: MemoryEngine):
+    demo_app.remember("newcomer", "Newcomer keeps notes in a paper notebook.")
+    at = open_page(PAGE, user="newcomer")
+    no_errors(at)
+    assert at.text_area(key="trace_question") is not None
+    assert any("No stored traces for newcomer" in v for v in values(at, "info"))
+    assert not [s for s in values(at, "subheader") if s.startswith("Hop")]
+
+
+def test_asking_a_two_hop_question_shows_each_hop_with_its_query_and_candidates(demo_app: MemoryEngine):
+    q = TWO_HOP[0]
+    at = ask(open_page(PAGE, user=q["user_id"]), q["question"], hops=2)
+    trace = demo_app.get_trace(at.session_state["trace_current_id"])
+    assert (trace.question, len(trace.hops)) == (q["question"], 2)
+    assert [s for s in values(at, "subheader") if s.startswith("Hop")] == ["Hop 1", "Hop 2"]
+    codes = values(at, "code")
+    assert trace.hops[0].query in codes and trace.hops[1].query in codes
+    assert trace.hops[1].proposed_by == "offline:bridge_entities"
+    assert any(md_escape("offline:bridge_entities") in v for v in values(at, "caption"))  # who proposed hop 2
+    shown_ids = set(at.dataframe[0].value["id"])
+    assert shown_ids == {c.id for c in trace.hops[0].candidates}  # every hop-1 candidate, with its scores
+    assert len(at.get("plotly_chart")) >= 2  # a score breakdown per hop
+    assert trace.context in codes  # the assembled context, as text
+    assert metric(at, "Context tokens") == f"{trace.context_tokens} / {trace.settings['budget_tokens']}"
+
+
+def test_the_open_trace_is_fetched_not_retrieved_again_on_rerun(demo_app: MemoryEngine):
+    q = TWO_HOP[1]
+    at = ask(open_page(PAGE, user=q["user_id"]), q["question"])
+    before = demo_app.list_traces(q["user_id"]).total
+    at.run()
+    no_errors(at)
+    assert demo_app.list_traces(q["user_id"]).total == before
+    assert at.text[0].value == q["question"]
+
+
+def test_whatif_with_the_original_settings_changes_no_rank(demo_app: MemoryEngine):
+    q = TWO_HOP[2]
+    at = ask(open_page(PAGE, user=q["user_id"]), q["question"], hops=2)
+    button(at, "Replay with these settings").click().run()
+    no_errors(at)
+    assert (metric(at, "Rank changes"), metric(at, "Entered the context"), metric(at, "Left the context")) == \
+        ("0", "0", "0")
+    assert "Changed settings: none (the original settings)" in values(at, "text")
+
+
+def test_whatif_with_a_small_budget_shows_what_leaves_the_context(demo_app: MemoryEngine):
+    q = TWO_HOP[2]
+    at = ask(open_page(PAGE, user=q["user_id"]), q["question"], hops=2)
+    trace_id = at.session_state["trace_current_id"]
+    at.slider(key="trace_wi_budget_tokens").set_value(50)
+    button(at, "Replay with these settings").click().run()
+    no_errors(at)
+    expected = demo_app.replay(trace_id, {"budget_tokens": 50})
+    left = [r["id"] for r in expected.ranking if r["context_change"] == "left"]
+    assert left and metric(at, "Left the context") == str(len(left))
+    assert any(v.startswith("Entered: —\nLeft: " + ", ".join(left)) for v in values(at, "text"))
+
+
+def test_why_not_explains_a_searched_memory_as_the_trace_records_it(demo_app: MemoryEngine):
+    q = TWO_HOP[3]
+    at = ask(open_page(PAGE, user=q["user_id"]), q["question"], hops=1)
+    trace = demo_app.get_trace(at.session_state["trace_current_id"])
+    at.text_input(key="trace_wn_query").input(q["bridge"]).run()
+    no_errors(at)
+    picker = at.selectbox(key="trace_wn_item")
+    assert q["fact_b"] in picker.options[0] or any(q["fact_b"] in o for o in picker.options)
+    picker.set_value(q["fact_b"]).run()
+    expected = why_not(trace, q["fact_b"])
+    shown = values(at, "success") + values(at, "warning") + values(at, "info")
+    assert md_escape(expected.headline) in shown
+    assert expected.status != "context"  # fact B needs the second hop
+
+
+def test_an_unknown_or_hostile_trace_id_is_a_readable_error(demo_app: MemoryEngine):
+    at = open_page(PAGE, user="mira")
+    at.text_input(key="trace_open_id").input("x' OR 1=1; --").run()
+    button(at, "Open by id").click().run()
+    assert not at.exception
+    assert any("Cannot open trace" in v for v in values(at, "error"))
+    at.text_input(key="trace_open_id").input("tr_doesnotexist").run()
+    button(at, "Open by id").click().run()
+    assert not at.exception
+    assert any("no trace" in v for v in values(at, "error"))
+
+
+def test_stored_markup_in_memories_and_questions_renders_as_text(demo_app: MemoryEngine):
+    hostile = "Zanzibar <script>alert(1)</script> **bold** [link](http://x.test) $x^2$ :red[red]"
+    demo_app.remember("mira", hostile + " " + "very long line " * 300)
+    at = ask(open_page(PAGE, user="mira"), "Zanzibar **bold** <b>question</b>?")
+    assert any("<script>alert(1)</script>" in v for v in plain_texts(at))  # shown, as text
+    for text in markdown_texts(at):
+        assert "<script>" not in text and "**bold**" not in text and "[link](" not in text and ":red[" not in text

@@ -1,0 +1,77 @@
+"""Small Streamlit pieces the pages share: pagination done in the database, and the "nothing here yet" notes."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import streamlit as st
+
+from engine import Page
+from ui.sidebar import current_session, current_user
+from ui.text import md_escape
+
+PAGE_SIZES = (10, 25, 50, 100)
+
+
+def reset_page_on_change(key: str, *filters: object) -> None:
+    """Go back to page 1 of ``key`` when the filters differ from the previous run's."""
+    signature = repr(filters)
+    if st.session_state.get(f"{key}_filters") != signature:
+        st.session_state[f"{key}_filters"] = signature
+        st.session_state[key] = 1
+
+
+def fetch_page(key: str, page_size: int, fetch: Callable[[int, int], Page]) -> Page:
+    """Fetch the page stored under ``key`` (1-based); if rows vanished meanwhile, fall back to the last page."""
+    number = max(1, int(st.session_state.get(key) or 1))
+    page = fetch(page_size, (number - 1) * page_size)
+    if not page.rows and page.total and number > 1:
+        number = max(1, math.ceil(page.total / page_size))
+        st.session_state[key] = number
+        page = fetch(page_size, (number - 1) * page_size)
+    return page
+
+
+def pager(key: str, page: Page, what: str = "rows") -> None:
+    """The page-number input and a 'rows a-b of n' caption for a :class:`engine.Page`."""
+    pages = max(1, math.ceil(page.total / page.limit))
+    if int(st.session_state.get(key) or 1) > pages:
+        st.session_state[key] = pages
+    if page.total == 0:
+        return
+    left, right = st.columns([1, 3], vertical_alignment="bottom")
+    left.number_input(f"Page (of {pages:,})", min_value=1, max_value=pages, step=1, key=key,
+                      persist_state="session")
+    first = page.offset + 1 if page.rows else 0
+    right.caption(f"{what} {first:,}–{page.offset + len(page.rows):,} of {page.total:,}")
+
+
+def need_user(what: str = "this page") -> str | None:
+    """The current user, or an explanation of what to do when the store has none."""
+    user = current_user()
+    if not user:
+        st.info(f"No memory to show on {what} yet: the store is empty. Load the demo dataset from the Overview "
+                "page (or run `python -m engine demo`), or let an agent write memory through the Python API or "
+                "the MCP server. Then pick a user in the sidebar.")
+    return user
+
+
+def need_session(user: str, what: str = "this page") -> str | None:
+    session = current_session()
+    if not session:
+        st.info(f"User {md_escape(user)} has no sessions yet, so there is nothing for {what}. An agent creates a session "
+                "by recording its first message (engine.add_message or the memory_add_message MCP tool).")
+    return session
+
+
+def flash(prefix: str, message: str, kind: str = "success") -> None:
+    """Keep a message to show after the rerun that follows an edit (``kind``: success, warning, error, info)."""
+    st.session_state[f"{prefix}_flash"] = (kind, message)
+
+
+def show_flash(prefix: str) -> None:
+    """Show (once) the message an edit left before rerunning. Messages are ours, with stored text escaped."""
+    kind, message = st.session_state.pop(f"{prefix}_flash", (None, None))
+    if kind:
+        getattr(st, kind)(message)

@@ -1,0 +1,56 @@
+"""Stored text is data, never markup. Helpers to put it on screen inertly (no st import: pure functions).
+
+Streamlit renders markdown in ``st.markdown``, captions, titles and in the labels of buttons, expanders, tabs and
+metrics. Memory text written by an agent (or an attacker talking to one) must not become links, bold text, LaTeX,
+colour directives or HTML there. Pages show full stored text with ``st.text``/``st.code``/``st.dataframe``/``st.json``;
+anywhere markdown is rendered they pass it through :func:`md_escape` (usually via :func:`label`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+# Every ASCII punctuation character may be backslash-escaped in CommonMark; escaping all the ones markdown, GFM,
+# Streamlit directives (:red[...], :material/x:) and LaTeX ($) give meaning to makes the text literal.
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:=^\"'&])")
+_WHITESPACE = re.compile(r"\s+")
+
+
+def md_escape(text: object) -> str:
+    """Text that markdown renders literally: every markup character is backslash-escaped, newlines become spaces."""
+    return _MD_SPECIAL.sub(r"\\\1", one_line(text, limit=None))
+
+
+def one_line(text: object, limit: int | None = 80) -> str:
+    """Whitespace collapsed to single spaces, cut to ``limit`` characters with an ellipsis."""
+    flat = _WHITESPACE.sub(" ", str(text if text is not None else "")).strip()
+    if limit is not None and len(flat) > limit:
+        return flat[: max(1, limit - 1)].rstrip() + "…"
+    return flat
+
+
+def label(text: object, limit: int = 80) -> str:
+    """A short, markdown-safe label for stored text (expander titles, captions, button labels)."""
+    return md_escape(one_line(text, limit))
+
+
+def pretty_json(value: Any) -> str:
+    """Indented JSON for editing and diffs; keeps non-ASCII characters readable."""
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+def compact_json(value: Any, limit: int = 120) -> str:
+    """One-line JSON for tables."""
+    return one_line(json.dumps(value, ensure_ascii=False), limit)
+
+
+def when(value: Any) -> str:
+    """A timestamp as ``YYYY-MM-DD HH:MM`` UTC (or an em dash when missing)."""
+    if value is None:
+        return "—"
+    try:
+        return value.strftime("%Y-%m-%d %H:%M")
+    except AttributeError:
+        return str(value)[:16]

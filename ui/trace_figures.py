@@ -1,0 +1,90 @@
+"""Plotly figures for retrieval traces. No streamlit import: these are plain functions of trace data.
+
+Figures show ids and numbers only, never memory text: plotly renders a subset of HTML in labels and hover text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+
+from engine import CandidateTrace, RetrievalTrace
+
+from .trace_data import score_parts, shorten
+
+# Short step names on the axis; the formulas are in the page's caption.
+PART_LABELS = {"vector": "vector", "bm25": "bm25", "decay": "×decay", "importance": "×importance",
+               "feedback": "×feedback"}
+UP, DOWN, TOTAL = "#2e7d32", "#c62828", "#1f4e79"
+
+
+def waterfall_steps(candidate: CandidateTrace, settings: Mapping[str, Any]) -> tuple[list[str], list[str],
+                                                                                         list[float]]:
+    """One candidate's waterfall: (step labels, plotly measures, values). The first step sets the running total,
+    ``total`` steps show it (hybrid after the blend, final at the end), so the bars end exactly at the final score."""
+    parts = dict(score_parts(candidate.scores, settings))
+    labels = [PART_LABELS["vector"], PART_LABELS["bm25"], "=hybrid", PART_LABELS["decay"],
+              PART_LABELS["importance"], PART_LABELS["feedback"], "=final"]
+    measures = ["absolute", "relative", "total", "relative", "relative", "relative", "total"]
+    values = [parts["vector"], parts["bm25"], 0.0, parts["decay"], parts["importance"], parts["feedback"], 0.0]
+    return labels, measures, values
+
+
+def score_waterfall(candidates: Sequence[CandidateTrace], settings: Mapping[str, Any], top_n: int = 5,
+                    title: str = "How the final score was built") -> go.Figure:
+    """A waterfall per candidate (top ``top_n`` by final score), side by side on a grouped axis."""
+    chosen = sorted(candidates, key=lambda c: -(c.scores.get("final") or 0.0))[:top_n]
+    groups: list[str] = []
+    steps: list[str] = []
+    measures: list[str] = []
+    values: list[float] = []
+    for c in chosen:
+        labels, m, v = waterfall_steps(c, settings)
+        groups += [shorten(c.id, 28)] * len(labels)
+        steps += labels
+        measures += m
+        values += v
+    fig = go.Figure(go.Waterfall(
+        x=[groups, steps], measure=measures, y=values, orientation="v",
+        increasing={"marker": {"color": UP}}, decreasing={"marker": {"color": DOWN}},
+        totals={"marker": {"color": TOTAL}}, connector={"line": {"color": "#999", "width": 1}},
+        hovertemplate="%{x}<br>%{y:.4f}<extra></extra>", textposition="none"))
+    fig.update_layout(title=title, height=380, margin={"l": 40, "r": 10, "t": 50, "b": 110}, showlegend=False,
+                      yaxis_title="score", xaxis={"tickangle": -60, "tickfont": {"size": 10}})
+    return fig
+
+
+def rank_shift_figure(ranking: Sequence[Mapping[str, Any]], top_n: int = 20) -> go.Figure:
+    """Old rank -> new rank per memory of a replay (a slope chart); lines into the context are green, out red."""
+    rows = [r for r in ranking if r.get("old_rank") is not None or r.get("rank") is not None]
+    rows = sorted(rows, key=lambda r: min(x for x in (r.get("old_rank"), r.get("rank")) if x is not None))[:top_n]
+    bottom = max([max(r.get("old_rank") or 0, r.get("rank") or 0) for r in rows] + [1]) + 1
+    fig = go.Figure()
+    colors = {"entered": UP, "left": DOWN, "stayed": TOTAL, "out": "#9e9e9e"}
+    for r in rows:
+        old = r.get("old_rank") or bottom
+        new = r.get("rank") or bottom
+        fig.add_trace(go.Scatter(
+            x=["before", "after"], y=[old, new], mode="lines+markers",
+            line={"color": colors.get(r.get("context_change", "out"), "#9e9e9e"), "width": 2},
+            name=shorten(r["id"], 28), hovertemplate=f"{shorten(r['id'], 40)}<br>rank %{{y}}<extra></extra>"))
+    fig.update_layout(title="Rank before and after the replay (green: enters the context, red: leaves)",
+                      height=380, showlegend=False, margin={"l": 40, "r": 10, "t": 50, "b": 30},
+                      yaxis={"autorange": "reversed", "title": "rank", "dtick": 1})
+    return fig
+
+
+def hop_counts_figure(trace: RetrievalTrace) -> go.Figure:
+    """Per hop: candidates found, kept by the relevance filter, and in the final context."""
+    context = set(trace.context_ids)
+    hops = [f"hop {h.hop}" for h in trace.hops]
+    found = [h.counts.get("found", len(h.candidates)) for h in trace.hops]
+    kept = [h.counts.get("kept", 0) for h in trace.hops]
+    used = [sum(1 for c in h.candidates if c.id in context and c.in_context) for h in trace.hops]
+    fig = go.Figure([go.Bar(name="found", x=hops, y=found), go.Bar(name="kept", x=hops, y=kept),
+                     go.Bar(name="in context", x=hops, y=used)])
+    fig.update_layout(barmode="group", height=260, margin={"l": 30, "r": 10, "t": 30, "b": 30},
+                      title="Candidates per hop")
+    return fig

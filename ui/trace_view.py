@@ -1,0 +1,165 @@
+"""Streamlit pieces that draw a retrieval trace: header, hops, context, what-if and why-not results.
+
+Stored memory text only ever reaches the screen through st.dataframe, st.text or st.code (never markdown); the few
+markdown strings built here escape everything that came from the store or the user with ``md_escape``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from engine import MemoryEngine, RetrievalTrace, Settings
+
+from .text import md_escape
+from .trace_data import SCORE_COLUMNS, budget_share, candidate_rows, dropped_rows, ranking_rows, used_score_columns
+from .trace_figures import score_waterfall
+
+_FLOAT = st.column_config.NumberColumn(format="%.4f")
+_TEXT = st.column_config.TextColumn(width="large")
+_INT_COLUMNS = {"tokens", "age_days", "feedback_net", "hop", "net_then", "net_now", "delta"}
+_FLOAT_COLUMNS = (set(SCORE_COLUMNS) - _INT_COLUMNS) | {"final_before", "final_after", "factor_then", "factor_now"}
+
+
+def cached_trace(engine: MemoryEngine, trace_id: str, key: str) -> RetrievalTrace:
+    """Fetch a stored trace once per browser session (traces never change once written)."""
+    cache: dict[str, RetrievalTrace] = st.session_state.setdefault(key, {})
+    if trace_id not in cache:
+        if len(cache) >= 20:
+            cache.pop(next(iter(cache)))
+        cache[trace_id] = engine.get_trace(trace_id)
+    return cache[trace_id]
+
+
+def number_config(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Column formats: 4 decimals for scores, whole numbers for ranks and counts, wide text."""
+    config: dict[str, Any] = {"text": _TEXT}
+    keys = dict.fromkeys(k for r in rows[:1] for k in r)
+    for key in keys:
+        if key.startswith("rank") or key in _INT_COLUMNS:
+            config[key] = st.column_config.NumberColumn(format="%d")
+        elif key in _FLOAT_COLUMNS or any(isinstance(r.get(key), float) for r in rows[:50]):
+            config[key] = _FLOAT
+    return config
+
+
+def table(rows: Sequence[Mapping[str, Any]], key: str, columns: Sequence[str] | None = None,
+          height: int | str = "auto") -> None:
+    """A read-only table of plain rows (text cells stay text)."""
+    frame = pd.DataFrame(list(rows))
+    if columns is not None and len(frame):
+        frame = frame[[c for c in columns if c in frame.columns]]
+    st.dataframe(frame, hide_index=True, column_config=number_config(rows), key=key, height=height)
+
+
+def trace_header(trace: RetrievalTrace) -> None:
+    st.subheader("Question")
+    st.text(trace.question)
+    cols = st.columns(5)
+    cols[0].metric("Hops run", len(trace.hops))
+    cols[1].metric("Stop reason", trace.stop_reason)
+    cols[2].metric("In context", len(trace.context_ids))
+    cols[3].metric("Context tokens", f"{trace.context_tokens} / {trace.settings.get('budget_tokens')}")
+    total = trace.timings_ms.get("pipeline") or trace.timings_ms.get("total") or trace.timings_ms.get("replay")
+    cols[4].metric("Pipeline time", f"{total:.0f} ms" if isinstance(total, (int, float)) else "—")
+    st.caption(f"Trace {md_escape(trace.trace_id)} · user {md_escape(trace.user_id)} · session "
+               f"{md_escape(trace.session_id or '—')} · {md_escape(trace.created_at[:19])} · strategies: "
+               + md_escape(", ".join(f"{k}={v}" for k, v in trace.strategies.items())))
+
+
+def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int) -> None:
+    """One hop: the query and its origin, every candidate with every score, the score waterfall, the dropped ones."""
+    hop = trace.hops[hop_index]
+    st.subheader(f"Hop {hop.hop}")
+    left, right = st.columns([3, 2])
+    with left:
+        st.caption("Query")
+        st.code(hop.query, language=None, wrap_lines=True)
+        st.caption(f"Proposed by **{md_escape(hop.proposed_by)}** · relevance judged against "
+                   f"{'the question' if hop.relevance_text == trace.question else 'this query'} · found "
+                   f"{hop.counts.get('found')}, kept {hop.counts.get('kept')}, dropped {hop.counts.get('dropped')}")
+    with right:
+        st.caption("How the query was made")
+        st.json(hop.proposal or {}, expanded=1)
+    rows = candidate_rows(hop)
+    if not rows:
+        st.info("Search found no candidates for this query.")
+        return
+    columns = ["rank_final", "rank_feedback", "id", "kind", "found_by", "relevance", "outcome",
+               *used_score_columns(rows), "rule", "rank_hybrid", "rank_filter", "rank_temporal", "rank_mmr",
+               "tokens", "text"]
+    st.caption(f"{len(rows)} candidates (kept ones by final score, then the dropped ones)")
+    table(rows, key=f"trace_cands_{hop.hop}", columns=columns)
+    kept = [c for c in hop.candidates if c.verdicts.get("relevance") != "dropped"]
+    if kept:
+        st.plotly_chart(score_waterfall(kept, trace.settings, top_n,
+                                        title=f"Hop {hop.hop}: how the top {min(top_n, len(kept))} final "
+                                              "scores were built"), key=f"trace_fig_{hop.hop}")
+        st.caption("vector = (1−w)·similarity, bm25 = w·bm25_norm (w = bm25_weight); their sum is the hybrid score. "
+                   "Decay, importance and feedback multiply it: each bar is the change that factor made.")
+    dropped = dropped_rows(trace, hop)
+    with st.expander(f"Dropped at hop {hop.hop}: {len(dropped)} candidate(s) not in the context", expanded=False):
+        if dropped:
+            table(dropped, key=f"trace_dropped_{hop.hop}")
+        else:
+            st.caption("Every candidate of this hop reached the context.")
+
+
+def context_section(trace: RetrievalTrace) -> None:
+    """The assembled context exactly as the agent gets it, and how much of the budget it uses."""
+    st.subheader("Assembled context")
+    budget = trace.settings.get("budget_tokens")
+    st.progress(budget_share(trace), text=f"{trace.context_tokens} of {budget} tokens "
+                f"({len(trace.context_ids)} memories, mode {trace.settings.get('assembly_mode')})")
+    if trace.context:
+        st.code(trace.context, language=None, wrap_lines=True)
+    else:
+        st.info("The context is empty: nothing was kept, or nothing fitted the budget.")
+    with st.expander("Final merged ranking", expanded=False):
+        table(ranking_rows(trace), key="trace_ranking")
+
+
+def whatif_controls(trace: RetrievalTrace) -> dict[str, Any]:
+    """Sliders for the replayable settings, starting at the trace's own values. Call inside a form."""
+    specs = {d["name"]: d for d in Settings.describe()}
+    s = {**Settings().retrieval_dict(), **trace.settings}  # a trace from an older version may lack a newer key
+    values: dict[str, Any] = {}
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        values["bm25_weight"] = st.slider("bm25_weight", 0.0, 1.0, float(s["bm25_weight"]), 0.05,
+                                          help=specs["bm25_weight"]["help"], key="trace_wi_bm25_weight")
+        hl = float(s["half_life_days"])
+        values["half_life_days"] = st.slider("half_life_days", min(1.0, hl), max(365.0, hl), hl, 1.0,
+                                             help=specs["half_life_days"]["help"], key="trace_wi_half_life_days")
+        values["relevance_min_score"] = st.slider("relevance_min_score", 0.0, 1.0, float(s["relevance_min_score"]),
+                                                  0.05, help=specs["relevance_min_score"]["help"],
+                                                  key="trace_wi_relevance_min_score")
+    with c2:
+        values["feedback_weight"] = st.slider("feedback_weight", 0.0, 1.0, float(s["feedback_weight"]), 0.05,
+                                              help=specs["feedback_weight"]["help"], key="trace_wi_feedback_weight")
+        iw = float(s["importance_weight"])
+        values["importance_weight"] = st.slider("importance_weight", 0.0, max(3.0, iw), iw, 0.1,
+                                                help=specs["importance_weight"]["help"],
+                                                key="trace_wi_importance_weight")
+        budget = int(s["budget_tokens"])
+        values["budget_tokens"] = st.slider("budget_tokens", min(50, budget), max(8000, 2 * budget), budget, 50,
+                                            help=specs["budget_tokens"]["help"], key="trace_wi_budget_tokens")
+    with c3:
+        values["mmr_enabled"] = st.toggle("MMR", bool(s["mmr_enabled"]), help=specs["mmr_enabled"]["help"],
+                                          key="trace_wi_mmr_enabled")
+        values["mmr_lambda"] = st.slider("mmr_lambda", 0.0, 1.0, float(s["mmr_lambda"]), 0.05,
+                                         help=specs["mmr_lambda"]["help"], key="trace_wi_mmr_lambda")
+        modes = list(specs["assembly_mode"]["choices"])
+        values["assembly_mode"] = st.radio("assembly_mode", modes, index=modes.index(s["assembly_mode"]),
+                                           horizontal=True, help=specs["assembly_mode"]["help"],
+                                           key="trace_wi_assembly_mode")
+    return values
+
+
+def reset_whatif_state() -> None:
+    """Forget the what-if sliders and result (a different trace was opened: they must start from its settings)."""
+    for key in [k for k in st.session_state if str(k).startswith("trace_wi_")]:
+        del st.session_state[key]
