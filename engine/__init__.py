@@ -1,9 +1,13 @@
 """memlens engine: agent memory you can open up. The public API is what this module exports."""
 
+from .agent import AgentMemory
 from .api import MemoryEngine
 from .config import Settings
 from .errors import (InvalidInput, LLMUnavailable, MemlensError, ModelMismatch, NotFound, StoreBusy,
                      StoreCorrupt)
+from .memory.memorize import MemorizeResult
+from .memory.reasoning import ReasonResult
+from .memory.skill_mining import MiningResult, SkillProposal
 from .records import (KINDS, ROLES, TYPED_SLOTS, Category, Episode, FeedbackEvent, ForgetLogEntry, ForgetResult,
                       Item, Message, Page, PrunePlan, RankedSkill, SearchHit, SessionInfo, Skill, SkillOutcome,
                       SlotEdit, Step, StoreStats, to_plain)
@@ -11,9 +15,10 @@ from .retrieval.reasoners import CallableReasoner, OfflineBridgeReasoner, Propos
 from .retrieval.trace import CandidateTrace, HopTrace, RetrievalTrace
 
 __all__ = [
-    "MemoryEngine", "Settings", "MemlensError", "InvalidInput", "NotFound", "StoreBusy", "StoreCorrupt",
+    "MemoryEngine", "AgentMemory", "Settings", "MemlensError", "InvalidInput", "NotFound", "StoreBusy", "StoreCorrupt",
     "ModelMismatch", "LLMUnavailable", "KINDS", "ROLES", "TYPED_SLOTS", "Category", "Episode", "FeedbackEvent",
     "ForgetLogEntry", "ForgetResult", "Item", "Message", "Page", "PrunePlan", "RankedSkill", "SearchHit",
     "SessionInfo", "Skill", "SkillOutcome", "SlotEdit", "Step", "StoreStats", "to_plain", "CallableReasoner",
-    "OfflineBridgeReasoner", "Proposal", "CandidateTrace", "HopTrace", "RetrievalTrace",
+    "OfflineBridgeReasoner", "Proposal", "CandidateTrace", "HopTrace", "RetrievalTrace", "MemorizeResult",
+    "ReasonResult", "MiningResult", "SkillProposal",
 ]

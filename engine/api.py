@@ -17,10 +17,13 @@ from .memory.base import Backends
 from .memory.episodic import EpisodicMemory
 from .memory.feedback import FeedbackLog
 from .memory.forgetting import Forgetter, check_kind
+from .memory.memorize import MemorizeResult, Memorizer
 from .memory.procedural import SkillLibrary
+from .memory.reasoning import Reasoner, ReasonResult
 from .memory.reflection import Reflector
 from .memory.semantic import SemanticMemory
 from .memory.sessions import SessionStore
+from .memory.skill_mining import MiningResult, SkillMiner, SkillProposal
 from .memory.transfer import Transfer
 from .memory.working import WorkingMemory
 from .providers.embedders import Embedder, LocalMiniLM, OpenAIEmbedder
@@ -75,6 +78,9 @@ class MemoryEngine:
         self.transfer = Transfer(b, self.sessions, self.working, self.semantic, self.episodic, self.skills,
                                  self.feedback, self.forgetter)
         self.reflector = Reflector(self.episodic, self.semantic, llm)
+        self.memorizer = Memorizer(self.semantic, llm)
+        self.miner = SkillMiner(self.episodic, self.skills, llm)
+        self.reasoner = Reasoner(self.working, llm)
         self.retriever = Retriever(b, llm, self.traces.save)
 
     @classmethod
@@ -100,7 +106,8 @@ class MemoryEngine:
             embedder = (OpenAIEmbedder(client, settings.embedding_model, sink)
                         if settings.embedder_choice == "openai" and client is not None else LocalMiniLM())
         if llm is None:
-            llm = OpenAIChat(client, settings.chat_model, settings.llm_retries, sink) if client else NoLLM()
+            llm = (OpenAIChat(client, settings.chat_model, settings.llm_retries, sink, settings.llm_backoff_s)
+                   if client else NoLLM())
         engine = cls(settings, embedder, llm)
         holder["engine"] = engine
         return engine
@@ -154,6 +161,13 @@ class MemoryEngine:
     def working_clear(self, user_id: str, session_id: str, source: str = "api") -> int:
         return self.working.clear(user_id, session_id, source)
 
+    def reason(self, user_id: str, session_id: str, template: str | Callable[[dict], str],
+               into: str | None = "intermediate_reasoning",
+               parse: str | Callable[[str], Any] | None = None) -> ReasonResult:
+        """Fill ``{{slot}}`` from working memory, ask the LLM, write the answer into ``into`` (source ``llm``).
+        Needs an LLM: without one (or when the call fails) raises LLMUnavailable and writes nothing."""
+        return self.reasoner.reason(user_id, session_id, template, into, parse)
+
     # -- semantic memory --------------------------------------------------------------------------------------------
     def remember(self, user_id: str, content: str, category: str = "general", importance: float | None = None,
                  evergreen: bool = False, provenance: Mapping | None = None, source: str = "api",
@@ -170,8 +184,14 @@ class MemoryEngine:
 
     def memorize(self, user_id: str, text: str, category: str | None = None,
                  importance: float | None = None) -> list[Item]:
-        """Write raw text. Offline: one item in ``general`` (or ``category``)."""
-        return self.semantic.memorize_offline(user_id, text, category, importance)
+        """Write raw text: LLM fact extraction when configured, else one item in ``general`` (or ``category``).
+        Each item's provenance method says which ran; :meth:`memorize_report` also returns the strategy."""
+        return list(self.memorizer.memorize(user_id, text, category, importance).items)
+
+    def memorize_report(self, user_id: str, text: str, category: str | None = None,
+                        importance: float | None = None) -> MemorizeResult:
+        """Like :meth:`memorize`, returning the strategy that ran, touched categories, new summaries and notes."""
+        return self.memorizer.memorize(user_id, text, category, importance)
 
     def get_item(self, user_id: str, item_id: str) -> Item:
         return self.semantic.get(user_id, item_id)
@@ -211,6 +231,17 @@ class MemoryEngine:
 
     def report_outcome(self, user_id: str, skill_id: str, success: bool, episode_id: str | None = None) -> Skill:
         return self.skills.report_outcome(user_id, skill_id, success, episode_id)  # type: ignore[return-value]
+
+    def mine_skills(self, user_id: str, window: int = 20, outcomes: Sequence[str] | None = None) -> MiningResult:
+        """Skill PROPOSALS from the last ``window`` episodes; nothing is written until one is accepted."""
+        return self.miner.mine(user_id, window, outcomes)
+
+    def accept_skill_proposal(self, user_id: str, proposal: SkillProposal | Mapping[str, Any],
+                              name: str | None = None, body: str | None = None, description: str | None = None,
+                              kind: str | None = None) -> Skill:
+        """Register a (possibly edited) proposal with provenance {method: skill_mining, sources: episodes}.
+        Rejecting a proposal needs no call: proposals are never stored."""
+        return self.miner.accept(user_id, proposal, name, body, description, kind)
 
     def get_skill(self, user_id: str, skill_id: str) -> Skill:
         return self.skills.get(user_id, skill_id)

@@ -31,7 +31,7 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 def _s(default: Any, help: str, *, choices: tuple | None = None, lo: float | None = None,
        hi: float | None = None, retrieval: bool = False, secret: bool = False) -> Any:
-    return field(default=default, metadata={"help": help, "choices": choices, "lo": lo, "hi": hi,
+    return field(default=default, repr=not secret, metadata={"help": help, "choices": choices, "lo": lo, "hi": hi,
                                             "retrieval": retrieval, "secret": secret})
 
 
@@ -47,8 +47,12 @@ class Settings:
     embedding_model: str = _s("text-embedding-3-small", "OpenAI embedding model. Env MEMLENS_EMBEDDING_MODEL.")
     llm_timeout_s: float = _s(60.0, "LLM request timeout in seconds. Env MEMLENS_LLM_TIMEOUT.", lo=0.1)
     llm_retries: int = _s(2, "LLM retries on 429/5xx/connection errors. Env MEMLENS_LLM_RETRIES.", lo=0, hi=10)
+    llm_backoff_s: float = _s(0.5, "First retry delay in seconds, doubled per retry (llmemory: 0.5*2^(n-1)). "
+                              "Env MEMLENS_LLM_BACKOFF.", lo=0, hi=60)
     max_text_chars: int = _s(32000, "Longest text accepted for a message, memory, step or slot value.", lo=100)
     lock_timeout_s: float = _s(20.0, "How long to wait for another process's DuckDB lock before StoreBusy.", lo=0)
+    mcp_token: str = _s("", "Bearer token the MCP HTTP server requires (Authorization: Bearer <token>); needed to "
+                        "bind to a non-loopback host. Env MEMLENS_MCP_TOKEN. Never displayed.", secret=True)
     # --- session lifecycle (llmemory §1.6) ---------------------------------------------------------------------
     session_idle_minutes: int = _s(60, "Idle pruning: sessions inactive longer than this.", lo=1)
     session_stale_days: int = _s(30, "Stale pruning: sessions inactive longer than this many days.", lo=1)
@@ -110,6 +114,8 @@ class Settings:
             "OPENAI_BASE_URL": "openai_base_url", "MEMLENS_CHAT_MODEL": "chat_model",
             "MEMLENS_EMBEDDING_MODEL": "embedding_model", "MEMLENS_LLM_TIMEOUT": "llm_timeout_s",
             "MEMLENS_LLM_RETRIES": "llm_retries",
+            "MEMLENS_MCP_TOKEN": "mcp_token",
+            "MEMLENS_LLM_BACKOFF": "llm_backoff_s",
         }
         for var, name in mapping.items():
             if env.get(var):

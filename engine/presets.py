@@ -13,6 +13,12 @@ from .errors import InvalidInput
 PRESETS: dict[str, dict[str, Any]] = {
     # The defaults: llmemory 0.2.x parity except the [memlens] 'skip' assembly mode.
     "default": {},
+    # Long-horizon conversational memory (e.g. LoCoMo): months-old turns matter as much as recent ones, and exact
+    # words (names, places, dates) matter, so: no effective time decay, BM25 from the full-text index (whole-table
+    # IDF, stemming, stop words) instead of the candidate set, a larger candidate pool, and query expansion with the
+    # question's words on later hops.
+    "long-horizon": {"half_life_days": 36500.0, "bm25_source": "index", "top_k": 50,
+                     "reasoner_query": "question+terms"},
 }
 
 

@@ -89,18 +89,17 @@ with open_col:
         recent = engine.list_traces(user, limit=50)
         summaries = {r["trace_id"]: r for r in recent.rows}
         if summaries:
-            current = st.session_state.get("trace_current_id")
-            ids = list(summaries)
-            pick = st.selectbox(f"Stored traces of {md_escape(user)} ({recent.total}, newest first)", ids,
-                                index=ids.index(current) if current in ids else 0,
-                                format_func=lambda i: trace_label(summaries[i]), key="trace_pick")
-            if st.button("Open trace", key="trace_open"):
-                open_trace(pick)
+            if st.session_state.get("trace_current_id") in summaries:
+                st.session_state["trace_pick"] = st.session_state["trace_current_id"]  # the picker shows what is open
+            st.selectbox(f"Stored traces of {md_escape(user)} ({recent.total}, newest first)", list(summaries),
+                         format_func=lambda i: trace_label(summaries[i]), key="trace_pick",
+                         on_change=lambda: open_trace(st.session_state["trace_pick"]))
         else:
             st.info(f"No stored traces for {md_escape(user)} yet: ask a question to create one.")
         typed = st.text_input("…or open a trace by id", key="trace_open_id", placeholder="tr_…")
         if typed.strip() and st.button("Open by id", key="trace_open_typed"):
             open_trace(typed.strip())
+            st.rerun()  # so the picker above shows it too
 
 # The open trace: the one asked or picked, else the newest of this user.
 trace_id = st.session_state.get("trace_current_id") or next(iter(summaries), None)

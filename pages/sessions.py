@@ -14,7 +14,8 @@ from ui.sidebar import current_session, open_session
 from ui.text import md_escape, when
 
 ALL_USERS = "(all users)"
-ROLE_AVATARS = {"user": "user", "assistant": "assistant", "system": "⚙️", "tool": "🔧", "tool_result": "📄"}
+ROLE_AVATARS = {"user": "user", "assistant": "assistant", "system": ":material/settings:", "tool": ":material/build:",
+                "tool_result": ":material/description:"}
 MESSAGES_PER_PAGE = 25
 
 

@@ -12,13 +12,40 @@ from engine import MemoryEngine, Settings
 
 
 @st.cache_resource(show_spinner="Opening the memory store and loading the embedding model...")
+def _open_engine() -> MemoryEngine:
+    return MemoryEngine.open(settings=Settings.from_env())
+
+
 def get_engine() -> MemoryEngine:
     """One engine per process. DuckDB connections are opened per operation inside, so sharing it is safe.
 
     Settings come from the environment (``MEMLENS_STORE``...). Tests point it at another store by setting the
-    variable and calling ``get_engine.clear()``.
+    variable and calling ``get_engine.clear()``. Every page calls this first, which is also where a page notices
+    that it was started without the app frame (see :func:`leave_legacy_pages_mode`).
     """
-    return MemoryEngine.open(settings=Settings.from_env())
+    leave_legacy_pages_mode()
+    return _open_engine()
+
+
+get_engine.clear = _open_engine.clear  # type: ignore[attr-defined]
+
+
+def leave_legacy_pages_mode() -> None:
+    """Rerun through app.py when Streamlit ran a page file on its own.
+
+    Streamlit sees our ``pages/`` folder and, until app.py has called ``st.navigation`` once in this process, serves
+    a deep link such as ``/sessions`` as a legacy folder page: the page script runs alone, without the sidebar picker,
+    under a file-name navigation. That happens for the first visitor of a freshly started server who does not come
+    in through ``/``. ``st.navigation`` clears this process-wide flag; clearing it here and rerunning gives that
+    visitor the whole app on the same URL (pages are identified by URL path either way).
+    """
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # a Streamlit without the legacy mode: nothing to leave
+        return
+    if getattr(PagesManager, "uses_pages_directory", False) and st.runtime.exists():
+        PagesManager.uses_pages_directory = False
+        st.rerun()
 
 
 def load_demo_with_progress(engine: MemoryEngine) -> dict[str, int]:

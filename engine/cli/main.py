@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from ..errors import MemlensError
-from . import memory_cmds, retrieval_cmds
+from . import mcp_cmd, memory_cmds, retrieval_cmds
 from .output import Result, dumps, one_line
 
 PROG = "python -m engine"
@@ -49,6 +49,7 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     memory_cmds.register(sub, common)
     retrieval_cmds.register(sub, common)
+    mcp_cmd.register(sub, common)
     return parser
 
 

@@ -3,7 +3,7 @@ full-text index), each call audited in the forget log (memory-model.md §9)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -121,10 +121,10 @@ def test_hard_forgetting_also_deletes_a_soft_forgotten_memory(engine_with):
 
 def test_every_call_writes_one_log_entry_with_the_ids_actually_affected(engine_with):
     engine, target, bystander, _ = engine_with("semantic")
-    start = datetime.now(timezone.utc)
+    start = datetime.now(UTC)
     result = engine.forget(U, "semantic", [target, "item_unknown", target, bystander], reason="  cleanup  ",
                            mode="hard", actor="researcher")
-    end = datetime.now(timezone.utc)
+    end = datetime.now(UTC)
     assert result.forgotten == (target, bystander)
     assert result.unknown == ("item_unknown",)
     [entry] = engine.forget_log(U)

@@ -3,7 +3,7 @@ kinds (memory-model.md §4, issue 2 §5)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -26,7 +26,7 @@ def test_remember_stores_a_fact_with_the_documented_defaults(empty_engine):
 
 
 def test_remember_keeps_category_importance_evergreen_source_and_creation_time(empty_engine):
-    at = datetime(2026, 2, 3, 4, 5, 6, tzinfo=timezone.utc)
+    at = datetime(2026, 2, 3, 4, 5, 6, tzinfo=UTC)
     item = empty_engine.remember(U, "Ada's cat is called Turing", category="personal", importance=0.25,
                                  evergreen=True, source="chat", created_at="2026-02-03T04:05:06Z")
     stored = empty_engine.get_item(U, item.id)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from engine import ROLES, InvalidInput, MemoryEngine, NotFound, Settings
 from tests.support.storecheck import row_counts, snapshot
 
-NOW = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
 
 def ago(**delta) -> datetime:

@@ -4,7 +4,7 @@ bound (memory-model.md §6)."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -16,7 +16,7 @@ U = "ada"
 
 
 def skill_record(successes: int, failures: int, name: str = "s", version: int = 1) -> Skill:
-    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    at = datetime(2026, 1, 1, tzinfo=UTC)
     return Skill(f"{name}-v{version}", U, name, version, "prompt", "", "body", successes, failures, {}, at, at)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import (InvalidInput, MemoryEngine, ModelMismatch, Settings, StoreBusy, StoreCorrupt, StoreStats)
+from engine import InvalidInput, MemoryEngine, ModelMismatch, Settings, StoreBusy, StoreCorrupt, StoreStats
 from engine.storage.migrations import MIGRATIONS
 from tests.support.storecheck import snapshot
 

@@ -6,6 +6,7 @@ ends the process with a traceback and a non-zero exit code; the result file list
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -17,8 +18,8 @@ def main() -> None:
     store, ready, go, result_file, seconds = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]), \
         float(sys.argv[5])
     engine = open_engine(store)
-    engine.ingest_lines(['{"kind": "skill", "user_id": "%s", "id": "%s", "name": "plan", "body": "plan first"}'
-                         % (USER, SKILL)])
+    engine.ingest_lines([json.dumps({"kind": "skill", "user_id": USER, "id": SKILL, "name": "plan",
+                                     "body": "plan first"})])
     wait_for_start(ready, go)
     written = {"items": [], "messages": 0, "episodes": 0, "successes": 0, "failures": 0, "iterations": 0,
                "started_at": time.time()}

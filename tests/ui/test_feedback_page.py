@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from apptest_helpers import button, no_errors, open_page, values
+from apptest_helpers import button, markdown_texts, no_errors, open_page, plain_texts, values
 
 from engine import MemoryEngine, RetrievalTrace
 
@@ -121,3 +121,17 @@ def test_labelling_a_memory_deleted_meanwhile_is_a_readable_error(demo_app: Memo
     assert not at.exception
     assert any("Could not label" in v for v in values(at, "error"))
     assert demo_app.feedback_events(user, item_id=item["id"]) == events_before  # nothing written
+
+
+def test_stored_markup_in_labelled_memories_renders_as_text(demo_app: MemoryEngine):
+    hostile = "Zanzibar ferry <script>alert(1)</script> **bold** [link](http://x.test) :red[red] $x^2$"
+    item = demo_app.remember("mira", hostile + " " + "long line " * 400)
+    trace = demo_app.retrieve("mira", "When does the Zanzibar ferry leave?")
+    assert item.id in trace.context_ids
+    at = open_page(PAGE, user="mira", state={"trace_current_id": trace.trace_id})
+    no_errors(at)
+    label_button(at, trace, item.id).click().run()
+    no_errors(at)
+    assert any("<script>alert(1)</script> **bold**" in v for v in plain_texts(at))  # shown, as text
+    for text in markdown_texts(at):
+        assert "<script>" not in text and "**bold**" not in text and "[link](" not in text and ":red[" not in text

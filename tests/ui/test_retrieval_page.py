@@ -78,6 +78,19 @@ def test_the_open_trace_is_fetched_not_retrieved_again_on_rerun(demo_app: Memory
     assert at.text[0].value == q["question"]
 
 
+def test_picking_a_stored_trace_opens_it_without_retrieving(demo_app: MemoryEngine):
+    older = demo_app.retrieve("mira", TWO_HOP[5]["question"])
+    newer = demo_app.retrieve("mira", TWO_HOP[6]["question"])
+    at = open_page(PAGE, user="mira")
+    assert at.session_state["trace_current_id"] == newer.trace_id  # the newest opens by default
+    total = demo_app.list_traces("mira").total
+    at.selectbox(key="trace_pick").set_value(older.trace_id).run()
+    no_errors(at)
+    assert at.session_state["trace_current_id"] == older.trace_id
+    assert at.text[0].value == older.question
+    assert demo_app.list_traces("mira").total == total
+
+
 def test_whatif_with_the_original_settings_changes_no_rank(demo_app: MemoryEngine):
     q = TWO_HOP[2]
     at = ask(open_page(PAGE, user=q["user_id"]), q["question"], hops=2)

@@ -1,0 +1,38 @@
+"""The Episodes page in Chromium: timelines, reflection, and an insight's link back to a source episode."""
+
+from __future__ import annotations
+
+import pytest
+from browser_helpers import HOSTILE, LAB_USER, no_markup_rendered, open_page, pick_user, settle
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.browser
+
+
+def test_reflection_shows_insights_that_link_to_their_source_episodes(page, app_url, screenshot):
+    open_page(page, app_url, "episodes", "Episodes")
+    expect(page.get_by_text("episodes 1–10 of 12")).to_be_visible()
+    screenshot("episodes")
+    pick_user(page, LAB_USER)
+    expect(page.get_by_text("episodes 1–3 of 3")).to_be_visible()
+    page.get_by_text("Closed the gas on bench 4").click()  # open the episode's timeline
+    expect(page.get_by_text("close the main valve", exact=True)).to_be_visible()
+    expect(page.get_by_text(HOSTILE, exact=False).first).to_be_attached()  # a summary with markup, as text
+    no_markup_rendered(page)
+
+    page.get_by_label("Episodes to reflect on (the most recent)").fill("3")
+    page.get_by_role("button", name="Run reflection").click()
+    settle(page)
+    expect(page.get_by_text("Across the last 3 episodes the outcomes were success: 2, failure: 1.")).to_be_visible()
+    expect(page.get_by_text("Strategy: reflection_offline", exact=False)).to_be_visible()
+    links = page.locator("[data-testid='stPageLink'] a")
+    expect(links.first).to_be_visible()
+    assert links.count() >= 3
+    screenshot("episodes_reflection")
+
+    source = links.first.inner_text().strip()
+    links.first.click()
+    settle(page)
+    expect(page.get_by_role("heading", name=f"Episode {source}", exact=False)).to_be_visible()
+    assert f"episodes_episode={source}" in page.url
+    screenshot("episodes_source_episode")

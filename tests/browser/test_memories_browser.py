@@ -1,0 +1,40 @@
+"""The Memories & forgetting page in Chromium: forget an item after its preview, then find it in the audit table."""
+
+from __future__ import annotations
+
+import pytest
+from browser_helpers import HOSTILE, LAB_USER, grid_cells, no_markup_rendered, open_page, pick_user, settle
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.browser
+ITEM = "Bench 4 has a broken gas tap."
+REASON = "fixed on Friday, no longer true"
+
+
+def test_forgetting_an_item_after_its_preview_lands_in_the_forget_log(page, app_url, screenshot):
+    open_page(page, app_url, "memories", "Memories & forgetting")
+    screenshot("memories")
+    pick_user(page, LAB_USER)
+    expect(page.get_by_text("memories 1–3 of 3")).to_be_visible()
+    expect(page.get_by_text(HOSTILE, exact=False).first).to_be_visible()  # stored markup shown as text
+    no_markup_rendered(page)
+
+    page.get_by_role("tab", name="Forget").click()
+    page.get_by_role("combobox", name="Items from the list on the Browse tab").click()
+    page.get_by_role("option", name=ITEM, exact=False).click()
+    page.keyboard.press("Escape")
+    settle(page)
+    preview = page.locator("[data-testid='stVerticalBlockBorderWrapper']", has_text="active").filter(has_text=ITEM)
+    expect(preview.first).to_be_visible()  # the text that will be forgotten
+    page.get_by_label("Reason (required, kept in the forget log)").fill(REASON)
+    page.get_by_text("I have checked the preview above").click()
+    page.get_by_role("button", name="Forget 1 semantic items").click()
+    settle(page)
+    expect(page.get_by_text("Forgot 1 semantic items (soft)", exact=False)).to_be_visible()
+    expect(page.get_by_text("memories 1–2 of 2")).to_be_visible()
+
+    page.get_by_role("tab", name="Forget log").click()
+    settle(page)
+    expect(grid_cells(page, REASON)).to_have_count(1)
+    expect(grid_cells(page, "ui").first).to_be_attached()
+    screenshot("memories_forget_log")
