@@ -16,7 +16,8 @@ the agent sees the dashboard's edits (working memory, feedback, forgetting) on i
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .api import MemoryEngine
 from .ids import check_id

@@ -4,6 +4,7 @@ server and agents need. Only records, plain data and named errors leave it."""
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 import shutil
 from datetime import datetime
 from pathlib import Path
@@ -80,7 +81,7 @@ class MemoryEngine:
         self.reflector = Reflector(self.episodic, self.semantic, llm)
         self.memorizer = Memorizer(self.semantic, llm)
         self.miner = SkillMiner(self.episodic, self.skills, llm)
-        self.reasoner = Reasoner(self.working, llm)
+        self.reasoning = Reasoner(self.working, llm)
         self.retriever = Retriever(b, llm, self.traces.save)
 
     @classmethod
@@ -103,7 +104,9 @@ class MemoryEngine:
                 holder["engine"].record_usage(user_id, operation, model, i, o)
 
         if embedder is None:
-            embedder = (OpenAIEmbedder(client, settings.embedding_model, sink)
+            # Embeddings use the openai client's own retries (429/5xx/connection, with backoff); chat retries itself.
+            embedder = (OpenAIEmbedder(client.with_options(max_retries=settings.llm_retries),
+                                       settings.embedding_model, sink)
                         if settings.embedder_choice == "openai" and client is not None else LocalMiniLM())
         if llm is None:
             llm = (OpenAIChat(client, settings.chat_model, settings.llm_retries, sink, settings.llm_backoff_s)
@@ -111,6 +114,13 @@ class MemoryEngine:
         engine = cls(settings, embedder, llm)
         holder["engine"] = engine
         return engine
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Keep one database connection open for every call made inside the block (one page render, one agent
+        step). Other processes wait for the block to end, so keep it short."""
+        with self._b.db.hold():
+            yield
 
     # -- short-term memory ------------------------------------------------------------------------------------------
     def add_message(self, user_id: str, session_id: str, role: str, content: str,
@@ -166,7 +176,7 @@ class MemoryEngine:
                parse: str | Callable[[str], Any] | None = None) -> ReasonResult:
         """Fill ``{{slot}}`` from working memory, ask the LLM, write the answer into ``into`` (source ``llm``).
         Needs an LLM: without one (or when the call fails) raises LLMUnavailable and writes nothing."""
-        return self.reasoner.reason(user_id, session_id, template, into, parse)
+        return self.reasoning.reason(user_id, session_id, template, into, parse)
 
     # -- semantic memory --------------------------------------------------------------------------------------------
     def remember(self, user_id: str, content: str, category: str = "general", importance: float | None = None,

@@ -40,7 +40,7 @@ def timeline(ep: Episode, limit: int | None = None) -> None:
 def episode_header(ep: Episode) -> None:
     session = f" · session {md_escape(ep.session_id)}" if ep.session_id else ""
     st.caption(f"{md_escape(ep.id)} · {when(ep.created_at)}{session} · outcome {md_escape(ep.outcome or 'none')} · "
-               f"importance {ep.importance:.2f} · {len(ep.steps)} steps")
+               f"importance {ep.importance:.2f} · {len(ep.steps)} step{'' if len(ep.steps) == 1 else 's'}")
     st.text(ep.summary)
 
 
@@ -88,7 +88,8 @@ def episode_list(engine: MemoryEngine, user: str) -> None:
                 "(or the `memory_episode_record` MCP tool): steps of observation, action and result.")
         return
     for ep in page.rows:
-        title = f"{outcome_icon(ep.outcome)} {when(ep.created_at)} · {label(ep.summary, 90)}"
+        title = (f"{outcome_icon(ep.outcome)} {label(ep.outcome or 'no outcome', 20)} · {when(ep.created_at)} · "
+                 f"{label(ep.summary, 90)}")
         with st.expander(title):
             episode_header(ep)
             timeline(ep, STEPS_IN_LIST)

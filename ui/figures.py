@@ -30,7 +30,7 @@ def plot_text(text: object, limit: int = 60) -> str:
     return html.escape(flat, quote=True)
 
 
-def _layout(fig: go.Figure, title: str, height: int = 360) -> go.Figure:
+def _layout(fig: go.Figure, title: str | None, height: int = 360) -> go.Figure:
     fig.update_layout(title=title, height=height, margin={"l": 10, "r": 10, "t": 40, "b": 10},
                       legend={"orientation": "h", "y": -0.2})
     return fig
@@ -48,7 +48,7 @@ def activity_figure(rows: Iterable[Mapping[str, Any]]) -> go.Figure:
         fig.add_bar(x=days, y=counts, name=kind, marker_color=KIND_COLOURS.get(kind),
                     hovertemplate="%{x|%Y-%m-%d}: %{y} " + plot_text(kind) + "<extra></extra>")
     fig.update_layout(barmode="stack", xaxis_title="day (UTC)", yaxis_title="records")
-    return _layout(fig, "Activity per day")
+    return _layout(fig, None)  # the page's subheader names it
 
 
 def skill_label(rs: RankedSkill) -> str:
@@ -100,7 +100,7 @@ def cumulative_rate_figure(outcomes: Sequence[SkillOutcome], labels: Mapping[str
                                       "<extra></extra>")
     fig.update_yaxes(range=[-0.02, 1.02], title="cumulative success rate")
     fig.update_xaxes(title="outcome time (UTC)")
-    return _layout(fig, "Outcome history")
+    return _layout(fig, None)  # the page's subheader names it
 
 
 def outcome_bar_figure(counts: Mapping[str, int]) -> go.Figure:

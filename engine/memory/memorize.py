@@ -68,6 +68,8 @@ def parse_facts(text: str) -> tuple[list[tuple[str, float]], int] | None:
         if isinstance(v, str):
             v = {"content": v}
         content = v.get("content") if isinstance(v, dict) else None
+        if isinstance(content, str):
+            content = content.replace("\x00", "")  # a NUL would make the whole write refuse
         if not isinstance(content, str) or not content.strip():
             dropped += 1
             continue
@@ -143,7 +145,7 @@ class Memorizer:
                                                              "No existing profile.", items=bullets),
                                        "memorize_summary", user_id)
             calls += 1
-            summary = _strip_fence(result.text) if result.ok else ""
+            summary = _strip_fence(result.text.replace("\x00", "")) if result.ok else ""
             if summary:
                 summaries[cat] = summary
             else:

@@ -55,6 +55,10 @@ def parse_insights(text: str) -> list[tuple[str, float | None]] | None:
         return None
     out = []
     for v in values:
+        if isinstance(v, dict) and isinstance(v.get("content"), str):
+            v = {**v, "content": v["content"].replace("\x00", "")}  # a NUL would make the write refuse
+        if isinstance(v, str):
+            v = v.replace("\x00", "")
         if isinstance(v, str) and v.strip():
             out.append((v.strip(), None))
         elif isinstance(v, dict) and isinstance(v.get("content"), str) and v["content"].strip():

@@ -14,9 +14,11 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text
 from ..records import ROLES, Message, Page, PrunePlan, SessionInfo
-from .base import Backends, like_pattern
+from .base import Backends, insert_rows, like_pattern
 
 PRUNE_RULES = ("idle", "stale", "max")
+MESSAGE_TYPES = (("user_id", "str"), ("session_id", "str"), ("seq", "int"), ("role", "str"), ("content", "str"),
+                 ("tokens", "int"), ("created_at", "ts"))
 
 
 def estimate_tokens(role: str, content: str) -> int:
@@ -45,26 +47,32 @@ class SessionStore:
         return self._insert(conn, valid)
 
     def _insert(self, conn, valid: list[tuple]) -> list[Message]:
-        out = []
-        next_seq: dict[tuple[str, str], int] = {}
+        """Bulk append: one query for the sessions' current last seq, one Arrow insert, one session upsert."""
+        if not valid:
+            return []
+        keys = list(dict.fromkeys((v[0], v[1]) for v in valid))
+        rows = conn.execute(
+            "SELECT k.u, k.s, coalesce(max(m.seq), 0) FROM (SELECT unnest(?) AS u, unnest(?) AS s) k "
+            "LEFT JOIN messages m ON m.user_id = k.u AND m.session_id = k.s GROUP BY k.u, k.s",
+            [[k[0] for k in keys], [k[1] for k in keys]]).fetchall()
+        next_seq = {(u, sid): last + 1 for u, sid, last in rows}
+        out: list[Message] = []
+        span: dict[tuple[str, str], list] = {}
         for user_id, session_id, role, content, at in valid:
             key = (user_id, session_id)
-            if key not in next_seq:
-                row = conn.execute("SELECT coalesce(max(seq), 0) FROM messages WHERE user_id=? AND session_id=?",
-                                   [user_id, session_id]).fetchone()
-                next_seq[key] = row[0] + 1
-                conn.execute(
-                    "INSERT INTO sessions VALUES (?, ?, ?, ?) ON CONFLICT (user_id, session_id) DO NOTHING",
-                    [user_id, session_id, at, at])
             seq = next_seq[key]
             next_seq[key] += 1
-            tokens = estimate_tokens(role, content)
-            conn.execute("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         [user_id, session_id, seq, role, content, tokens, at])
-            conn.execute("UPDATE sessions SET last_activity_at = greatest(coalesce(last_activity_at, ?), ?), "
-                         "created_at = least(coalesce(created_at, ?), ?) WHERE user_id=? AND session_id=?",
-                         [at, at, at, at, user_id, session_id])
-            out.append(Message(user_id, session_id, seq, role, content, tokens, at))
+            out.append(Message(user_id, session_id, seq, role, content, estimate_tokens(role, content), at))
+            first_last = span.setdefault(key, [at, at])
+            first_last[0], first_last[1] = min(first_last[0], at), max(first_last[1], at)
+        insert_rows(conn, "messages", MESSAGE_TYPES,
+                    [[m.user_id, m.session_id, m.seq, m.role, m.content, m.tokens, m.created_at] for m in out])
+        for (user_id, session_id), (first, last) in span.items():
+            conn.execute(
+                "INSERT INTO sessions VALUES (?, ?, ?, ?) ON CONFLICT (user_id, session_id) DO UPDATE SET "
+                "created_at = least(coalesce(sessions.created_at, excluded.created_at), excluded.created_at), "
+                "last_activity_at = greatest(coalesce(sessions.last_activity_at, excluded.last_activity_at), "
+                "excluded.last_activity_at)", [user_id, session_id, first, last])
         return out
 
     def users(self) -> list[str]:

@@ -74,13 +74,14 @@ def parse_proposals(text: str, episode_ids: tuple[str, ...]) -> tuple[list[Skill
             dropped += 1
             continue
         name, body = snake_name(v.get("name")), v.get("body")
+        body = body.replace("\x00", "") if isinstance(body, str) else body
         if name is None or not isinstance(body, str) or not body.strip():
             dropped += 1
             continue
         kind = v.get("kind") if v.get("kind") in SKILL_KINDS else "prompt"
         conf = unit_number(v.get("confidence")) if v.get("confidence") is not None else None
         desc = v.get("description")
-        desc = desc.strip()[:4000] if isinstance(desc, str) and desc.strip() else None
+        desc = desc.replace("\x00", "").strip()[:4000] if isinstance(desc, str) and desc.strip() else None
         out.append(SkillProposal(name, kind, body.strip(), desc, DEFAULT_CONFIDENCE if conf is None else conf,
                                  episode_ids))
     return out, dropped

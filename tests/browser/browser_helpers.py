@@ -70,14 +70,24 @@ def pick_user(page: Page, user: str) -> None:
     expect(combo).to_have_value(user)
 
 
+def _content_height(page: Page) -> int:
+    return int(page.evaluate("() => { const m = document.querySelector('[data-testid=\"stMain\"]');"
+                             " return m ? m.scrollHeight : document.documentElement.scrollHeight; }"))
+
+
 def save_screenshot(page: Page, name: str) -> Path:
     """The whole page: Streamlit scrolls inside its main section, so grow the viewport to its height first."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.png"
     size = page.viewport_size or {"width": 1400, "height": 1000}
-    height = page.evaluate("() => { const m = document.querySelector('[data-testid=\"stMain\"]');"
-                           " return m ? m.scrollHeight : document.body.scrollHeight; }")
-    page.set_viewport_size({"width": size["width"], "height": max(size["height"], min(int(height), MAX_SHOT_HEIGHT))})
+    height = _content_height(page)
+    for _ in range(10):  # tables and charts draw after the script run ends: wait until the height is stable
+        page.wait_for_timeout(300)
+        now = _content_height(page)
+        if now == height:
+            break
+        height = now
+    page.set_viewport_size({"width": size["width"], "height": max(size["height"], min(height, MAX_SHOT_HEIGHT))})
     page.wait_for_timeout(400)
     page.screenshot(path=str(path))
     page.set_viewport_size(size)

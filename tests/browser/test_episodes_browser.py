@@ -15,7 +15,7 @@ def test_reflection_shows_insights_that_link_to_their_source_episodes(page, app_
     screenshot("episodes")
     pick_user(page, LAB_USER)
     expect(page.get_by_text("episodes 1–3 of 3")).to_be_visible()
-    page.get_by_text("Closed the gas on bench 4").click()  # open the episode's timeline
+    page.locator("[data-testid='stExpander'] summary", has_text="Closed the gas on bench 4").click()  # its timeline
     expect(page.get_by_text("close the main valve", exact=True)).to_be_visible()
     expect(page.get_by_text(HOSTILE, exact=False).first).to_be_attached()  # a summary with markup, as text
     no_markup_rendered(page)
@@ -30,9 +30,9 @@ def test_reflection_shows_insights_that_link_to_their_source_episodes(page, app_
     assert links.count() >= 3
     screenshot("episodes_reflection")
 
-    source = links.first.inner_text().strip()
+    source = links.first.locator("[data-testid='stMarkdownContainer']").inner_text().strip()
     links.first.click()
     settle(page)
     expect(page.get_by_role("heading", name=f"Episode {source}", exact=False)).to_be_visible()
-    assert f"episodes_episode={source}" in page.url
+    expect(page.get_by_role("textbox", name="Open an episode by id")).to_have_value(source)
     screenshot("episodes_source_episode")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from browser_helpers import HOSTILE, LAB_USER, grid_cells, no_markup_rendered, open_page, pick_user, settle
 from playwright.sync_api import expect
@@ -16,16 +18,21 @@ def test_forgetting_an_item_after_its_preview_lands_in_the_forget_log(page, app_
     screenshot("memories")
     pick_user(page, LAB_USER)
     expect(page.get_by_text("memories 1–3 of 3")).to_be_visible()
-    expect(page.get_by_text(HOSTILE, exact=False).first).to_be_visible()  # stored markup shown as text
+    page.get_by_role("combobox", name="Details of").click()
+    page.get_by_role("option", name=HOSTILE, exact=False).click()  # option text is plain text, too
+    settle(page)
+    expect(page.locator("[data-testid='stText']", has_text=HOSTILE)).to_be_visible()  # stored markup as text
     no_markup_rendered(page)
 
-    page.get_by_role("tab", name="Forget").click()
+    page.get_by_role("tab", name="Forget", exact=True).click()
     page.get_by_role("combobox", name="Items from the list on the Browse tab").click()
     page.get_by_role("option", name=ITEM, exact=False).click()
     page.keyboard.press("Escape")
     settle(page)
-    preview = page.locator("[data-testid='stVerticalBlockBorderWrapper']", has_text="active").filter(has_text=ITEM)
-    expect(preview.first).to_be_visible()  # the text that will be forgotten
+    panel = page.get_by_role("tabpanel", name="Forget", exact=True)
+    expect(panel.get_by_text("Preview: 1 semantic items selected")).to_be_visible()
+    expect(panel.locator("[data-testid='stText']", has_text=ITEM)).to_be_visible()  # the text to be forgotten
+    expect(panel.get_by_text(re.compile(r" · active$"))).to_be_visible()
     page.get_by_label("Reason (required, kept in the forget log)").fill(REASON)
     page.get_by_text("I have checked the preview above").click()
     page.get_by_role("button", name="Forget 1 semantic items").click()

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.browser
 def test_editing_a_slot_with_invalid_then_valid_json(page, app_url, screenshot):
     open_page(page, app_url, "working_memory", "Working memory")
     pick_user(page, LAB_USER)
-    box = page.get_by_label("New value of goals as JSON")
+    box = page.get_by_role("textbox", name="New value of goals as JSON")
     expect(box).to_have_value('[\n  "plan the lab cleanup"\n]')
 
     box.fill('["plan the lab cleanup", ')
@@ -23,7 +23,7 @@ def test_editing_a_slot_with_invalid_then_valid_json(page, app_url, screenshot):
     expect(page.locator("[data-testid='stCode']").first).not_to_contain_text("order the spare gas taps")
     screenshot("working_memory_invalid_json")
 
-    box = page.get_by_label("New value of goals as JSON")
+    box = page.get_by_role("textbox", name="New value of goals as JSON")
     box.fill('["plan the lab cleanup", "order the spare gas taps"]')
     page.get_by_role("button", name="Save", exact=True).click()
     settle(page)

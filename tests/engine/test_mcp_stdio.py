@@ -196,6 +196,7 @@ def test_hostile_session_and_memory_ids_are_refused(client):
                                 reason="r")
     assert "invalid trace id" in refused(client, "memory_feedback", user_id=USER, useful=["item_x"],
                                          trace_id="t'; --")
+    assert "InvalidInput" in refused(client, "memory_working_set", user_id=USER, slots={"bad\x00slot": 1})
 
 
 def test_missing_fields_wrong_types_and_unknown_values_are_schema_errors(client):

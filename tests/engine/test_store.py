@@ -116,7 +116,7 @@ def test_a_store_locked_by_another_process_beyond_the_timeout_raises_store_busy_
     finally:
         holder.kill()
         holder.wait()
-    # the vector written before the DuckDB step was taken back: nothing is half-written
+    # nothing is half-written: no row and no vector for the refused memory
     assert snapshot(engine) == before
     assert [i.content for i in engine.list_items(U).rows] == ["already there"]
 

@@ -1,6 +1,6 @@
 """Two OS processes on one store at once (issue 2 §10): an agent writing memories, messages, episodes and skill
-outcomes while a dashboard reads, searches and edits working memory. Neither may see a lock error, no write may be
-lost, and the dashboard must see the agent's LanceDB writes while both run."""
+outcomes while a dashboard reads, searches, edits working memory and forgets memories. Neither may see a lock error,
+no write may be lost, and the dashboard must see the agent's LanceDB writes while both run."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import MemoryEngine, Settings
+from engine import MemoryEngine, NotFound, Settings
 from tests.support.twoproc_common import BEACON, SESSION, SKILL, USER
 
 SUPPORT = Path(__file__).resolve().parent.parent / "support"
@@ -84,13 +84,18 @@ def test_the_two_processes_really_ran_at_the_same_time(run):
     assert any(agent["started_at"] <= t <= agent["finished_at"] for t in dash["edit_times"])
 
 
+def kept_items(run) -> set[str]:
+    """The agent's memories minus the ones the dashboard hard-forgot meanwhile."""
+    return set(run["agent"]["result"]["items"]) - set(run["dashboard"]["result"]["forgotten"])
+
+
 @pytest.mark.slow
 def test_every_row_the_agent_reported_writing_is_in_the_store(run):
     agent, engine = run["agent"]["result"], run["engine"]
     assert agent is not None, run["agent"]["stderr"][-4000:]
     items = engine.list_items(USER, limit=10_000)
-    assert items.total == len(agent["items"])
-    assert {i.id for i in items.rows} == set(agent["items"])
+    assert {i.id for i in items.rows} == kept_items(run)
+    assert items.total == len(agent["items"]) - len(run["dashboard"]["result"]["forgotten"])
     assert engine.get_session(USER, SESSION).message_count == agent["messages"]
     assert [m.seq for m in engine.messages(USER, SESSION, limit=10_000).rows] == list(range(1, agent["messages"] + 1))
     assert engine.list_episodes(USER, limit=10_000).total == agent["episodes"]
@@ -103,9 +108,25 @@ def test_every_row_the_agent_reported_writing_is_in_the_store(run):
 def test_every_memory_the_agent_wrote_has_its_vector(run):
     agent, engine = run["agent"]["result"], run["engine"]
     assert agent is not None, run["agent"]["stderr"][-4000:]
-    assert engine._b.index.count("semantic", USER) == len(agent["items"])
+    qvec = engine.embedder.embed(["Agent observation"])[0]
+    vector_ids = {h.id for h in engine._b.index.vector_search("semantic", USER, qvec, 10_000)}
+    assert vector_ids == kept_items(run)
+    assert engine._b.index.count("semantic", USER) == len(kept_items(run))
     assert engine._b.index.count("episodic", USER) == agent["episodes"]
     assert engine.stats().warnings == ()
+
+
+@pytest.mark.slow
+def test_the_dashboards_hard_forgets_took_effect_in_both_stores_and_the_log(run):
+    dash, engine = run["dashboard"]["result"], run["engine"]
+    assert dash is not None, run["dashboard"]["stderr"][-4000:]
+    assert len(dash["forgotten"]) >= 1
+    for item_id in dash["forgotten"]:
+        with pytest.raises(NotFound):
+            engine.get_item(USER, item_id)
+    log = engine.forget_log(USER)
+    assert sorted(i for e in log for i in e.ids) == sorted(dash["forgotten"])
+    assert {e.actor for e in log} == {"dashboard"}
 
 
 @pytest.mark.slow

@@ -1,4 +1,5 @@
-"""The dashboard process: reads stats and lists, searches, and edits the agent's working memory in a loop.
+"""The dashboard process: reads stats and lists, searches, edits the agent's working memory and hard-forgets two of
+its memories, in a loop.
 
 Usage: python dashboard_reader.py STORE READY_FILE GO_FILE RESULT_FILE SECONDS. Any error ends the process with a
 traceback and a non-zero exit code; the result file says what it saw and how many edits it made.
@@ -19,7 +20,7 @@ def main() -> None:
     engine = open_engine(store)
     wait_for_start(ready, go)
     seen = {"reads": 0, "edits": 0, "last_edit": None, "max_items_seen": 0, "beacon_ids": [],
-            "beacon_found_at_read": None, "beacon_found_at": None, "edit_times": []}
+            "beacon_found_at_read": None, "beacon_found_at": None, "edit_times": [], "forgotten": []}
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         stats = engine.stats()
@@ -34,6 +35,12 @@ def main() -> None:
                 seen["beacon_ids"] = hits
                 seen["beacon_found_at_read"] = seen["reads"]
                 seen["beacon_found_at"] = time.time()
+        if len(seen["forgotten"]) < 2:  # a researcher deletes a memory while the agent keeps writing
+            doomed = [i.id for i in items.rows if i.content.startswith("Agent observation")]
+            if doomed:
+                result = engine.forget(USER, "semantic", doomed[:1], reason="dashboard cleanup", mode="hard",
+                                       actor="dashboard")
+                seen["forgotten"] += list(result.forgotten)
         value = {"edited_by": "dashboard", "n": seen["edits"]}
         engine.working_update(USER, SESSION, {"scratchpad": value}, source="ui")
         seen["edits"] += 1

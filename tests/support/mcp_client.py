@@ -14,12 +14,15 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import mcp
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 300  # the server imports torch and loads the model before it answers; slow under load
@@ -93,6 +96,15 @@ def stdio_server(store: Path, **env: str) -> StdioServerParameters:
     """Parameters that make the client start ``python -m engine --store STORE mcp`` from the project root."""
     return StdioServerParameters(command=sys.executable, args=["-m", "engine", "--store", str(store), "mcp"],
                                  env=clean_env(**env), cwd=str(ROOT))
+
+
+@asynccontextmanager
+async def http_transport(url: str, token: str | None = None):
+    """A streamable-HTTP transport that sends ``Authorization: Bearer <token>`` on every request."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with create_mcp_http_client(headers=headers) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            yield streams
 
 
 def free_port() -> int:

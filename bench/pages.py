@@ -1,0 +1,114 @@
+"""Dashboard speed: server-side time of one full script run (app frame + page) per page, with AppTest.
+
+    python bench/pages.py [--large] [--store PATH] [--runs 3]
+
+Always measures the demo store; ``--large`` also builds (or reuses, with ``--store``) a store with 100k semantic
+items, 5k sessions / 200k messages, 2k episodes, 500 skills and 1k traces. Each page is opened (first run, which
+includes the page's first queries) and then rerun ``--runs`` times; the table shows the median rerun and the first
+run. The engine and the model load once per process (one ``st.cache_resource``), outside the timings.
+Targets (issue 4): every page <= 1.0 s at the large size; the trace page, excluding the retrieval itself, <= 0.5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from _common import ROOT, table
+from latency import USER, build
+
+from engine import MemoryEngine, Settings
+from engine.providers.embedders import LocalMiniLM
+
+PAGES = ["overview", "sessions", "working_memory", "skills", "retrieval", "feedback", "episodes", "memories"]
+ENTRY = ROOT / "tests" / "ui" / "app_entry.py"  # runs app.py as `streamlit run` does (see its docstring)
+
+
+def build_large(engine: MemoryEngine) -> None:
+    """Top up a store to the issue's size; a store made by bench/latency.py (more episodes and skills) is reused."""
+    if USER not in engine.users():
+        build(engine, 100_000, 2_000, 500)
+    stats = engine.stats()
+    if stats.messages < 200_000:
+        add_sessions(engine)
+    for i in range(stats.traces, 1_000):
+        engine.retrieve(USER, f"what about note {i} and the payments service?", hops=1 + i % 2)
+
+
+def add_sessions(engine: MemoryEngine) -> None:
+    lines = []
+    for s in range(5_000):
+        for m in range(40):
+            lines.append(json.dumps({"kind": "message", "user_id": USER, "session_id": f"s{s:05d}",
+                                     "role": "user" if m % 2 == 0 else "assistant",
+                                     "content": f"message {m} of session {s}: the quick brown fox {s * m % 97}",
+                                     "created_at": f"2026-{1 + s % 11:02d}-{1 + m % 28:02d}T10:{m % 60:02d}:00+00:00"}))
+        if len(lines) >= 20_000:
+            engine.ingest_lines(lines)
+            lines = []
+    engine.ingest_lines(lines)
+    engine.working_update(USER, "s00000", {"goals": ["benchmark"], "scratchpad": "x"})
+
+
+def time_pages(store: Path, user: str, runs: int) -> dict[str, tuple[float, float]]:
+    from streamlit.testing.v1 import AppTest
+
+    from ui.resources import get_engine
+
+    os.environ["MEMLENS_STORE"] = str(store)
+    get_engine.clear()
+    get_engine()  # the one engine load per process, outside the timings
+    out = {}
+    for page in PAGES:
+        at = AppTest.from_file(str(ENTRY), default_timeout=120)
+        at.session_state["app_demo_checked"] = True
+        at.session_state["app_user"] = user
+        at.switch_page(str(ROOT / "pages" / f"{page}.py"))
+        t = time.perf_counter()
+        at.run()
+        first = time.perf_counter() - t
+        if at.exception:
+            raise SystemExit(f"{page}: {at.exception[0].value}")
+        reruns = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            at.run()
+            reruns.append(time.perf_counter() - t)
+        out[page] = (statistics.median(reruns), first)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--large", action="store_true")
+    ap.add_argument("--store", type=Path, help="where to build/reuse the large store (a bench/latency.py store works)")
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    embedder = LocalMiniLM()
+    work = Path(tempfile.mkdtemp(prefix="memlens-pages-"))
+    try:
+        demo = work / "demo"
+        MemoryEngine.open(settings=Settings.from_env({}, store=str(demo)), embedder=embedder).load_demo()
+        results = {"demo": time_pages(demo, "ada", args.runs)}
+        if args.large:
+            large = args.store or work / "large"
+            engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(large)), embedder=embedder)
+            t = time.perf_counter()
+            build_large(engine)
+            print(f"large store ready in {time.perf_counter() - t:.0f}s at {large}: {engine.stats()}")
+            results["large"] = time_pages(large, USER, args.runs)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    headers = ["page"] + [f"{name} {kind}" for name in results for kind in ("rerun s", "first s")]
+    rows = [[p] + [f"{results[n][p][i]:.2f}" for n in results for i in (0, 1)] for p in PAGES]
+    print(table(headers, rows))
+
+
+if __name__ == "__main__":
+    main()
