@@ -4,10 +4,13 @@ is reported with its number, and nothing from the file is written."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any
 
+from ..clock import optional_time
 from ..errors import InvalidInput, MemlensError
+from ..ids import check_id
 from ..records import Episode, Item, Skill
 from .base import Backends
 from .episodic import EpisodicMemory
@@ -16,7 +19,7 @@ from .forgetting import Forgetter
 from .procedural import SkillLibrary
 from .semantic import SemanticMemory, check_category
 from .sessions import SessionStore
-from .working import WorkingMemory
+from .working import WorkingMemory, check_slot
 
 RECORD_KINDS = ("message", "item", "category", "episode", "skill", "outcome", "feedback", "working", "forget_log")
 
@@ -111,8 +114,6 @@ class Transfer:
             plan.skills.append(self.skills.prepare(**r))
         elif kind == "outcome":
             r = _take(rec, {"user_id", "skill_id", "success", "episode_id", "at"}, {"user_id", "skill_id", "success"})
-            from ..clock import optional_time
-            from ..ids import check_id
             check_id(r["user_id"], "user id")
             check_id(r["skill_id"], "skill id")
             if not isinstance(r["success"], bool):
@@ -127,8 +128,6 @@ class Transfer:
             plan.feedback.append(self.feedback.prepare(**r))
         elif kind == "working":
             r = _take(rec, {"user_id", "session_id", "slot", "value"}, {"user_id", "session_id", "slot", "value"})
-            from ..ids import check_id
-            from .working import check_slot
             check_id(r["user_id"], "user id")
             check_id(r["session_id"], "session id")
             check_slot(r["slot"])

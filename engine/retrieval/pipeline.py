@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
 
 import numpy as np
-from datetime import datetime
-from typing import Any, Callable, Mapping, Sequence
 
 from ..clock import parse_time, utcnow
 from ..config import Settings
@@ -15,6 +16,7 @@ from ..errors import InvalidInput
 from ..ids import check_id, check_text, new_id
 from ..memory.base import Backends
 from ..providers.llm import LLM
+from ..providers.llm_output import parse_number_list
 from .candidates import build_inputs, pair_similarities, search_sources
 from .reasoners import DONE, CallableReasoner, LLMReasoner, OfflineBridgeReasoner, Proposal
 from .stages import Scored, assemble, merge, mmr, score_hop, similarity_function
@@ -168,8 +170,6 @@ class Retriever:
     def _judge(self, inputs: list[CandidateInput], text: str, user_id: str) -> tuple[list[CandidateInput], str]:
         if not inputs or not self.llm.available:
             return inputs, "heuristic (no LLM configured)"
-        from ..providers.llm_output import parse_number_list
-
         memories = "\n".join(f"{n}. {i.text[:400]}" for n, i in enumerate(inputs, 1))
         result = self.llm.complete(JUDGE_PROMPT.format(question=text, memories=memories), "relevance_judge",
                                    user_id)

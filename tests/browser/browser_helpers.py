@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -16,6 +26,56 @@ LAB_USER = "zz-lab"  # sorts after the demo users, so the sidebar still opens on
 LAB_SESSION = "lab-s1"
 HOSTILE = "<script>alert(1)</script> **bold** [link](http://x)"
 MAX_SHOT_HEIGHT = 8000
+SERVER_ENV_DROP = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "MEMLENS_EMBEDDER", "MEMLENS_CHAT_MODEL",
+                   "MEMLENS_EMBEDDING_MODEL")
+STARTUP_TIMEOUT_S = 90
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def run_streamlit(store: Path, log_path: Path) -> Iterator[str]:
+    """Start `streamlit run app.py` on a free loopback port, wait for /_stcore/health, yield the URL, stop it."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in SERVER_ENV_DROP}
+    env["MEMLENS_STORE"] = str(store)
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+             "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+             "--server.fileWatcherType", "none"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"streamlit exited with {proc.returncode}:\n{log_path.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"streamlit did not answer /_stcore/health in {STARTUP_TIMEOUT_S}s:\n"
+                            f"{log_path.read_text()[-3000:]}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        # The server runs in its own process group (start_new_session): stop exactly that group.
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=15)
+        except ProcessLookupError:
+            pass
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
 
 
 def seed_lab_user(engine: MemoryEngine) -> None:

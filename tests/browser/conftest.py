@@ -10,35 +10,18 @@ by Debian's Chromium through Playwright's sync API (no pytest-playwright plugin)
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from browser_helpers import save_screenshot, seed_lab_user
+from browser_helpers import run_streamlit, save_screenshot, seed_lab_user
 
 from engine import MemoryEngine, Settings
 
-ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run"]
-SERVER_ENV_DROP = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "MEMLENS_EMBEDDER", "MEMLENS_CHAT_MODEL",
-                   "MEMLENS_EMBEDDING_MODEL")
-STARTUP_TIMEOUT_S = 90
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
@@ -51,44 +34,9 @@ def server_store(demo_store_template: Path, tmp_path_factory, embedder) -> Path:
 
 @pytest.fixture(scope="session")
 def streamlit_server(server_store: Path, tmp_path_factory) -> Iterator[str]:
-    """Start `streamlit run app.py` on a free loopback port, wait for /_stcore/health, yield the URL, stop it."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in SERVER_ENV_DROP}
-    env["MEMLENS_STORE"] = str(server_store)
-    log_path = tmp_path_factory.mktemp("streamlit-log") / "server.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-             "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-             "--server.fileWatcherType", "none"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"streamlit exited with {proc.returncode}:\n{log_path.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not answer /_stcore/health in {STARTUP_TIMEOUT_S}s:\n"
-                            f"{log_path.read_text()[-3000:]}")
-            time.sleep(0.2)
+    """`streamlit run app.py` on a free loopback port over ``server_store``; yields the base URL."""
+    with run_streamlit(server_store, tmp_path_factory.mktemp("streamlit-log") / "server.log") as url:
         yield url
-    finally:
-        # The server runs in its own process group (start_new_session): stop exactly that group.
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=15)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
 
 
 @pytest.fixture(scope="session")
