@@ -57,7 +57,7 @@ class Retriever:
                                f"{', '.join(Settings.retrieval_keys())}")
         return settings
 
-    def _reasoner(self, settings: Settings, reasoner: Any):
+    def _reasoner(self, settings: Settings, reasoner: Any, user_id: str | None = None):
         if reasoner is not None:
             if hasattr(reasoner, "propose"):
                 return reasoner
@@ -65,7 +65,7 @@ class Retriever:
                 return CallableReasoner(reasoner, getattr(reasoner, "__name__", "custom"))
             raise InvalidInput("reasoner must be a Reasoner or a callable (question, accumulated, hop) -> str")
         if settings.reasoner == "llm" or (settings.reasoner == "auto" and self.llm.available):
-            return LLMReasoner(self.llm)
+            return LLMReasoner(self.llm, user_id)
         return OfflineBridgeReasoner(mode=settings.reasoner_query)
 
     # -- the live pipeline ------------------------------------------------------------------------------------------
@@ -86,7 +86,7 @@ class Retriever:
         query, proposed_by, proposal = self._generate_query(question, settings, user_id)
         strategies["query_generation"] = proposed_by
         timings["query_generation"] = _ms(t)
-        reasoner_obj = self._reasoner(settings, reasoner) if settings.hops > 1 else None
+        reasoner_obj = self._reasoner(settings, reasoner, user_id) if settings.hops > 1 else None
         strategies["reasoner"] = reasoner_obj.name if reasoner_obj else "none (1 hop)"
         strategies["relevance"] = settings.relevance_filter
 

@@ -177,13 +177,14 @@ class LLMReasoner:
 
     name = "llm:reasoner"
 
-    def __init__(self, llm) -> None:
+    def __init__(self, llm, user_id: str | None = None) -> None:
         self.llm = llm
+        self.user_id = user_id  # for the usage ledger
 
     def propose(self, question: str, accumulated: Sequence[str], hop: int, previous: Sequence[str]) -> Proposal:
         memories = "\n".join(f"- {t[:500]}" for t in accumulated[:10]) or "(none)"
         result = self.llm.complete(REASONER_PROMPT.format(question=question, memories=memories),
-                                   operation="reasoner")
+                                   operation="reasoner", user_id=self.user_id)
         if not result.ok:
             return Proposal(DONE, self.name, {"fallback": f"LLM error: {result.error}; treated as DONE"})
         text = result.text.strip().strip('"').splitlines()[0].strip() if result.text.strip() else ""

@@ -61,7 +61,7 @@ def browser():
 
 
 @pytest.fixture
-def page(browser, streamlit_server: str):
+def page(browser):
     """A fresh page (own cookies, own Streamlit session). Browser dialogs are recorded in ``page.dialogs``."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     pg = context.new_page()
