@@ -3,14 +3,33 @@
 from .agent import AgentMemory
 from .api import MemoryEngine
 from .config import Settings
-from .errors import (InvalidInput, LLMUnavailable, MemlensError, ModelMismatch, NotFound, StoreBusy,
-                     StoreCorrupt)
+from .errors import InvalidInput, LLMUnavailable, MemlensError, ModelMismatch, NotFound, StoreBusy, StoreCorrupt
 from .memory.memorize import MemorizeResult
 from .memory.reasoning import ReasonResult
 from .memory.skill_mining import MiningResult, SkillProposal
-from .records import (KINDS, ROLES, TYPED_SLOTS, Category, Episode, FeedbackEvent, ForgetLogEntry, ForgetResult,
-                      Item, Message, Page, PrunePlan, RankedSkill, SearchHit, SessionInfo, Skill, SkillOutcome,
-                      SlotEdit, Step, StoreStats, to_plain)
+from .records import (
+                     KINDS,
+                     ROLES,
+                     TYPED_SLOTS,
+                     Category,
+                     Episode,
+                     FeedbackEvent,
+                     ForgetLogEntry,
+                     ForgetResult,
+                     Item,
+                     Message,
+                     Page,
+                     PrunePlan,
+                     RankedSkill,
+                     SearchHit,
+                     SessionInfo,
+                     Skill,
+                     SkillOutcome,
+                     SlotEdit,
+                     Step,
+                     StoreStats,
+                     to_plain,
+)
 from .retrieval.reasoners import CallableReasoner, OfflineBridgeReasoner, Proposal
 from .retrieval.trace import CandidateTrace, HopTrace, RetrievalTrace
 

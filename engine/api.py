@@ -4,11 +4,12 @@ server and agents need. Only records, plain data and named errors leave it."""
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 import shutil
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from .clock import utcnow
 from .config import DEMO_DIR, Settings
@@ -18,7 +19,7 @@ from .memory.base import Backends
 from .memory.episodic import EpisodicMemory
 from .memory.feedback import FeedbackLog
 from .memory.forgetting import Forgetter, check_kind
-from .memory.memorize import MemorizeResult, Memorizer
+from .memory.memorize import Memorizer, MemorizeResult
 from .memory.procedural import SkillLibrary
 from .memory.reasoning import Reasoner, ReasonResult
 from .memory.reflection import Reflector
@@ -29,8 +30,23 @@ from .memory.transfer import Transfer
 from .memory.working import WorkingMemory
 from .providers.embedders import Embedder, LocalMiniLM, OpenAIEmbedder
 from .providers.llm import LLM, NoLLM, OpenAIChat
-from .records import (Category, Episode, FeedbackEvent, ForgetLogEntry, ForgetResult, Item, Message, Page,
-                      PrunePlan, RankedSkill, SearchHit, SessionInfo, Skill, SkillOutcome, StoreStats)
+from .records import (
+    Category,
+    Episode,
+    FeedbackEvent,
+    ForgetLogEntry,
+    ForgetResult,
+    Item,
+    Message,
+    Page,
+    PrunePlan,
+    RankedSkill,
+    SearchHit,
+    SessionInfo,
+    Skill,
+    SkillOutcome,
+    StoreStats,
+)
 from .retrieval.candidates import build_inputs, search_sources
 from .retrieval.pipeline import Retriever
 from .retrieval.store import TraceStore, trace_from_dict
@@ -86,7 +102,7 @@ class MemoryEngine:
 
     @classmethod
     def open(cls, path: str | Path | None = None, settings: Settings | None = None, *,
-             embedder: Embedder | None = None, llm: LLM | None = None) -> "MemoryEngine":
+             embedder: Embedder | None = None, llm: LLM | None = None) -> MemoryEngine:
         """Open (or create) a store. ``path`` overrides ``settings.store``; backends default from settings."""
         settings = settings or Settings.from_env()
         if path is not None:

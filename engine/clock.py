@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from .errors import InvalidInput
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def parse_time(value: object, what: str = "timestamp") -> datetime:
@@ -24,8 +24,8 @@ def parse_time(value: object, what: str = "timestamp") -> datetime:
     else:
         raise InvalidInput(f"{what} must be an ISO-8601 time, got {type(value).__name__}")
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)
 
 
 def optional_time(value: object, what: str = "timestamp") -> datetime | None:

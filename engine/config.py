@@ -10,9 +10,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import InvalidInput
 
@@ -105,7 +106,7 @@ class Settings:
 
     # ------------------------------------------------------------------------------------------------------------
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **explicit: Any) -> "Settings":
+    def from_env(cls, environ: Mapping[str, str] | None = None, **explicit: Any) -> Settings:
         """Defaults, then environment variables, then explicit keyword values."""
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
@@ -138,7 +139,7 @@ class Settings:
     def retrieval_keys(cls) -> tuple[str, ...]:
         return tuple(f.name for f in dataclasses.fields(cls) if f.metadata["retrieval"])
 
-    def with_overrides(self, overrides: Mapping[str, Any] | None) -> "Settings":
+    def with_overrides(self, overrides: Mapping[str, Any] | None) -> Settings:
         """A copy with ``overrides`` applied; strings are parsed to the field's type. Unknown keys are refused."""
         if not overrides:
             return self

@@ -23,12 +23,12 @@ def browse_filters(engine: MemoryEngine, user: str) -> tuple[str | None, str | N
     options = [ALL, *categories]
     if st.session_state.get("memories_category") not in options:
         st.session_state["memories_category"] = ALL
-    c1, c2, c3, c4 = st.columns([2, 3, 1, 1], vertical_alignment="bottom")
+    c1, c2, c3, c4 = st.columns([2, 3, 1.3, 1], vertical_alignment="bottom")
     category = c1.selectbox("Category", options, key="memories_category", persist_state="session",
                             format_func=lambda n: n if n == ALL else f"{n} ({categories[n].item_count})")
     query = c2.text_input("Search text", key="memories_query", persist_state="session",
                           placeholder="words in the memory")
-    archived = c3.toggle("Include forgotten", key="memories_archived", persist_state="session",
+    archived = c3.toggle("Forgotten too", key="memories_archived", persist_state="session",
                          help="Soft-forgotten (archived) items stay fetchable by id but are never retrieved.")
     size = c4.selectbox("Per page", (10, 25, 50, 100), index=1, key="memories_page_size", persist_state="session")
     return (None if category == ALL else category), (query.strip() or None), archived, size, categories

@@ -6,8 +6,8 @@ import streamlit as st
 
 from engine import MemoryEngine, StoreStats
 from ui.feedback import engine_errors
-from ui.nav import page_file
 from ui.figures import activity_figure
+from ui.nav import page_file
 from ui.resources import get_engine, load_demo_with_progress
 from ui.settings_view import settings_rows
 from ui.sidebar import current_user

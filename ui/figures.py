@@ -31,8 +31,9 @@ def plot_text(text: object, limit: int = 60) -> str:
 
 
 def _layout(fig: go.Figure, title: str | None, height: int = 360) -> go.Figure:
-    fig.update_layout(title=title, height=height, margin={"l": 10, "r": 10, "t": 40, "b": 10},
-                      legend={"orientation": "h", "y": -0.2})
+    # legend above the plot, right-aligned: below it, it collides with the x-axis title on short charts
+    fig.update_layout(title=title, height=height, margin={"l": 10, "r": 10, "t": 70 if title else 40, "b": 10},
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "right", "x": 1})
     return fig
 
 

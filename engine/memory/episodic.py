@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound

@@ -8,7 +8,8 @@ actually affected; unknown ids are reported back, not logged.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..clock import optional_time, utcnow
 from ..errors import InvalidInput

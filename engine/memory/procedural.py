@@ -7,7 +7,8 @@ outrank one with 95/100; the raw ``success_rate`` (parity: s/(s+f), 0.5 with no 
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
@@ -188,7 +189,8 @@ class SkillLibrary:
              limit: int = 50) -> list[RankedSkill]:
         """Skills ranked by proven utility (Wilson lower bound), with rate and trials beside it."""
         skills = self.list(user_id, query=query, kind=kind, limit=10_000).rows
-        return rank_skills(skills)[: int(limit)]
+        limit, _ = page_args(limit)
+        return rank_skills(skills)[:limit]
 
     def versions(self, user_id: str, name: str) -> list[Skill]:
         return sorted(self.list(user_id, name=name, include_archived=True, limit=10_000).rows,

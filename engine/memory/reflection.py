@@ -8,7 +8,7 @@ semantic items in category ``insights`` whose provenance points to every source 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..providers.llm import LLM
 from ..providers.llm_output import json_array, unit_number

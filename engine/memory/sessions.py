@@ -7,8 +7,9 @@ them (llmemory needed pseudo-session filtering for this).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any, Sequence
+from typing import Any
 
 from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound

@@ -6,7 +6,8 @@ Every embedder validates what it returns (shape, finiteness), and callers refuse
 from __future__ import annotations
 
 import threading
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 

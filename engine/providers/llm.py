@@ -8,8 +8,9 @@ without a key: it always answers "unavailable", and every feature then uses its 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 UsageSink = Callable[[str | None, str, str, int, int], None]  # user, operation, model, input, output tokens
 

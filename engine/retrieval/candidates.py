@@ -6,8 +6,8 @@ forgotten memory can never come back from retrieval even if its vector outlived 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Sequence
 
 import numpy as np
 

@@ -7,9 +7,10 @@ own settings gives exactly its result. Formulas and defaults follow llmemory 0.2
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ..clock import parse_time
 from ..memory.procedural import wilson_interval

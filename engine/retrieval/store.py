@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id
-from ..memory.base import Backends
+from ..memory.base import Backends, page_args
 from ..records import Page
 from .trace import CandidateTrace, HopTrace, RetrievalTrace
 
@@ -52,6 +52,7 @@ class TraceStore:
 
     def list(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> Page:
         """Trace summaries (no bodies) newest first, paginated in the database."""
+        limit, offset = page_args(limit, offset)
         where, params = "", []
         if user_id is not None:
             where = "WHERE user_id = ?"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 BM25_TOKEN = re.compile(r"\b[a-z0-9]{2,}\b")
 WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’_-]*")

@@ -140,13 +140,14 @@ def save_screenshot(page: Page, name: str) -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.png"
     size = page.viewport_size or {"width": 1400, "height": 1000}
-    height = _content_height(page)
-    for _ in range(10):  # tables and charts draw after the script run ends: wait until the height is stable
-        page.wait_for_timeout(300)
+    height, stable = _content_height(page), 0
+    for _ in range(20):  # tables, tabs and charts draw after the script run ends: wait for a steady height
+        page.wait_for_timeout(250)
         now = _content_height(page)
-        if now == height:
-            break
+        stable = stable + 1 if now == height else 0
         height = now
+        if stable >= 3:
+            break
     page.set_viewport_size({"width": size["width"], "height": max(size["height"], min(height, MAX_SHOT_HEIGHT))})
     page.wait_for_timeout(400)
     page.screenshot(path=str(path))

@@ -20,7 +20,7 @@ def test_reflection_shows_insights_that_link_to_their_source_episodes(page, app_
     expect(page.get_by_text(HOSTILE, exact=False).first).to_be_attached()  # a summary with markup, as text
     no_markup_rendered(page)
 
-    page.get_by_label("Episodes to reflect on (the most recent)").fill("3")
+    page.get_by_role("spinbutton", name="Episodes to reflect on (the most recent)").fill("3")
     page.get_by_role("button", name="Run reflection").click()
     settle(page)
     expect(page.get_by_text("Across the last 3 episodes the outcomes were success: 2, failure: 1.")).to_be_visible()

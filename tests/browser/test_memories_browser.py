@@ -36,7 +36,7 @@ def test_forgetting_an_item_after_its_preview_lands_in_the_forget_log(page, app_
     expect(panel.get_by_text("Preview: 1 semantic items selected")).to_be_visible()
     expect(panel.locator("[data-testid='stText']", has_text=ITEM)).to_be_visible()  # the text to be forgotten
     expect(panel.get_by_text(re.compile(r" · active$"))).to_be_visible()
-    page.get_by_label("Reason (required, kept in the forget log)").fill(REASON)
+    page.get_by_role("textbox", name="Reason (required, kept in the forget log)").fill(REASON)
     page.get_by_text("I have checked the preview above").click()
     page.get_by_role("button", name="Forget 1 semantic items").click()
     settle(page)

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.browser
 def test_filtering_sessions_by_a_word_opens_the_matching_conversation(page, app_url, screenshot):
     open_page(page, app_url, "sessions", "Sessions")
     expect(page.get_by_text("sessions 1–6 of 6")).to_be_visible()  # ada's sessions, the sidebar user
-    search = page.get_by_label("Search")
+    search = page.get_by_role("textbox", name="Search", exact=True)
     search.fill("JPY")
     search.press("Enter")
     settle(page)
