@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine import MemoryEngine, RankedSkill, Skill
+from engine import MemoryEngine, RankedSkill, Skill, to_plain
 from ui.components import flash, need_user, show_flash
 from ui.feedback import engine_errors
 from ui.figures import cumulative_rate_figure, skill_interval_figure
 from ui.resources import get_engine
-from ui.text import label, md_escape, when
+from ui.text import label, md_escape, one_line, when
 
 ANY = "any kind"
 KINDS = (ANY, "prompt", "template", "code")
@@ -104,6 +104,98 @@ def record_outcome(engine: MemoryEngine, user: str, chosen: Skill, versions: lis
             st.rerun()
 
 
+def strategy_name(strategy: str) -> str:
+    if strategy.startswith("skill_mining_offline"):
+        return "offline (recurring action sequences)"
+    if strategy.startswith("skill_mining"):
+        return "LLM"
+    return "none"
+
+
+def mine(engine: MemoryEngine, user: str) -> None:
+    """Propose skills from recent episodes; each proposal is accepted (registered) or rejected (forgotten)."""
+    st.subheader("Mine skills from recent episodes")
+    st.caption("Proposals only: nothing is stored until you accept one. With an LLM configured the model reads the "
+               "episodes; offline, action sequences shared by at least two successful episodes are proposed.")
+    with st.form("skills_mine_form"):
+        c1, c2 = st.columns([1, 3])
+        window = c1.number_input("Recent episodes to read", min_value=1, max_value=1000, value=20, step=1,
+                                 key="skills_mine_window")
+        outcomes = c2.text_input("Only episodes with these outcomes (optional)", key="skills_mine_outcomes",
+                                 placeholder="comma-separated, e.g. success, solved")
+        propose = st.form_submit_button("Propose", type="primary")
+    if propose:
+        labels = [o.strip() for o in outcomes.split(",") if o.strip()] or None
+        with engine_errors("Nothing mined"):
+            result = engine.mine_skills(user, int(window), labels)
+            # Plain dicts in session state: proposals survive reruns until accepted or rejected.
+            st.session_state["skills_mined"] = {
+                "user": user, "strategy": result.strategy, "episodes": len(result.episode_ids),
+                "dropped": result.dropped,
+                "proposals": [{"pid": n, **to_plain(p)} for n, p in enumerate(result.proposals)]}
+    mined = st.session_state.get("skills_mined")
+    if not mined or mined["user"] != user:
+        return
+    st.caption(f"Strategy: {strategy_name(mined['strategy'])} ({md_escape(mined['strategy'])}) · read "
+               f"{mined['episodes']} episode(s)" + (f" · {mined['dropped']} unusable proposal(s) dropped"
+                                                     if mined["dropped"] else ""))
+    if not mined["proposals"]:
+        st.info("No proposals to review. Mining proposes only patterns that recur in several successful episodes; "
+                "try a larger window or another outcome filter.")
+        return
+    for proposal in list(mined["proposals"]):
+        proposal_card(engine, user, mined, proposal)
+
+
+def proposal_card(engine: MemoryEngine, user: str, mined: dict, proposal: dict) -> None:
+    pid = proposal["pid"]
+    with st.container(border=True):
+        st.markdown(f"**{label(proposal['name'], 64)}** · {md_escape(proposal['kind'])} · confidence "
+                    f"{proposal['confidence']:.2f}")
+        if proposal["description"]:
+            st.text(proposal["description"])
+        st.code(proposal["body"], language=None, wrap_lines=True)
+        st.caption("From episodes: " + md_escape(one_line(", ".join(proposal["source_episode_ids"]), 400)))
+        accept_col, reject_col = st.columns(2)
+        accept = accept_col.button("Accept", key=f"skills_accept_{pid}", type="primary")
+        reject = reject_col.button("Reject", key=f"skills_reject_{pid}")
+    if accept:
+        with engine_errors("Proposal not accepted"):
+            plain = {k: v for k, v in proposal.items() if k != "pid"}
+            skill = engine.accept_skill_proposal(user, plain)
+            mined["proposals"] = [p for p in mined["proposals"] if p["pid"] != pid]
+            flash("skills", f"Registered {md_escape(skill.name)} v{skill.version} (id {md_escape(skill.id)}) "
+                            "with provenance to its source episodes.")
+            st.rerun()
+    if reject:
+        mined["proposals"] = [p for p in mined["proposals"] if p["pid"] != pid]
+        flash("skills", f"Rejected {md_escape(proposal['name'])}; nothing was stored.", "info")
+        st.rerun()
+
+
+def library(engine: MemoryEngine, user: str) -> None:
+    """The ranked library, the chosen skill's versions, its outcome history and the outcome form."""
+    query, kind, limit = filters()
+    ranked = engine.rank_skills(user, query, kind, limit)
+    if not ranked:
+        st.info("No skills match." if (query or kind) else
+                f"User {md_escape(user)} has no skills yet. Agents register them with `register_skill` (or "
+                "the `memory_skill_register` MCP tool) and report outcomes with `report_outcome`.")
+        return
+    st.plotly_chart(skill_interval_figure(ranked), key="skills_interval_chart")
+    ranked_table(ranked)
+    by_id = {r.skill.id: r for r in ranked}
+    if st.session_state.get("skills_selected") not in by_id:
+        st.session_state["skills_selected"] = ranked[0].skill.id
+    chosen_id = st.selectbox("Skill", list(by_id), key="skills_selected",
+                             format_func=lambda i: f"#{by_id[i].rank} {by_id[i].skill.name} "
+                                                   f"v{by_id[i].skill.version}")
+    chosen = engine.get_skill(user, chosen_id)
+    versions = versions_side_by_side(engine, user, chosen)
+    outcome_history(engine, user, chosen, versions)
+    record_outcome(engine, user, chosen, versions)
+
+
 def main() -> None:
     engine = get_engine()
     st.title("Skills")
@@ -114,25 +206,9 @@ def main() -> None:
     st.caption("Ranked by proven utility: the lower bound of the 95% Wilson interval, so 3 successes out of 3 do "
                "not outrank 95 out of 100. The raw success rate and trial count stand beside it.")
     with engine_errors("Could not read the skill library"):
-        query, kind, limit = filters()
-        ranked = engine.rank_skills(user, query, kind, limit)
-        if not ranked:
-            st.info("No skills match." if (query or kind) else
-                    f"User {md_escape(user)} has no skills yet. Agents register them with `register_skill` (or "
-                    "the `memory_skill_register` MCP tool) and report outcomes with `report_outcome`.")
-            return
-        st.plotly_chart(skill_interval_figure(ranked), key="skills_interval_chart")
-        ranked_table(ranked)
-        by_id = {r.skill.id: r for r in ranked}
-        if st.session_state.get("skills_selected") not in by_id:
-            st.session_state["skills_selected"] = ranked[0].skill.id
-        chosen_id = st.selectbox("Skill", list(by_id), key="skills_selected",
-                                 format_func=lambda i: f"#{by_id[i].rank} {by_id[i].skill.name} "
-                                                       f"v{by_id[i].skill.version}")
-        chosen = engine.get_skill(user, chosen_id)
-        versions = versions_side_by_side(engine, user, chosen)
-        outcome_history(engine, user, chosen, versions)
-        record_outcome(engine, user, chosen, versions)
+        library(engine, user)
+    st.divider()
+    mine(engine, user)
 
 
 main()

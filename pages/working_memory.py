@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from engine import TYPED_SLOTS, MemoryEngine, SlotEdit
+from engine import TYPED_SLOTS, MemoryEngine, SlotEdit, to_plain
 from ui.components import flash, need_session, need_user, show_flash
 from ui.feedback import engine_errors
 from ui.resources import get_engine
@@ -129,6 +129,44 @@ def history(engine: MemoryEngine, user: str, session: str, slot: str) -> None:
                    "(recorded as a new edit).")
 
 
+REASON_HELP = ("{{slot}} is replaced by that slot's value (text as is, other values as JSON, unset slots by "
+               "nothing). The model's answer is written into the target slot with source llm.")
+
+
+def reason(engine: MemoryEngine, user: str, session: str) -> None:
+    """One LLM step over this session's working memory; the last result stays on screen after the rerun."""
+    if not engine.settings.llm_configured:
+        st.caption("No LLM is configured (set OPENAI_API_KEY, and OPENAI_BASE_URL for a compatible server): "
+                   "reasoning has no offline strategy, so it will say so and write nothing.")
+    with st.form("wm_reason_form"):
+        template = st.text_area("Template", key="wm_reason_template", height=120, help=REASON_HELP,
+                                placeholder="Goals: {{goals}}\nObservations: {{observations}}\n"
+                                            "What should the agent do next? Answer in one sentence.")
+        left, right = st.columns([3, 2])
+        into = left.text_input("Write the answer into slot", value="intermediate_reasoning",
+                               key="wm_reason_into", help="a typed slot or a custom slot name (created if new)")
+        parse = right.radio("Parse the answer", ["none", "json"], horizontal=True, key="wm_reason_parse",
+                            format_func=lambda p: "as text" if p == "none" else "as JSON")
+        run = st.form_submit_button("Reason")
+    if run:
+        with engine_errors("Nothing written"):
+            result = engine.reason(user, session, template, into.strip(), None if parse == "none" else "json")
+            st.session_state["wm_reason_result"] = {"user": user, "session": session, **to_plain(result)}
+            edited(f"Wrote the model's answer into {md_escape(result.slot)} (source llm).")
+    shown = st.session_state.get("wm_reason_result")
+    if not shown or (shown["user"], shown["session"]) != (user, session):
+        return
+    # Prompt and answer are stored/model text: code blocks, never markdown.
+    st.caption(f"Last run · model {md_escape(shown['model'])} · {shown['input_tokens']} prompt tokens, "
+               f"{shown['output_tokens']} answer tokens")
+    st.caption("Prompt sent")
+    st.code(shown["prompt"], language=None, wrap_lines=True)
+    st.caption("Model answer")
+    st.code(shown["output"], language=None, wrap_lines=True)
+    st.caption(f"Value written into {md_escape(shown['slot'])}")
+    st.code(pretty_json(shown["value"]), language="json", wrap_lines=True)
+
+
 def main() -> None:
     engine = get_engine()
     st.title("Working memory")
@@ -153,6 +191,8 @@ def main() -> None:
             remove_slot(engine, user, session, slots)
         st.subheader("Edit history")
         history(engine, user, session, slot)
+        st.subheader("Reason with the LLM")
+        reason(engine, user, session)
 
 
 main()

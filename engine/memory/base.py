@@ -24,6 +24,22 @@ class Backends:
     embedder: Embedder
     settings: Settings
 
+    def check_new_ids(self, table: str, noun: str, ids: Sequence[str]) -> None:
+        """Refuse duplicate ids within one write and ids that already exist in ``table``."""
+        if len(set(ids)) != len(ids):
+            raise InvalidInput(f"duplicate {noun} ids in one write")
+        with self.db.read() as conn:
+            taken = conn.execute(f"SELECT id FROM {table} WHERE id IN (SELECT unnest(?))", [list(ids)]).fetchall()
+        if taken:
+            raise InvalidInput(f"{noun} id {taken[0][0]!r} already exists")
+
+    def store_records(self, kind: str, records: Sequence[Any], index_text: Callable[[Any], str],
+                      insert: Callable[[duckdb.DuckDBPyConnection, Sequence[Any]], Any]) -> Any:
+        """Rows for every record, vectors for the active (not archived) ones, all or nothing."""
+        active = [r for r in records if r.archived_at is None]
+        return self.write_indexed(kind, [r.id for r in active], [r.user_id for r in active],
+                                  [index_text(r) for r in active], lambda conn: insert(conn, records))
+
     def write_indexed(self, kind: str, ids: Sequence[str], user_ids: Sequence[str], texts: Sequence[str],
                       write_rows: Callable[[duckdb.DuckDBPyConnection], Any]) -> Any:
         """Embed, add vectors, then commit the rows; undo the vectors if the rows fail (all or nothing).

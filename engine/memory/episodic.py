@@ -81,17 +81,8 @@ class EpisodicMemory:
     def add(self, episodes: Sequence[Episode]) -> list[Episode]:
         if not episodes:
             return []
-        ids = [e.id for e in episodes]
-        if len(set(ids)) != len(ids):
-            raise InvalidInput("duplicate episode ids in one write")
-        with self.b.db.read() as conn:
-            taken = conn.execute("SELECT id FROM episodes WHERE id IN (SELECT unnest(?))", [ids]).fetchall()
-        if taken:
-            raise InvalidInput(f"episode id {taken[0][0]!r} already exists")
-        active = [e for e in episodes if e.archived_at is None]
-
-        return self.b.write_indexed(self.kind, [e.id for e in active], [e.user_id for e in active],
-                                    [e.searchable_text for e in active], lambda conn: self.insert(conn, episodes))
+        self.b.check_new_ids("episodes", "episode", [e.id for e in episodes])
+        return self.b.store_records(self.kind, episodes, self.index_text, self.insert)
 
     @staticmethod
     def index_text(episode: Episode) -> str:

@@ -85,10 +85,7 @@ class SkillLibrary:
         """Register skills; a skill without a version gets max(existing versions of its name) + 1 (parity)."""
         if not skills:
             return []
-        final = self.resolve(skills)
-        active = [s for s in final if s.archived_at is None]
-        return self.b.write_indexed(self.kind, [s.id for s in active], [s.user_id for s in active],
-                                    [s.searchable_text for s in active], lambda conn: self.insert(conn, final))
+        return self.b.store_records(self.kind, self.resolve(skills), self.index_text, self.insert)
 
     @staticmethod
     def index_text(skill: Skill) -> str:
@@ -99,18 +96,13 @@ class SkillLibrary:
             return []
         insert_rows(conn, "skills", SKILL_TYPES,
                     [[s.id, s.user_id, s.name, s.version, s.kind, s.description, s.body, 0, 0,
-                           dumps(s.provenance), s.created_at, s.updated_at, s.archived_at] for s in skills])
+                      dumps(s.provenance), s.created_at, s.updated_at, s.archived_at] for s in skills])
         return list(skills)
 
     def resolve(self, skills: Sequence[Skill]) -> list[Skill]:
         """Check ids are new and give each versionless skill the next version of its name."""
-        ids = [s.id for s in skills]
-        if len(set(ids)) != len(ids):
-            raise InvalidInput("duplicate skill ids in one write")
+        self.b.check_new_ids("skills", "skill", [s.id for s in skills])
         with self.b.db.read() as conn:
-            taken = conn.execute("SELECT id FROM skills WHERE id IN (SELECT unnest(?))", [ids]).fetchall()
-            if taken:
-                raise InvalidInput(f"skill id {taken[0][0]!r} already exists")
             versions: dict[tuple[str, str], int] = {}
             for s in skills:
                 key = (s.user_id, s.name)

@@ -85,17 +85,8 @@ class SemanticMemory:
         """Store prepared items: vectors for the active ones, rows for all, in one all-or-nothing step."""
         if not items:
             return []
-        ids = [i.id for i in items]
-        if len(set(ids)) != len(ids):
-            raise InvalidInput("duplicate item ids in one write")
-        with self.b.db.read() as conn:
-            taken = conn.execute("SELECT id FROM items WHERE id IN (SELECT unnest(?))", [ids]).fetchall()
-        if taken:
-            raise InvalidInput(f"item id {taken[0][0]!r} already exists")
-        active = [i for i in items if i.archived_at is None]
-
-        return self.b.write_indexed(self.kind, [i.id for i in active], [i.user_id for i in active],
-                                    [i.content for i in active], lambda conn: self.insert(conn, items))
+        self.b.check_new_ids("items", "item", [i.id for i in items])
+        return self.b.store_records(self.kind, items, self.index_text, self.insert)
 
     @staticmethod
     def index_text(item: Item) -> str:
