@@ -15,8 +15,8 @@ import pytest
 from apptest_helpers import app_engine, button, no_errors, open_page, values
 
 from engine import MemoryEngine
+from tests.support.openai_server import TEST_KEY, FakeOpenAI, Reply
 from ui.text import md_escape
-from tests.support.openai_server import TEST_KEY, FakeOpenAI
 
 WM = "pages/working_memory.py"
 SKILLS = "pages/skills.py"
@@ -168,3 +168,19 @@ def test_llm_mining_shows_the_scripted_proposal_and_accepting_registers_it(llm_a
     assert skill.provenance["method"] == "skill_mining"
     assert [s["id"] for s in skill.provenance["sources"]] == shown["source_episode_ids"]
     assert skill.provenance["confidence"] == 0.9
+
+
+def test_a_failing_llm_writes_nothing_on_reason_and_mining_falls_back_to_offline(llm_app, server):
+    user, session = "ada", "ada-s05"
+    edits = [e.id for e in llm_app.working_history(user, session)]
+    server.script("chat", Reply(status=500), Reply(status=500))
+    at = open_page(WM, user=user, session=session)
+    reason(at, "Goals: {{goals}}. What next?")
+    assert not at.exception
+    assert any("Nothing written" in v and "the LLM call failed" in v for v in values(at, "error"))
+    assert [e.id for e in llm_app.working_history(user, session)] == edits
+
+    at = propose(open_page(SKILLS, user=user))
+    no_errors(at)
+    assert mined(at)["strategy"].startswith("skill_mining_offline (LLM failed")
+    assert any("Strategy: offline" in v for v in values(at, "caption"))
