@@ -184,3 +184,21 @@ def test_a_failing_llm_writes_nothing_on_reason_and_mining_falls_back_to_offline
     no_errors(at)
     assert mined(at)["strategy"].startswith("skill_mining_offline (LLM failed")
     assert any("Strategy: offline" in v for v in values(at, "caption"))
+
+
+# -- the trace page with an LLM ---------------------------------------------------------------------------------------
+def test_the_trace_page_shows_the_llm_reasoners_hops_when_a_server_is_configured(llm_app: MemoryEngine,
+                                                                                 server: FakeOpenAI):
+    question = "Which timezone does the engineer who owns the refund reconciliation job work in?"
+    server.script("chat", "Priya Raman location")  # the model proposes hop 2; with 2 hops it is not asked again
+    at = open_page("pages/retrieval.py", user="ada")
+    at.text_area(key="trace_question").input(question)
+    at.number_input(key="trace_hops").set_value(2)
+    button(at, "Retrieve").click().run()
+    no_errors(at)
+    trace = llm_app.get_trace(at.session_state["trace_current_id"])
+    assert [h.proposed_by for h in trace.hops] == ["question", "llm:reasoner"]
+    assert trace.hops[1].query == "Priya Raman location"
+    assert "Priya Raman location" in values(at, "code")  # hop 2's query, shown as text
+    assert any(md_escape("llm:reasoner") in v for v in values(at, "caption"))  # who proposed it
+    assert any("Priya Raman" in c.prompt and question in c.prompt for c in server.captured("chat"))
