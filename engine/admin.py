@@ -1,0 +1,157 @@
+"""Store administration for ``MemoryEngine``: import/export and the demo, usage and stats, index maintenance.
+
+A mixin so the facade stays one front door while each file keeps one responsibility; it relies on the attributes
+``MemoryEngine.__init__`` sets (``_b``, ``transfer``, ``embedder``, ``llm``, ``path``, the memory modules).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+from .clock import utcnow
+from .config import DEMO_DIR
+from .errors import StoreCorrupt
+from .ids import check_id
+from .records import StoreStats
+
+
+class StoreAdmin:
+    # -- import, export, demo -------------------------------------------------------------------------------------
+    def ingest_lines(self, lines: Iterable[str], progress: Callable[[str, int, int], None] | None = None
+                     ) -> dict[str, int]:
+        """Import JSONL records; a bad line raises InvalidInput naming it, and nothing is written."""
+        return self.transfer.apply(self.transfer.plan(lines), progress)
+
+    def export(self, user_id: str) -> Iterator[dict]:
+        check_id(user_id, "user id")
+        return self.transfer.export(user_id)
+
+    def demo_loaded(self) -> bool:
+        with self._b.db.read() as conn:
+            return conn.execute("SELECT count(*) FROM items WHERE id = 'ada-item-001'").fetchone()[0] > 0
+
+    def load_demo(self, reset: bool = False, progress: Callable[[str, int, int], None] | None = None
+                  ) -> dict[str, int]:
+        """Load the bundled demo dataset; loading twice changes nothing, ``reset`` reloads it from scratch."""
+        path = DEMO_DIR / "demo.jsonl"
+        lines = path.read_text(encoding="utf-8").splitlines()
+        users = sorted({json.loads(line)["user_id"] for line in lines if line.strip()})
+        if reset:
+            for u in users:
+                self.delete_user(u)
+        elif any(u in self.users() for u in users):
+            return {}
+        return self.ingest_lines(lines, progress)
+
+    def delete_user(self, user_id: str) -> None:
+        """Remove every row and vector of a user (used by demo reset and tests)."""
+        check_id(user_id, "user id")
+        with self._b.db.write() as conn:
+            ids = {k: [r[0] for r in conn.execute(f"SELECT id FROM {t} WHERE user_id=?", [user_id]).fetchall()]
+                   for k, t in (("semantic", "items"), ("episodic", "episodes"), ("procedural", "skills"))}
+            for table in ("messages", "sessions", "working_slots", "working_history", "items", "categories",
+                          "episodes", "skills", "skill_outcomes", "feedback", "forget_log", "traces", "llm_usage"):
+                conn.execute(f"DELETE FROM {table} WHERE user_id=?", [user_id])
+        for kind, kind_ids in ids.items():
+            self._b.index.delete(kind, kind_ids)
+
+    # -- usage, stats, maintenance ----------------------------------------------------------------------------------
+    def record_usage(self, user_id: str | None, operation: str, model: str, input_tokens: int,
+                     output_tokens: int) -> None:
+        with self._b.db.write() as conn:
+            conn.execute("INSERT INTO llm_usage VALUES (?,?,?,?,?,?,?)",
+                         [user_id or "", operation, model, input_tokens, output_tokens,
+                          input_tokens + output_tokens, utcnow()])
+
+    def usage(self, user_id: str | None = None) -> list[dict[str, Any]]:
+        """Token usage per user and operation (from the API's usage fields)."""
+        where, params = "", []
+        if user_id is not None:
+            where, params = "WHERE user_id = ?", [check_id(user_id, "user id")]
+        with self._b.db.read() as conn:
+            rows = conn.execute("SELECT user_id, operation, model, count(*), sum(input_tokens), sum(output_tokens), "
+                                f"sum(total_tokens), max(occurred_at) FROM llm_usage {where} GROUP BY ALL ORDER BY 1, 2",
+                                params).fetchall()
+        keys = ("user_id", "operation", "model", "calls", "input_tokens", "output_tokens", "total_tokens", "last_at")
+        return [dict(zip(keys, r)) for r in rows]
+
+    def activity(self, user_id: str | None = None, since: datetime | str | None = None,
+                 until: datetime | str | None = None) -> list[dict[str, Any]]:
+        """Daily counts per kind (messages, items, episodes, outcomes, edits, labels, traces, forgets), in SQL."""
+        from .memory.activity import daily_activity
+
+        return daily_activity(self._b, user_id, since, until)
+
+    def episode_outcomes(self, user_id: str) -> dict[str, int]:
+        """Active episodes per outcome label, most frequent first."""
+        from .memory.activity import episode_outcome_counts
+
+        return episode_outcome_counts(self._b, user_id)
+
+    def stats(self) -> StoreStats:
+        """Counts per memory kind and per user, the backends in use, and warnings about the store."""
+        tables = {"sessions": "sessions", "messages": "messages", "working_slots": "working_slots",
+                  "items": "items WHERE archived_at IS NULL", "categories": "categories",
+                  "episodes": "episodes WHERE archived_at IS NULL", "skills": "skills WHERE archived_at IS NULL",
+                  "feedback_events": "feedback", "forget_log_entries": "forget_log", "traces": "traces"}
+        with self._b.db.read() as conn:
+            counts = {k: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for k, t in tables.items()}
+            per_user_rows = conn.execute(
+                "SELECT user_id, kind, n FROM (SELECT user_id, 'sessions' kind, count(*) n FROM sessions GROUP BY 1 "
+                "UNION ALL SELECT user_id, 'messages', count(*) FROM messages GROUP BY 1 "
+                "UNION ALL SELECT user_id, 'items', count(*) FROM items WHERE archived_at IS NULL GROUP BY 1 "
+                "UNION ALL SELECT user_id, 'episodes', count(*) FROM episodes WHERE archived_at IS NULL GROUP BY 1 "
+                "UNION ALL SELECT user_id, 'skills', count(*) FROM skills WHERE archived_at IS NULL GROUP BY 1 "
+                "UNION ALL SELECT user_id, 'traces', count(*) FROM traces GROUP BY 1) ORDER BY 1, 2").fetchall()
+        per_user: dict[str, dict[str, int]] = {}
+        for user_id, kind, n in per_user_rows:
+            per_user.setdefault(user_id, {})[kind] = n
+        warnings = []
+        indexed = sum(self._b.index.count(k) for k in ("semantic", "episodic", "procedural"))
+        active = counts["items"] + counts["episodes"] + counts["skills"]
+        others = {n: c for n, c in self._b.index.other_models().items() if c}
+        if active and indexed < active:
+            hint = f" (vectors exist for other models: {', '.join(others)})" if others else ""
+            warnings.append(f"{active - indexed} memories have no {self.embedder.name} vectors{hint}; "
+                            "run `python -m engine reindex` to build them")
+        return StoreStats(str(self.path), f"{self.embedder.name} ({self.embedder.dim}d)", self.embedder.dim,
+                          self.llm.name, len(per_user), counts["sessions"], counts["messages"],
+                          counts["working_slots"], counts["items"], counts["categories"], counts["episodes"],
+                          counts["skills"], counts["feedback_events"], counts["forget_log_entries"],
+                          counts["traces"], per_user, tuple(warnings))
+
+    def reindex(self, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
+        """(Re)build this model's vector tables from the active memories in DuckDB."""
+        done: dict[str, int] = {}
+        for kind, table, module in (("semantic", "items", self.semantic), ("episodic", "episodes", self.episodic),
+                                    ("procedural", "skills", self.skills)):
+            with self._b.db.read() as conn:
+                users = [r[0] for r in conn.execute(f"SELECT DISTINCT user_id FROM {table}").fetchall()]
+            records = [r for u in users for r in module.list(u, limit=10_000_000).rows]
+            self._b.index.delete(kind, [r.id for r in records])
+            for start in range(0, len(records), 512):
+                chunk = records[start:start + 512]
+                texts = [module.index_text(r) for r in chunk]
+                self._b.index.add(kind, [r.id for r in chunk], [r.user_id for r in chunk], texts,
+                                  self.embedder.embed(texts))
+                if progress:
+                    progress(kind, start + len(chunk), len(records))
+            done[kind] = len(records)
+        return done
+
+    def optimize(self) -> None:
+        """Fold new rows into the vector and full-text indexes and compact the tables."""
+        self._b.index.optimize()
+
+    def disk_bytes(self) -> int:
+        return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
+
+    def check(self) -> list[str]:
+        """Applied migrations, for diagnostics."""
+        try:
+            return [name for name, _ in self._b.db.migrations()]
+        except Exception as exc:  # any failure here means the file is not a readable store
+            raise StoreCorrupt(f"cannot read the store's migrations: {exc}") from None
