@@ -13,13 +13,13 @@ import random
 import re
 import sys
 from collections import Counter, defaultdict
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "demo.jsonl"
 TWO_HOP_OUT = HERE / "two_hop.json"
-NOW = datetime(2026, 11, 29, 18, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 SEED = 20261129
 
 
@@ -29,7 +29,7 @@ def ts(s: str) -> datetime:
         s = "2026-" + s
     if " " not in s:
         s += " 00:00"
-    return datetime.strptime(s, "%Y-%m-%d %H:%M").replace(tzinfo=timezone.utc)
+    return datetime.strptime(s, "%Y-%m-%d %H:%M").replace(tzinfo=UTC)
 
 
 def iso(d: datetime) -> str:
@@ -1526,7 +1526,7 @@ def verify(path: Path, two_hop: list[dict]) -> dict:
         check(m["role"] in ("user", "assistant", "system", "tool", "tool_result"), f"bad role {m['role']}")
         t = datetime.fromisoformat(m["created_at"])
         check(t >= last.get(m["session_id"], t), f"messages out of order in {m['session_id']}")
-        check(datetime(2026, 6, 1, tzinfo=timezone.utc) <= t, "message before June")
+        check(datetime(2026, 6, 1, tzinfo=UTC) <= t, "message before June")
         last[m["session_id"]] = t
     # items
     for it in items.values():
