@@ -50,7 +50,7 @@ from .retrieval.candidates import build_inputs, search_sources
 from .retrieval.pipeline import Retriever
 from .retrieval.store import TraceStore, trace_from_dict
 from .retrieval.trace import RetrievalTrace
-from .storage.database import Database
+from .storage.database import Database, release_under
 from .storage.vectors import VectorIndex
 
 DB_FILE = "memlens.duckdb"
@@ -76,7 +76,7 @@ class MemoryEngine(StoreAdmin):
         self.settings = settings
         self.path = store_path(settings.store)
         self.path.mkdir(parents=True, exist_ok=True)
-        db = Database(self.path / DB_FILE, settings.lock_timeout_s)
+        db = Database(self.path / DB_FILE, settings.lock_timeout_s, settings.db_linger_s)
         db.migrate()
         index = VectorIndex(str(self.path / VECTOR_DIR), embedder.name, embedder.dim)
         self.embedder = embedder
@@ -136,6 +136,11 @@ class MemoryEngine(StoreAdmin):
         step). Other processes wait for the block to end, so keep it short."""
         with self._b.db.hold():
             yield
+
+    def close(self) -> None:
+        """Let go of the store's database file now (it is reopened on the next call). An idle engine lets go by
+        itself after ``db_linger_s``, and at once when another memlens process is waiting for the file."""
+        self._b.db.close()
 
     # -- short-term memory ------------------------------------------------------------------------------------------
     def add_message(self, user_id: str, session_id: str, role: str, content: str,
@@ -382,4 +387,5 @@ class MemoryEngine(StoreAdmin):
 
 def remove_store(path: str | Path) -> None:
     """Delete a store folder (tests and benchmarks)."""
+    release_under(store_path(path))
     shutil.rmtree(store_path(path), ignore_errors=True)

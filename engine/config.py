@@ -52,6 +52,9 @@ class Settings:
                               "Env MEMLENS_LLM_BACKOFF.", lo=0, hi=60)
     max_text_chars: int = _s(32000, "Longest text accepted for a message, memory, step or slot value.", lo=100)
     lock_timeout_s: float = _s(20.0, "How long to wait for another process's DuckDB lock before StoreBusy.", lo=0)
+    db_linger_s: float = _s(1.0, "Keep the DuckDB file open this long after the last operation (0: close after "
+                            "each); another memlens process that is waiting gets it within ~20 ms anyway.",
+                            lo=0, hi=60)
     mcp_token: str = _s("", "Bearer token the MCP HTTP server requires (Authorization: Bearer <token>); needed to "
                         "bind to a non-loopback host. Env MEMLENS_MCP_TOKEN. Never displayed.", secret=True)
     # --- session lifecycle (llmemory §1.6) ---------------------------------------------------------------------

@@ -39,6 +39,7 @@ def demo_store_template(tmp_path_factory, embedder) -> Path:
     engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(path)), embedder=embedder)
     engine.load_demo()
     engine.optimize()
+    engine.close()  # checkpointed and let go, so tests copy a complete file
     return path
 
 

@@ -75,21 +75,3 @@ def build_inputs(b: Backends, conn, user_id: str, query_vector: np.ndarray,
             found_by=e["found"]))
     return inputs, vectors
 
-
-def pair_similarities(ids: Sequence[str], vectors: np.ndarray, earlier_ids: Sequence[str] = (),
-                      earlier: np.ndarray | None = None) -> dict[str, float]:
-    """Cosine between every pair of this hop's candidates, and between them and earlier hops' candidates,
-    rounded and recorded so MMR with embeddings can be replayed (also across hops) without the vectors."""
-    out: dict[str, float] = {}
-    if len(ids) >= 2:
-        sims = vectors @ vectors.T
-        for a in range(len(ids)):
-            for c in range(a + 1, len(ids)):
-                out[f"{ids[a]}|{ids[c]}"] = round(float(sims[a, c]), 4)
-    if earlier is not None and len(earlier_ids) and len(ids):
-        cross = vectors @ earlier.T
-        for a, i in enumerate(ids):
-            for c, j in enumerate(earlier_ids):
-                if i != j:
-                    out.setdefault(f"{i}|{j}", round(float(cross[a, c]), 4))
-    return out

@@ -8,8 +8,6 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-
 from ..clock import parse_time, utcnow
 from ..config import Settings
 from ..errors import InvalidInput
@@ -17,8 +15,9 @@ from ..ids import check_id, check_text, new_id
 from ..memory.base import Backends
 from ..providers.llm import LLM
 from ..providers.llm_output import parse_number_list
-from .candidates import build_inputs, pair_similarities, search_sources
+from .candidates import build_inputs, search_sources
 from .reasoners import DONE, CallableReasoner, LLMReasoner, OfflineBridgeReasoner, Proposal
+from .similarity import CandidateCosines, cosine_lookup
 from .stages import Scored, assemble, merge, mmr, score_hop, similarity_function
 from .text import condense_offline
 from .trace import CandidateInput, CandidateTrace, HopTrace, RetrievalTrace
@@ -93,8 +92,7 @@ class Retriever:
         hop_scored: list[list[Scored]] = []
         hop_meta: list[dict] = []
         seen: list[str] = []
-        seen_ids: list[str] = []
-        seen_vectors = None
+        cosines = CandidateCosines()
         stop_reason = "max_hops"
         stop_details: dict = {}
         with self.b.db.hold() as conn:
@@ -118,11 +116,7 @@ class Retriever:
                 hop_t["search"] = _ms(t)
                 t = time.perf_counter()
                 inputs, vectors = build_inputs(self.b, conn, user_id, qvec, hits)
-                ids = [i.id for i in inputs]
-                pairs = pair_similarities(ids, vectors, seen_ids, seen_vectors) if ids else {}
-                if ids:
-                    seen_ids = seen_ids + ids
-                    seen_vectors = vectors if seen_vectors is None else np.concatenate([seen_vectors, vectors])
+                pairs = cosines.add_hop([i.id for i in inputs], vectors) if inputs else {}
                 hop_t["candidates"] = _ms(t)
                 relevance_text = question if hop == 1 else query
                 if settings.relevance_filter == "llm":
@@ -185,10 +179,8 @@ class Retriever:
         t = time.perf_counter()
         ranked = merge(hop_scored)
         if settings.mmr_enabled and ranked:
-            pairs: dict[str, float] = {}
-            for m in hop_meta:
-                pairs.update(m["pairs"])
-            ranked = mmr(ranked, settings.mmr_lambda, similarity_function(ranked, settings.mmr_similarity, pairs))
+            cosine = cosine_lookup([m["pairs"] for m in hop_meta]) if settings.mmr_similarity == "embedding" else None
+            ranked = mmr(ranked, settings.mmr_lambda, similarity_function(ranked, settings.mmr_similarity, cosine))
         context, chosen, used = assemble(ranked, settings.budget_tokens, settings.assembly_mode,
                                          settings.context_max_items)
         for n, s in enumerate(ranked, 1):

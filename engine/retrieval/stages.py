@@ -179,13 +179,11 @@ def mmr(items: list[Scored], lam: float, similarity: Similarity, stage: str = "m
     return chosen
 
 
-def similarity_function(items: Sequence[Scored], mode: str, pairs: Mapping[str, float]) -> Similarity:
-    """Jaccard of token sets (parity) or the recorded embedding cosine between candidates."""
+def similarity_function(items: Sequence[Scored], mode: str, cosine: Similarity | None) -> Similarity:
+    """Jaccard of token sets (parity) or the recorded embedding cosine between candidates (see similarity.py)."""
     texts = {s.inp.id: s.inp.text for s in items}
-    if mode == "embedding" and pairs:
-        def cos(a: str, b: str) -> float:
-            return float(pairs.get(f"{a}|{b}", pairs.get(f"{b}|{a}", 0.0)))
-        return cos
+    if mode == "embedding" and cosine is not None:
+        return cosine
 
     def jac(a: str, b: str) -> float:
         return jaccard(texts[a], texts[b])

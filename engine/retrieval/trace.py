@@ -66,7 +66,7 @@ class HopTrace:
     candidates: tuple[CandidateTrace, ...]
     counts: dict  # found, kept, dropped
     timings_ms: dict
-    similarity: dict = field(default_factory=dict)  # pairwise candidate cosine "i|j" -> value (for MMR replay)
+    similarity: dict = field(default_factory=dict)  # cosines of the candidates this hop saw first (similarity.py)
 
 
 @dataclass(frozen=True)

@@ -315,7 +315,7 @@ def test_jaccard_is_over_unique_bm25_token_sets():
 
 def test_mmr_greedy_with_lambda_0_7_and_jaccard_hand_checked():
     a, b, c = plain("red apple pie", 1.0), plain("red apple tart", 0.9), plain("blue ocean waves", 0.7)
-    order = mmr([a, b, c], 0.7, similarity_function([a, b, c], "jaccard", {}))
+    order = mmr([a, b, c], 0.7, similarity_function([a, b, c], "jaccard", None))
     # pick 1: a 0.7*1.0=0.70, b 0.63, c 0.49 -> a
     # pick 2: b 0.63-0.3*jaccard(b,a)=0.63-0.15=0.48, c 0.49-0 = 0.49 -> c
     # pick 3: b 0.48 (max similarity 0.5 to a)
@@ -329,14 +329,17 @@ def test_mmr_greedy_with_lambda_0_7_and_jaccard_hand_checked():
 
 def test_mmr_with_lambda_1_keeps_the_relevance_order_and_never_drops():
     items = [plain("red apple pie", 1.0), plain("red apple tart", 0.9), plain("red apple pie too", 0.8)]
-    order = mmr(list(items), 1.0, similarity_function(items, "jaccard", {}))
+    order = mmr(list(items), 1.0, similarity_function(items, "jaccard", None))
     assert order == items
 
 
-def test_mmr_embedding_similarity_reads_recorded_pairs_in_either_order():
-    items = [plain("x", 1.0, "a"), plain("y", 0.9, "b")]
-    sim = similarity_function(items, "embedding", {"a|b": 0.8})
+def test_mmr_embedding_similarity_uses_the_recorded_cosines_and_jaccard_otherwise():
+    items = [plain("red apple", 1.0, "a"), plain("red pear", 0.9, "b")]
+    recorded = {("a", "b"): 0.8, ("b", "a"): 0.8}
+    sim = similarity_function(items, "embedding", lambda x, y: recorded[(x, y)])
     assert sim("a", "b") == 0.8 and sim("b", "a") == 0.8
+    # nothing recorded (a trace without cosines): token-set Jaccard, |{red}| / |{red, apple, pear}|
+    assert similarity_function(items, "embedding", None)("a", "b") == pytest.approx(1 / 3)
 
 
 # --- merge --------------------------------------------------------------------------------------------------------

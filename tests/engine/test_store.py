@@ -95,8 +95,8 @@ def test_only_local_folders_and_file_uris_are_accepted(tmp_path, embedder):
     assert (tmp_path / "via-uri" / "memlens.duckdb").is_file()
 
 
-def hold_lock(db_file: Path, seconds: float) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, str(SUPPORT / "hold_lock.py"), str(db_file), str(seconds)],
+def hold_lock(db_file: Path, seconds: float, patience: float = 30) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, str(SUPPORT / "hold_lock.py"), str(db_file), str(seconds), str(patience)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "locked", proc.stderr.read()
     return proc
@@ -130,6 +130,36 @@ def test_a_write_waits_for_a_short_lock_held_by_another_process_and_then_succeed
         assert holder.wait(timeout=60) == 0
     assert holder.stdout.read().strip() == "released"
     assert engine.get_session(U, "s1").message_count == 1
+
+
+
+OTHER_MEMLENS_PROCESS = """
+import sys
+from engine import MemoryEngine, Settings
+engine = MemoryEngine.open(settings=Settings.from_env({}, store=sys.argv[1], embedder="local", lock_timeout_s=5))
+engine.add_message("ada", "s2", "user", "from the other process")
+print(engine.get_session("ada", "s1").message_count)
+"""
+
+
+def test_an_idle_engine_lingering_on_the_file_lets_another_memlens_process_in_at_once(tmp_path, embedder):
+    # This engine would keep the file for 60 s of idleness; the other process gives up after 5 s. It only gets in
+    # because it asks (the .waiting flag) and the idle holder steps aside.
+    engine = open_store(tmp_path / "store", embedder, db_linger_s=60)
+    engine.add_message(U, "s1", "user", "written by the lingering engine")
+    proc = subprocess.run([sys.executable, "-c", OTHER_MEMLENS_PROCESS, str(engine.path)], capture_output=True,
+                          text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "1"
+    # and this engine reopens the file and sees the other process's write
+    assert engine.get_session(U, "s2").message_count == 1
+
+
+def test_with_no_linger_every_operation_lets_go_of_the_file(tmp_path, embedder):
+    engine = open_store(tmp_path / "store", embedder, db_linger_s=0)
+    engine.remember(U, "a fact")
+    holder = hold_lock(engine.path / "memlens.duckdb", 0.1, patience=0)  # a foreign process gets it at first try
+    assert holder.wait(timeout=60) == 0
 
 
 # -- embedders are checked ------------------------------------------------------------------------------------------
