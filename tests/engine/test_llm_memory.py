@@ -9,22 +9,15 @@ import json
 import pytest
 
 from engine import InvalidInput, LLMUnavailable, MemoryEngine, Settings, SkillProposal, to_plain
-from tests.support.openai_server import FakeOpenAI, Reply, llm_settings
+from tests.support.openai_server import Reply
 
 U = "mina"
 FAIL3 = (Reply(status=500), Reply(status=500), Reply(status=500))
 
 
 @pytest.fixture(scope="module")
-def server():
-    with FakeOpenAI() as srv:
-        yield srv
-
-
-@pytest.fixture(scope="module")
-def engine(server, tmp_path_factory, embedder) -> MemoryEngine:
-    base = Settings.from_env({}, store=str(tmp_path_factory.mktemp("llm-memory") / "store"), lock_timeout_s=30)
-    return MemoryEngine.open(settings=llm_settings(base, server), embedder=embedder)
+def engine(llm_engine) -> MemoryEngine:
+    return llm_engine
 
 
 @pytest.fixture(scope="module")

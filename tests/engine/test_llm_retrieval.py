@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine import MemoryEngine, Settings
-from tests.support.openai_server import FakeOpenAI, Reply, llm_settings
+from engine import MemoryEngine
+from tests.support.openai_server import Reply
 
 U = "rita"
 FACTS = ["Rita's sister Mara lives in Lyon and works as a luthier.",
@@ -18,15 +18,8 @@ LONG = ("I was thinking about the family trip we discussed last week, and I woul
 
 
 @pytest.fixture(scope="module")
-def server():
-    with FakeOpenAI() as srv:
-        yield srv
-
-
-@pytest.fixture(scope="module")
-def engine(server, tmp_path_factory, embedder) -> MemoryEngine:
-    base = Settings.from_env({}, store=str(tmp_path_factory.mktemp("llm-retrieval") / "store"), lock_timeout_s=30)
-    e = MemoryEngine.open(settings=llm_settings(base, server), embedder=embedder)
+def engine(llm_engine) -> MemoryEngine:
+    e = llm_engine
     e.remember_many([{"user_id": U, "content": f} for f in FACTS])
     return e
 
