@@ -86,9 +86,9 @@ class SessionStore:
     def list_sessions(self, user_id: str | None = None, search: str | None = None,
                       since: datetime | None = None, until: datetime | None = None,
                       limit: int = 50, offset: int = 0) -> Page:
-        """Sessions newest first, filtered and paginated in the database."""
+        """Sessions newest first, filtered and paginated in the database; ``user_id=None`` lists every user's."""
         where, params = ["TRUE"], []
-        if user_id:
+        if user_id is not None:  # "" is a bad id, not "everyone"
             check_id(user_id, "user id")
             where.append("s.user_id = ?")
             params.append(user_id)

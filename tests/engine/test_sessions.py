@@ -140,6 +140,12 @@ def test_session_search_matches_message_text_across_users_unless_a_user_is_given
     assert [s.session_id for s in listed.list_sessions("bo", search="KYOTO").rows] == ["bo-1"]
 
 
+def test_listing_sessions_of_a_blank_user_id_is_an_error_not_every_user(listed):
+    with pytest.raises(InvalidInput, match="user id"):
+        listed.list_sessions("")
+    assert listed.list_sessions(None).total == listed.list_sessions().total == 9
+
+
 def test_session_search_treats_like_wildcards_literally(listed):
     assert [s.session_id for s in listed.list_sessions(search="100%").rows] == ["cy-1"]
     assert [s.session_id for s in listed.list_sessions(search="use_the").rows] == ["cy-1"]
