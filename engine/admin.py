@@ -142,9 +142,11 @@ class StoreAdmin:
             done[kind] = len(records)
         return done
 
-    def optimize(self) -> None:
-        """Fold new rows into the vector and full-text indexes and compact the tables."""
+    def optimize(self) -> list[str]:
+        """Fold new rows into the vector and full-text indexes and compact the tables; give tables of at least
+        ``vector_index_min_rows`` rows an approximate vector index (HNSW-SQ). Returns the tables indexed now."""
         self._b.index.optimize()
+        return self._b.index.build_vector_indexes(self.settings.vector_index_min_rows)
 
     def disk_bytes(self) -> int:
         return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())

@@ -241,6 +241,12 @@ def cmd_reindex(ctx) -> Result:
     return Result(counts, lambda d: f"Reindexed {_counts_line(d)} with {engine.embedder.name}.")
 
 
+def cmd_optimize(ctx) -> Result:
+    built = ctx.engine.optimize()
+    return Result({"vector_indexes_built": built},
+                  lambda d: "Optimized; new vector indexes: " + (", ".join(d["vector_indexes_built"]) or "none"))
+
+
 # -- the parser -----------------------------------------------------------------------------------------------------
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     def add(name: str, handler, help: str) -> argparse.ArgumentParser:
@@ -318,3 +324,5 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
     add("stats", cmd_stats, "counts per memory kind and user, backends, warnings")
     add("reindex", cmd_reindex, "rebuild this embedding model's vectors from the stored memories")
+    add("optimize", cmd_optimize, "compact the vector tables, fold new rows into their indexes and give large "
+        "tables (vector_index_min_rows) an approximate vector index")

@@ -88,6 +88,8 @@ class Retriever:
         reasoner_obj = self._reasoner(settings, reasoner, user_id) if settings.hops > 1 else None
         strategies["reasoner"] = reasoner_obj.name if reasoner_obj else "none (1 hop)"
         strategies["relevance"] = settings.relevance_filter
+        strategies["vector_search"] = ", ".join(
+            f"{kind}: {'approximate (HNSW-SQ)' if self.b.index.has_ann(kind) else 'exact'}" for kind in sources)
 
         hop_scored: list[list[Scored]] = []
         hop_meta: list[dict] = []

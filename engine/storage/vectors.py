@@ -16,7 +16,7 @@ from datetime import timedelta
 import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import FTS, BTree
+from lancedb.index import FTS, BTree, HnswSq
 
 from ..errors import InvalidInput, ModelMismatch
 from ..ids import lance_literal
@@ -25,6 +25,10 @@ _WORD = re.compile(r"\w", re.UNICODE)
 # Rebuild indexes once this many rows are unindexed. Unindexed rows are still searched (brute force), so this
 # only trades a little query time against rebuild cost.
 REINDEX_AFTER_ROWS = 5000
+# An exact (brute-force) LanceDB vector search costs ~1 us per row (~110 ms at 100k rows); an HNSW-SQ graph answers in
+# ~10 ms with recall@20 ~0.99 (measured, bench/latency.py). Searches ask for a wider beam than LanceDB's 1.5 * k.
+ANN_MIN_EF = 64
+_INDEX_CACHE_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ class VectorIndex:
         # A zero interval makes every read see other processes' writes (no measurable cost, stack.md).
         self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
         self._tables: dict[str, lancedb.table.Table] = {}
+        self._ann: dict[str, tuple[float, bool]] = {}  # table name -> (checked at, has a vector index)
 
     # -- tables -----------------------------------------------------------------------------------------------------
     def _schema(self, kind: str) -> pa.Schema:
@@ -139,6 +144,33 @@ class VectorIndex:
         if unindexed >= REINDEX_AFTER_ROWS:
             self.optimize(tb)
 
+    def build_vector_indexes(self, min_rows: int) -> list[str]:
+        """Give every table of at least ``min_rows`` rows an HNSW-SQ vector index (one graph, cosine); return the
+        tables indexed now. Slow (~40 s per 100k rows on 2 cores), so only explicit maintenance calls it; later
+        optimize() runs fold new rows into the index."""
+        built = []
+        for kind in ("semantic", "episodic", "procedural"):
+            tb = self.table(kind, create=False)
+            if tb is None or min_rows <= 0 or tb.count_rows() < min_rows or self.has_ann(kind, fresh=True):
+                continue
+            tb.create_index("vector", config=HnswSq(distance_type="cosine", num_partitions=1))
+            self._ann.pop(tb.name, None)
+            built.append(tb.name)
+        return built
+
+    def has_ann(self, kind: str, fresh: bool = False) -> bool:
+        """Whether the kind's table has a vector index (checked at most every few seconds: another process may
+        build one)."""
+        tb = self.table(kind, create=False)
+        if tb is None:
+            return False
+        checked = self._ann.get(tb.name)
+        if fresh or checked is None or time.monotonic() - checked[0] > _INDEX_CACHE_S:
+            has = any(tuple(ix.columns) == ("vector",) for ix in tb.list_indices())
+            checked = (time.monotonic(), has)
+            self._ann[tb.name] = checked
+        return checked[1]
+
     def optimize(self, tb=None) -> None:
         """Fold new rows into the indexes and compact. Another process may commit meanwhile: refresh and retry."""
         tables = [tb] if tb is not None else [t for t in (self.table(k, create=False) for k in
@@ -161,19 +193,32 @@ class VectorIndex:
             return 0
         return tb.count_rows(None if user_id is None else f"user_id = {lance_literal(user_id)}")
 
-    def vector_search(self, kind: str, user_id: str, query_vector: np.ndarray, k: int) -> list[VectorHit]:
+    def vector_search(self, kind: str, user_id: str, query_vector: np.ndarray, k: int,
+                      exact: bool = False) -> list[VectorHit]:
+        """The user's k nearest rows by cosine. With a vector index the search is approximate (HNSW-SQ) unless
+        ``exact``; when it finds fewer than k rows (a user with few rows among many: the graph walk rarely meets
+        them) it is repeated exactly, which the user_id index makes cheap for exactly such users."""
         # A NaN or wrong-sized query would otherwise give NaN scores (and NaN in stored traces) or a raw error.
         query_vector = check_vectors(np.asarray(query_vector).reshape(1, -1), self.dim, 1)[0]
         tb = self.table(kind, create=False)
         if tb is None:
             return []
-        rows = (tb.search(np.asarray(query_vector, dtype=np.float32), vector_column_name="vector")
-                .distance_type("cosine").where(f"user_id = {lance_literal(user_id)}", prefilter=True)
-                .select(["id", "text", "vector"]).limit(k).to_arrow())
+        ann = not exact and self.has_ann(kind)
+        rows = self._vector_query(tb, user_id, query_vector, k, ann)
+        if ann and rows.num_rows < k:
+            rows = self._vector_query(tb, user_id, query_vector, k, False)
         dist = rows.column("_distance").to_numpy()
         vecs = _vectors(rows)
         return [VectorHit(i, t, vecs[n], float(1.0 - dist[n]), None)
                 for n, (i, t) in enumerate(zip(rows.column("id").to_pylist(), rows.column("text").to_pylist()))]
+
+    @staticmethod
+    def _vector_query(tb, user_id: str, query_vector: np.ndarray, k: int, ann: bool) -> pa.Table:
+        q = (tb.search(np.asarray(query_vector, dtype=np.float32), vector_column_name="vector")
+             .distance_type("cosine").where(f"user_id = {lance_literal(user_id)}", prefilter=True)
+             .select(["id", "text", "vector"]).limit(k))
+        q = q.ef(max(ANN_MIN_EF, 2 * k)) if ann else q.bypass_vector_index()
+        return q.to_arrow()
 
     def fts_search(self, kind: str, user_id: str, query: str, k: int) -> list[VectorHit]:
         tb = self.table(kind, create=False)

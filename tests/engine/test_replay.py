@@ -57,6 +57,8 @@ def world(tmp_path_factory, embedder):
         "one_hop_mmr_embedding": engine.retrieve(USER, QUESTION, now=now, overrides={
             "mmr_enabled": True, "mmr_similarity": "embedding", "mmr_lambda": 0.5}),
         "two_hop": engine.retrieve(USER, QUESTION, now=now, hops=2, reasoner=lambda q, acc, hop: "Daniel coffee"),
+        "two_hop_hop_weight": engine.retrieve(USER, QUESTION, now=now, hops=2, overrides={"hop_weight": 0.8},
+                                              reasoner=lambda q, acc, hop: "Daniel coffee"),
         "two_hop_offline_mmr": engine.retrieve(USER, QUESTION, now=now, hops=2, overrides={"mmr_enabled": True,
                                                                                             "reasoner": "offline"}),
         "stop_mode_small_budget": engine.retrieve(USER, QUESTION, now=now, budget=150,
@@ -85,7 +87,7 @@ def same_result(a: RetrievalTrace, b: RetrievalTrace) -> None:
 # --- identity -----------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["one_hop", "one_hop_mmr", "one_hop_mmr_embedding", "two_hop",
-                                  "two_hop_offline_mmr", "stop_mode_small_budget"])
+                                  "two_hop_hop_weight", "two_hop_offline_mmr", "stop_mode_small_budget"])
 def test_replay_with_the_original_settings_gives_exactly_the_original_result(world, name):
     engine, _, _, _, traces = world
     original = traces[name]
@@ -204,6 +206,21 @@ def test_mmr_on_pushes_a_near_duplicate_down_and_lambda_1_changes_nothing(world)
     assert [r["id"] for r in off.ranking] == [r["id"] for r in original.ranking]
 
 
+def test_hop_weight_scales_only_the_later_hops_final_scores(world):
+    engine, _, _, _, traces = world
+    original = traces["two_hop"]
+    replayed = engine.replay(original.trace_id, {"hop_weight": 0.5})
+    for hop_before, hop_after, factor in zip(original.hops, replayed.hops, (1.0, 0.5), strict=True):
+        assert {c.id: c.scores["hop_factor"] for c in hop_after.candidates} == {
+            c.id: factor for c in hop_before.candidates}
+        assert [c.scores["final"] for c in hop_after.candidates] == pytest.approx(
+            [c.scores["final"] * factor for c in hop_before.candidates])
+    finals = [r["final"] for r in replayed.ranking if r["rank"] is not None]
+    assert finals == sorted(finals, reverse=True)
+    back = engine.replay(traces["two_hop_hop_weight"].trace_id, {"hop_weight": 1.0})
+    assert [r["id"] for r in back.ranking] == [r["id"] for r in original.ranking]
+
+
 def overlap_words(trace: RetrievalTrace) -> list[str]:
     return [w for w in trace.hops[0].relevance_text.lower().split() if len(w) > 3]
 
@@ -294,3 +311,12 @@ def test_replay_refuses_bad_overrides(world, overrides):
     engine, _, _, _, traces = world
     with pytest.raises(InvalidInput):
         engine.replay(traces["one_hop"].trace_id, overrides)
+
+
+def test_a_stored_trace_body_is_exactly_the_traces_plain_json(world):
+    import json
+
+    from engine.retrieval.store import trace_json
+
+    for trace in world[4].values():
+        assert json.loads(trace_json(trace)) == json.loads(json.dumps(trace.to_dict(), ensure_ascii=False))
