@@ -142,10 +142,13 @@ class StoreAdmin:
             done[kind] = len(records)
         return done
 
-    def optimize(self) -> list[str]:
-        """Fold new rows into the vector and full-text indexes and compact the tables; give tables of at least
-        ``vector_index_min_rows`` rows an approximate vector index (HNSW-SQ). Returns the tables indexed now."""
+    def optimize(self, vector_index: bool = True) -> list[str]:
+        """Fold new rows into the vector and full-text indexes and compact the tables; with ``vector_index``, give
+        tables of at least ``vector_index_min_rows`` rows an approximate vector index (HNSW-SQ, tens of seconds per
+        100k rows). Returns the tables indexed now."""
         self._b.index.optimize()
+        if not vector_index:
+            return []
         return self._b.index.build_vector_indexes(self.settings.vector_index_min_rows)
 
     def disk_bytes(self) -> int:

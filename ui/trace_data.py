@@ -13,14 +13,14 @@ from .text import one_line
 
 # The columns of the candidates table, in pipeline order (scores keep the names the trace gives them).
 SCORE_COLUMNS = ("vector_similarity", "fts_score", "bm25_raw", "bm25_norm", "hybrid", "age_days", "decay",
-                 "importance", "importance_factor", "temporal", "feedback_net", "feedback_factor", "final",
-                 "mmr_relevance", "mmr_max_similarity", "mmr_value", "llm_relevance")
+                 "importance", "importance_factor", "temporal", "feedback_net", "feedback_factor", "hop_factor",
+                 "final", "mmr_relevance", "mmr_max_similarity", "mmr_value", "llm_relevance")
 RANK_STAGES = ("hybrid", "filter", "temporal", "feedback", "final", "mmr")
 STAGE_NAMES = {"filtered": "relevance filter", "merged": "multi-hop merge", "budget": "token budget",
                "budget_stop": "token budget (stop mode)", "cap": "context item cap", "context": "in context"}
 # The what-if controls: setting name -> (label, help). Their ranges come from Settings.describe().
 WHATIF_KEYS = ("bm25_weight", "half_life_days", "feedback_weight", "importance_weight", "mmr_enabled", "mmr_lambda",
-               "relevance_min_score", "budget_tokens", "assembly_mode")
+               "relevance_min_score", "hop_weight", "budget_tokens", "assembly_mode")
 
 
 def shorten(text: str, limit: int = 160) -> str:
@@ -128,7 +128,8 @@ def score_parts(scores: Mapping[str, Any], settings: Mapping[str, Any]) -> list[
     """How a final score was built, as parts that add up to it.
 
     The hybrid score is split into its vector part ``(1-w)*similarity`` and its BM25 part ``w*bm25_norm``; decay,
-    importance and feedback are multiplicative, so each is shown as the signed change it made to the running score.
+    importance, feedback and the later-hop discount are multiplicative, so each is shown as the signed change it
+    made to the running score.
     """
     hybrid = float(scores.get("hybrid") or 0.0)
     if settings.get("hybrid_enabled", True):
@@ -140,8 +141,11 @@ def score_parts(scores: Mapping[str, Any], settings: Mapping[str, Any]) -> list[
     decayed = hybrid * float(scores.get("decay") if scores.get("decay") is not None else 1.0)
     temporal = float(scores.get("temporal") if scores.get("temporal") is not None else decayed)
     final = float(scores.get("final") if scores.get("final") is not None else temporal)
+    hop_factor = float(scores.get("hop_factor") or 1.0)
+    after_feedback = final / hop_factor if hop_factor else temporal
     return [("vector", vector_part), ("bm25", bm25_part), ("decay", decayed - hybrid),
-            ("importance", temporal - decayed), ("feedback", final - temporal)]
+            ("importance", temporal - decayed), ("feedback", after_feedback - temporal),
+            ("hop", final - after_feedback)]
 
 
 def feedback_factor(net: int, settings: Mapping[str, Any]) -> float:

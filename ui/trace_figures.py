@@ -16,7 +16,7 @@ from .trace_data import score_parts, shorten
 
 # Short step names on the axis; the formulas are in the page's caption.
 PART_LABELS = {"vector": "vector", "bm25": "bm25", "decay": "×decay", "importance": "×importance",
-               "feedback": "×feedback"}
+               "feedback": "×feedback", "hop": "×hop"}
 UP, DOWN, TOTAL = "#2e7d32", "#c62828", "#1f4e79"
 
 
@@ -26,9 +26,10 @@ def waterfall_steps(candidate: CandidateTrace, settings: Mapping[str, Any]) -> t
     ``total`` steps show it (hybrid after the blend, final at the end), so the bars end exactly at the final score."""
     parts = dict(score_parts(candidate.scores, settings))
     labels = [PART_LABELS["vector"], PART_LABELS["bm25"], "=hybrid", PART_LABELS["decay"],
-              PART_LABELS["importance"], PART_LABELS["feedback"], "=final"]
-    measures = ["absolute", "relative", "total", "relative", "relative", "relative", "total"]
-    values = [parts["vector"], parts["bm25"], 0.0, parts["decay"], parts["importance"], parts["feedback"], 0.0]
+              PART_LABELS["importance"], PART_LABELS["feedback"], PART_LABELS["hop"], "=final"]
+    measures = ["absolute", "relative", "total", "relative", "relative", "relative", "relative", "total"]
+    values = [parts["vector"], parts["bm25"], 0.0, parts["decay"], parts["importance"], parts["feedback"],
+              parts["hop"], 0.0]
     return labels, measures, values
 
 

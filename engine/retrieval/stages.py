@@ -55,8 +55,8 @@ def _order(items: Sequence[Scored], key: str) -> list[Scored]:
 
 def score_hop(inputs: Sequence[CandidateInput], query: str, relevance_text: str, settings: Any, now: datetime,
               hop: int = 1) -> list[Scored]:
-    """Hybrid score, relevance filter, temporal and importance, feedback. Returns kept candidates first,
-    ordered by final score, then the dropped ones (ordered by hybrid score)."""
+    """Hybrid score, relevance filter, temporal and importance, feedback, later-hop discount. Returns kept
+    candidates first, ordered by final score, then the dropped ones (ordered by hybrid score)."""
     items = [Scored(inp, hop, {"vector_similarity": inp.vector_similarity, "fts_score": inp.fts_score,
                                "llm_relevance": inp.llm_relevance}, {}, {}) for inp in inputs]
     if not items:
@@ -94,13 +94,17 @@ def score_hop(inputs: Sequence[CandidateInput], query: str, relevance_text: str,
                         temporal=s.scores["hybrid"] * decay * factor)
     kept = _order(kept, "temporal")
     _rank(kept, "temporal")
-    # 4. Feedback.
+    # 4. Feedback, and the later-hop discount: a reasoner-proposed query is a guess, so its candidates must
+    # outscore the question's own by that margin to displace them in the max-merge (one factor per hop, so the
+    # order inside the hop is unchanged).
     wf = float(_get(settings, "feedback_weight"))
     cap = int(_get(settings, "feedback_cap"))
+    hop_factor = float(_get(settings, "hop_weight")) ** (hop - 1)
     for s in items:
         net = s.inp.feedback_net
         factor = 1.0 + wf * max(-cap, min(cap, net)) / cap if (wf > 0 and net) else 1.0
-        s.scores.update(feedback_net=net, feedback_factor=factor, final=s.scores["temporal"] * factor)
+        s.scores.update(feedback_net=net, feedback_factor=factor, hop_factor=hop_factor,
+                        final=s.scores["temporal"] * factor * hop_factor)
     kept = _order(kept, "final")
     _rank(kept, "feedback")
     dropped = [s for s in items if not s.kept]

@@ -13,8 +13,8 @@ from typing import Any
 from ..records import to_plain
 
 SCORE_KEYS = ("vector_similarity", "fts_score", "bm25_raw", "bm25_norm", "hybrid", "age_days", "decay",
-              "importance", "importance_factor", "temporal", "feedback_net", "feedback_factor", "final",
-              "mmr_relevance", "mmr_max_similarity", "mmr_value", "llm_relevance")
+              "importance", "importance_factor", "temporal", "feedback_net", "feedback_factor", "hop_factor",
+              "final", "mmr_relevance", "mmr_max_similarity", "mmr_value", "llm_relevance")
 
 
 @dataclass(frozen=True)

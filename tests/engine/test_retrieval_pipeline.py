@@ -256,7 +256,8 @@ def test_hostile_user_and_session_ids_are_refused(world, bad):
 
 def test_strategies_say_which_offline_strategy_ran(world, base):
     one = base
-    assert one.strategies == {"query_generation": "question", "reasoner": "none (1 hop)", "relevance": "heuristic"}
+    assert one.strategies == {"query_generation": "question", "reasoner": "none (1 hop)", "relevance": "heuristic",
+                              "vector_search": "semantic: exact, episodic: exact, procedural: exact"}
     two = run(world, hops=2)
     assert two.strategies["reasoner"] == "offline:bridge_entities"
     assert two.settings["hops"] == 2

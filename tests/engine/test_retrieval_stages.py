@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from engine import Settings
+from engine.errors import InvalidInput
 from engine.retrieval.stages import (
     Scored,
     assemble,
@@ -362,6 +363,40 @@ def test_merge_keeps_the_earlier_copy_when_it_scored_higher_and_keys_by_text_wit
     ranked = merge([h1, h2])
     assert ranked == [h1[0]]
     assert h2[0].reason == "merged"
+
+
+def test_hop_weight_discounts_later_hops_final_scores_by_its_power_and_keeps_their_order():
+    inputs = [inp("a", vec=0.5), inp("b", vec=0.4)]
+    settings = cfg(hybrid_enabled=False, relevance_filter="off", hop_weight=0.8)
+    for hop, factor in ((1, 1.0), (2, 0.8), (3, 0.64)):  # 0.8 ** (hop - 1)
+        scored = score_hop(inputs, "zzzz", "zzzz", settings, NOW, hop)
+        assert [s.inp.id for s in scored] == ["a", "b"]
+        assert [s.scores["hop_factor"] for s in scored] == pytest.approx([factor, factor])
+        # final = hybrid 0.5 / 0.4 * decay 1 * importance 1 * feedback 1 * hop factor
+        assert [s.final for s in scored] == pytest.approx([0.5 * factor, 0.4 * factor])
+    # the parity default leaves every hop's scores as they were
+    assert [s.final for s in score_hop(inputs, "zzzz", "zzzz", cfg(hybrid_enabled=False,
+                                                                   relevance_filter="off"), NOW, 2)] == [0.5, 0.4]
+
+
+def test_hop_weight_keeps_the_questions_results_ahead_unless_a_later_hop_beats_them_by_the_margin():
+    h1 = score_hop([inp("X", vec=0.5), inp("Y", vec=0.45)], "zzzz", "zzzz",
+                   cfg(hybrid_enabled=False, relevance_filter="off", hop_weight=0.8), NOW, 1)
+    h2 = score_hop([inp("X", vec=0.6), inp("W", vec=0.55), inp("V", vec=0.7)], "zzzz", "zzzz",
+                   cfg(hybrid_enabled=False, relevance_filter="off", hop_weight=0.8), NOW, 2)
+    # hop 2 after the 0.8 discount: V 0.56, X 0.48, W 0.44. X keeps its hop-1 copy (0.5 > 0.48); W falls behind
+    # Y (0.44 < 0.45); V beats the margin (0.7 * 0.8 = 0.56 > 0.5) and comes first.
+    ranked = merge([h1, h2])
+    assert [(s.inp.id, s.hop) for s in ranked] == [("V", 2), ("X", 1), ("Y", 1), ("W", 2)]
+    assert [s.final for s in ranked] == pytest.approx([0.56, 0.5, 0.45, 0.44])
+    assert by_id(h2)["X"].reason == "merged"
+
+
+def test_hop_weight_is_validated():
+    for bad in (-0.1, 1.5):
+        with pytest.raises(InvalidInput):
+            cfg(hop_weight=bad)
+    assert DEFAULTS.hop_weight == 1.0
 
 
 # --- assembly -----------------------------------------------------------------------------------------------------

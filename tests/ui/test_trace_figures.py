@@ -86,9 +86,18 @@ def test_score_parts_split_the_hybrid_and_show_each_factor_as_its_change():
     # sim 0.8, bm25_norm 0.5, w 0.3: vector 0.56, bm25 0.15, hybrid 0.71; decay 0.5 -> 0.355 (change -0.355);
     # importance 0.8 -> 0.284 (-0.071); feedback 1.2 -> 0.3408 (+0.0568).
     parts = dict(score_parts(scores(0.8, 0.5, decay=0.5, importance_factor=0.8, feedback=1.2), SETTINGS))
-    expected = {"vector": 0.56, "bm25": 0.15, "decay": -0.355, "importance": -0.071, "feedback": 0.0568}
+    expected = {"vector": 0.56, "bm25": 0.15, "decay": -0.355, "importance": -0.071, "feedback": 0.0568, "hop": 0.0}
     assert parts == pytest.approx(expected)
     assert sum(parts.values()) == pytest.approx(0.3408)
+
+
+def test_a_later_hops_discount_is_its_own_part_after_feedback():
+    # as above, then hop 2 with hop_weight 0.8: 0.3408 * 0.8 = 0.27264, a change of -0.06816
+    sc = scores(0.8, 0.5, decay=0.5, importance_factor=0.8, feedback=1.2)
+    sc.update(hop_factor=0.8, final=sc["final"] * 0.8)
+    parts = dict(score_parts(sc, SETTINGS))
+    assert parts["feedback"] == pytest.approx(0.0568) and parts["hop"] == pytest.approx(-0.06816)
+    assert sum(parts.values()) == pytest.approx(0.27264)
 
 
 def test_without_hybrid_the_whole_hybrid_score_is_the_vector_part():
