@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import zlib
 from datetime import datetime
 from typing import Any
 
@@ -43,11 +44,12 @@ class TraceStore:
         self.b = b
 
     def save(self, trace: RetrievalTrace, conn=None) -> None:
-        body = trace_json(trace)
+        body = zlib.compress(trace_json(trace).encode("utf-8"), 1)
         args = [trace.trace_id, trace.user_id, trace.session_id, trace.question, len(trace.hops), trace.stop_reason,
                 trace.settings.get("embedder"), trace.strategies.get("reasoner"),
                 trace.timings_ms.get("pipeline"), json.dumps(list(trace.context_ids)), body, trace.created_at]
-        sql = "INSERT INTO traces VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+        sql = ("INSERT INTO traces (id, user_id, session_id, question, hops, stop_reason, embedder, strategy, total_ms, "
+               "context_ids, body_zlib, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)")
         if conn is not None:
             conn.execute(sql, args)
         else:
@@ -56,7 +58,7 @@ class TraceStore:
 
     def get(self, trace_id: str, user_id: str | None = None) -> RetrievalTrace:
         check_id(trace_id, "trace id")
-        sql, params = "SELECT body FROM traces WHERE id=?", [trace_id]
+        sql, params = "SELECT body, body_zlib FROM traces WHERE id=?", [trace_id]
         if user_id is not None:
             sql += " AND user_id=?"
             params.append(check_id(user_id, "user id"))
@@ -64,7 +66,8 @@ class TraceStore:
             row = conn.execute(sql, params).fetchone()
         if row is None:
             raise NotFound(f"no trace {trace_id!r}")
-        return trace_from_dict(json.loads(row[0]))
+        text = zlib.decompress(row[1]).decode("utf-8") if row[1] is not None else row[0]
+        return trace_from_dict(json.loads(text))
 
     def list(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> Page:
         """Trace summaries (no bodies) newest first, paginated in the database."""

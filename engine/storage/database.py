@@ -187,6 +187,9 @@ class Database:
                 conn.execute(sql)
                 conn.execute("INSERT INTO schema_migrations(name) VALUES (?)", [name])
                 applied_now.append(name)
+        if applied_now:  # an ALTER left in the WAL made every later insert into that table slow until a checkpoint
+            with self.hold() as conn:
+                conn.execute("CHECKPOINT")
         return applied_now
 
     def migrations(self) -> list[tuple[str, object]]:

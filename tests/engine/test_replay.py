@@ -320,3 +320,20 @@ def test_a_stored_trace_body_is_exactly_the_traces_plain_json(world):
 
     for trace in world[4].values():
         assert json.loads(trace_json(trace)) == json.loads(json.dumps(trace.to_dict(), ensure_ascii=False))
+
+
+def test_traces_are_stored_compressed_and_traces_stored_as_plain_json_still_open(world):
+    import json
+
+    engine, _, _, _, traces = world
+    original = traces["one_hop"]
+    with engine._b.db.hold() as conn:  # noqa: SLF001 - the stored form is what this test is about
+        body, packed = conn.execute("SELECT body, body_zlib FROM traces WHERE id=?", [original.trace_id]).fetchone()
+        assert body is None and len(packed) < len(json.dumps(original.to_dict())) / 2
+        # a trace written before migration 0002 kept its JSON text in `body`
+        conn.execute("INSERT INTO traces (id, user_id, question, hops, body, created_at) VALUES (?,?,?,?,?,?)",
+                     ["tr_old_format", original.user_id, original.question, 1,
+                      json.dumps({**original.to_dict(), "trace_id": "tr_old_format"}), original.created_at])
+    old = engine.get_trace("tr_old_format")
+    assert old.trace_id == "tr_old_format" and old.ranking == original.ranking
+    engine.delete_trace("tr_old_format")
