@@ -156,6 +156,9 @@ def whatif_controls(trace: RetrievalTrace) -> dict[str, Any]:
         values["assembly_mode"] = st.radio("assembly_mode", modes, index=modes.index(s["assembly_mode"]),
                                            horizontal=True, help=specs["assembly_mode"]["help"],
                                            key="trace_wi_assembly_mode")
+        if len(trace.hops) > 1:  # the later-hop discount only matters when there is a later hop
+            values["hop_weight"] = st.slider("hop_weight", 0.0, 1.0, float(s["hop_weight"]), 0.05,
+                                             help=specs["hop_weight"]["help"], key="trace_wi_hop_weight")
     return values
 
 

@@ -114,6 +114,25 @@ def test_whatif_with_a_small_budget_shows_what_leaves_the_context(demo_app: Memo
     assert any(v.startswith("Entered: —\nLeft: " + ", ".join(left)) for v in values(at, "text"))
 
 
+def test_whatif_hop_weight_is_offered_for_a_two_hop_trace_and_replays_with_it(demo_app: MemoryEngine):
+    q = TWO_HOP[2]
+    at = ask(open_page(PAGE, user=q["user_id"]), q["question"], hops=2)
+    trace_id = at.session_state["trace_current_id"]
+    at.slider(key="trace_wi_hop_weight").set_value(0.5)
+    button(at, "Replay with these settings").click().run()
+    no_errors(at)
+    expected = demo_app.replay(trace_id, {"hop_weight": 0.5})
+    moved = sum(1 for r in expected.ranking if r["rank_change"])
+    assert moved > 0  # halving the bridge hop's scores reorders the merged ranking
+    assert metric(at, "Rank changes") == str(moved)
+    assert any("hop_weight" in v for v in values(at, "text"))
+
+
+def test_whatif_has_no_hop_weight_for_a_one_hop_trace(demo_app: MemoryEngine):
+    at = ask(open_page(PAGE, user=TWO_HOP[2]["user_id"]), TWO_HOP[2]["question"], hops=1)
+    assert not [s for s in at.slider if s.key == "trace_wi_hop_weight"]
+
+
 def test_why_not_explains_a_searched_memory_as_the_trace_records_it(demo_app: MemoryEngine):
     q = TWO_HOP[3]
     at = ask(open_page(PAGE, user=q["user_id"]), q["question"], hops=1)
