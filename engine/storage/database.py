@@ -57,6 +57,7 @@ class Database:
         self._depth = 0
         self._idle_since = 0.0
         self._reaper: threading.Thread | None = None
+        self._broken = False
         _OPEN_DATABASES.add(self)
 
     # -- connections ------------------------------------------------------------------------------------------------
@@ -141,12 +142,20 @@ class Database:
             self._depth += 1
             try:
                 yield self._conn
+            except (duckdb.FatalException, duckdb.InternalException):
+                # the connection is unusable after these; drop it (once the outermost block ends) and reopen next time
+                self._broken = True
+                raise
             finally:
                 self._depth -= 1
                 if self._depth == 0:
                     self._idle_since = time.monotonic()
-                    if self.linger_s <= 0:
-                        self._close_now()
+                    if self.linger_s <= 0 or self._broken:
+                        self._broken = False
+                        try:
+                            self._close_now()
+                        except duckdb.Error:
+                            self._conn = None
 
     def close(self) -> None:
         """Let go of the file now (checkpointing it); the next operation reopens it."""
