@@ -17,14 +17,20 @@ from .trace import CandidateInput
 
 _POOL = ThreadPoolExecutor(max_workers=6, thread_name_prefix="memlens-search")
 
-_META_SQL = {
-    "semantic": "SELECT id, created_at, importance, evergreen, 0, 0 FROM items "
-                "WHERE user_id=? AND archived_at IS NULL AND id IN (SELECT unnest(?))",
-    "episodic": "SELECT id, created_at, importance, FALSE, 0, 0 FROM episodes "
-                "WHERE user_id=? AND archived_at IS NULL AND id IN (SELECT unnest(?))",
-    "procedural": "SELECT id, created_at, NULL, FALSE, success_count, failure_count FROM skills "
-                  "WHERE user_id=? AND archived_at IS NULL AND id IN (SELECT unnest(?))",
-}
+# One round trip per hop (each DuckDB query costs ~2 ms however small, so this is ~4 ms cheaper than one query
+# per source plus one for feedback): the candidates that are active in DuckDB, with their metadata and feedback net.
+_LOOKUP_SQL = """
+WITH found AS (
+    SELECT id, created_at, importance, evergreen, 0 AS successes, 0 AS failures FROM items
+        WHERE user_id = $1 AND archived_at IS NULL AND id IN (SELECT unnest($2))
+    UNION ALL SELECT id, created_at, importance, FALSE, 0, 0 FROM episodes
+        WHERE user_id = $1 AND archived_at IS NULL AND id IN (SELECT unnest($3))
+    UNION ALL SELECT id, created_at, NULL, FALSE, success_count, failure_count FROM skills
+        WHERE user_id = $1 AND archived_at IS NULL AND id IN (SELECT unnest($4)))
+SELECT found.*, coalesce((SELECT sum(delta) FROM feedback f WHERE f.user_id = $1 AND f.item_id = found.id), 0)
+FROM found
+"""
+_LOOKUP_KINDS = ("semantic", "episodic", "procedural")
 
 
 def search_sources(b: Backends, user_id: str, query: str, query_vector: np.ndarray, sources: Sequence[str],
@@ -53,24 +59,20 @@ def build_inputs(b: Backends, conn, user_id: str, query_vector: np.ndarray,
                 entry["fts"] = h.fts_score
     if not merged:
         return [], np.zeros((0, 0), dtype=np.float32)
-    meta: dict[str, tuple] = {}
-    for kind in hits:
-        ids = [i for i, e in merged.items() if e["kind"] == kind]
-        if ids:
-            for row in conn.execute(_META_SQL[kind], [user_id, ids]).fetchall():
-                meta[row[0]] = row
+    wanted = [[i for i, e in merged.items() if e["kind"] == kind] for kind in _LOOKUP_KINDS]
+    meta = {row[0]: row for row in conn.execute(_LOOKUP_SQL, [user_id, *wanted]).fetchall()}
     live = [i for i in merged if i in meta]
-    net = dict(conn.execute("SELECT item_id, sum(delta) FROM feedback WHERE user_id=? AND item_id IN "
-                            "(SELECT unnest(?)) GROUP BY item_id", [user_id, live]).fetchall()) if live else {}
-    vectors = np.stack([merged[i]["hit"].vector for i in live]) if live else np.zeros((0, 0), np.float32)
-    sims = vectors @ np.asarray(query_vector, dtype=np.float32) if live else np.zeros(0)
+    if not live:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    vectors = np.stack([merged[i]["hit"].vector for i in live])
+    sims = vectors @ np.asarray(query_vector, dtype=np.float32)
     inputs = []
     for n, i in enumerate(live):
         e, m = merged[i], meta[i]
         inputs.append(CandidateInput(
             id=i, kind=e["kind"], text=e["hit"].text, created_at=m[1].isoformat(),
             importance=None if m[2] is None else float(m[2]), evergreen=bool(m[3]), success_count=int(m[4]),
-            failure_count=int(m[5]), feedback_net=int(net.get(i, 0)),
+            failure_count=int(m[5]), feedback_net=int(m[6]),
             vector_similarity=round(float(sims[n]), 6), fts_score=None if e["fts"] is None else round(e["fts"], 6),
             found_by=e["found"]))
     return inputs, vectors
