@@ -15,7 +15,7 @@ from .clock import utcnow
 from .config import DEMO_DIR
 from .errors import StoreCorrupt
 from .ids import check_id
-from .records import StoreStats
+from .records import KINDS, StoreStats
 
 
 class StoreAdmin:
@@ -110,7 +110,7 @@ class StoreAdmin:
         for user_id, kind, n in per_user_rows:
             per_user.setdefault(user_id, {})[kind] = n
         warnings = []
-        indexed = sum(self._b.index.count(k) for k in ("semantic", "episodic", "procedural"))
+        indexed = sum(self._b.index.count(k) for k in KINDS)
         active = counts["items"] + counts["episodes"] + counts["skills"]
         others = {n: c for n, c in self._b.index.other_models().items() if c}
         if active and indexed < active:

@@ -31,6 +31,7 @@ from .memory.working import WorkingMemory
 from .providers.embedders import Embedder, LocalMiniLM, OpenAIEmbedder
 from .providers.llm import LLM, NoLLM, OpenAIChat
 from .records import (
+    KINDS,
     Category,
     Episode,
     FeedbackEvent,
@@ -327,7 +328,7 @@ class MemoryEngine(StoreAdmin):
         from .ids import check_text
 
         check_text(query, "query", self.settings.max_text_chars)
-        kinds = ("semantic", "episodic", "procedural") if kind == "all" else (check_kind(kind),)
+        kinds = KINDS if kind == "all" else (check_kind(kind),)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InvalidInput("limit must be an integer from 1 to 1000")
         if mode not in ("hybrid", "vector", "fts"):

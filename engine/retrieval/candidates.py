@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..memory.base import Backends
+from ..records import KINDS
 from ..storage.vectors import VectorHit
 from .trace import CandidateInput
 
@@ -30,7 +31,6 @@ WITH found AS (
 SELECT found.*, coalesce((SELECT sum(delta) FROM feedback f WHERE f.user_id = $1 AND f.item_id = found.id), 0)
 FROM found
 """
-_LOOKUP_KINDS = ("semantic", "episodic", "procedural")
 
 
 def search_sources(b: Backends, user_id: str, query: str, query_vector: np.ndarray, sources: Sequence[str],
@@ -59,7 +59,7 @@ def build_inputs(b: Backends, conn, user_id: str, query_vector: np.ndarray,
                 entry["fts"] = h.fts_score
     if not merged:
         return [], np.zeros((0, 0), dtype=np.float32)
-    wanted = [[i for i, e in merged.items() if e["kind"] == kind] for kind in _LOOKUP_KINDS]
+    wanted = [[i for i, e in merged.items() if e["kind"] == kind] for kind in KINDS]
     meta = {row[0]: row for row in conn.execute(_LOOKUP_SQL, [user_id, *wanted]).fetchall()}
     live = [i for i in merged if i in meta]
     if not live:

@@ -15,6 +15,7 @@ from ..ids import check_id, check_text, new_id
 from ..memory.base import Backends
 from ..providers.llm import LLM
 from ..providers.llm_output import parse_number_list
+from ..records import KINDS
 from .candidates import build_inputs, search_sources
 from .reasoners import DONE, CallableReasoner, LLMReasoner, OfflineBridgeReasoner, Proposal
 from .similarity import CandidateCosines, cosine_lookup
@@ -22,7 +23,7 @@ from .stages import Scored, assemble, merge, mmr, score_hop, similarity_function
 from .text import condense_offline
 from .trace import CandidateInput, CandidateTrace, HopTrace, RetrievalTrace
 
-SOURCES = ("semantic", "episodic", "procedural")
+SOURCES = KINDS
 JUDGE_PROMPT = (
     "Rate how relevant each memory is to the question, from 0 (unrelated) to 1 (directly answers it).\n"
     "Question: {question}\n\nMemories:\n{memories}\n\n"

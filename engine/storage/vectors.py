@@ -25,6 +25,8 @@ _WORD = re.compile(r"\w", re.UNICODE)
 # Rebuild indexes once this many rows are unindexed. Unindexed rows are still searched (brute force), so this
 # only trades a little query time against rebuild cost.
 REINDEX_AFTER_ROWS = 5000
+# The memory kinds with vector tables (engine.records.KINDS; storage imports nothing above it).
+KINDS = ("semantic", "episodic", "procedural")
 # An exact (brute-force) LanceDB vector search costs ~1 us per row (~110 ms at 100k rows); an HNSW-SQ graph answers in
 # ~10 ms with recall@20 ~0.99 (measured, bench/latency.py). Searches ask for a wider beam than LanceDB's 1.5 * k.
 ANN_MIN_EF = 64
@@ -98,7 +100,7 @@ class VectorIndex:
 
     def other_models(self) -> dict[str, int]:
         """Tables in this store made by other models, with their row counts (for a clear message)."""
-        mine = {table_name(k, self.model) for k in ("semantic", "episodic", "procedural")}
+        mine = {table_name(k, self.model) for k in KINDS}
         out: dict[str, int] = {}
         for name in self.table_names():
             if name not in mine:
@@ -149,7 +151,7 @@ class VectorIndex:
         tables indexed now. Slow (~40 s per 100k rows on 2 cores), so only explicit maintenance calls it; later
         optimize() runs fold new rows into the index."""
         built = []
-        for kind in ("semantic", "episodic", "procedural"):
+        for kind in KINDS:
             tb = self.table(kind, create=False)
             if tb is None or min_rows <= 0 or tb.count_rows() < min_rows or self.has_ann(kind, fresh=True):
                 continue
@@ -173,8 +175,7 @@ class VectorIndex:
 
     def optimize(self, tb=None) -> None:
         """Fold new rows into the indexes and compact. Another process may commit meanwhile: refresh and retry."""
-        tables = [tb] if tb is not None else [t for t in (self.table(k, create=False) for k in
-                                                          ("semantic", "episodic", "procedural")) if t is not None]
+        tables = [tb] if tb is not None else [t for t in (self.table(k, create=False) for k in KINDS) if t is not None]
         for t in tables:
             for attempt in range(3):
                 try:
