@@ -45,7 +45,11 @@ def test_asking_a_two_hop_question_shows_both_hops_queries(page, app_url: str, s
     pick_user(page, QUESTION["user_id"])
     ask(page, QUESTION["question"], hops=2)
     expect(page.get_by_role("heading", name="Hop 2", exact=True)).to_be_visible()
-    codes = [c.inner_text().strip() for c in page.locator("[data-testid='stCode'] code").all()]
+    code_blocks = page.locator("[data-testid='stCode'] code")
+    # Code blocks draw after the script run ends (their highlighter loads lazily): wait for them, never snapshot early.
+    expect(code_blocks.filter(has_text=QUESTION["question"]).first).to_be_visible(timeout=60_000)
+    expect(code_blocks.filter(has_text=QUESTION["bridge"]).first).to_be_visible(timeout=60_000)
+    codes = [c.inner_text().strip() for c in code_blocks.all()]
     assert QUESTION["question"] in codes  # hop 1 searches with the question itself
     hop2 = [c for c in codes if QUESTION["bridge"] in c and c != QUESTION["question"]]
     assert hop2, f"no hop-2 query naming the bridge {QUESTION['bridge']!r}: {codes[:3]}"
