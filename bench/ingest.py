@@ -81,7 +81,7 @@ def main() -> None:
     embedder = TimedEmbedder(local)
     embedder.embed(["warm up the model"] * 32)
     rows = [run(int(s), args.batch, embedder) for s in args.sizes.split(",")]
-    print(f"model: {local.name}, precision {args.precision} (bf16 for batches: {local.uses_bf16(args.batch)}), "
+    print(f"model: {local.name}, precision {args.precision} (bf16: {local.uses_bf16()}), "
           f"batches of {args.batch} through MemoryEngine.remember_many")
     print(table(["items", "items/s", "model alone items/s", "total s", "embedding s", "storage s",
                  "storage/embedding", "ANN index s", "store size", "peak RSS"], rows))

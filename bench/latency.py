@@ -76,6 +76,7 @@ def main() -> None:
     for q in queries[:5]:  # warm caches and the model
         engine.retrieve(USER, q, hops=2)
     floor, one, two, replay = [], [], [], []
+    stages: dict[int, dict[str, list[float]]] = {1: {}, 2: {}}
     index = engine._b.index  # the floor is one raw LanceDB search: below the engine's public API on purpose
     trace_ids = []
     for q in queries:
@@ -84,11 +85,14 @@ def main() -> None:
         index.vector_search("semantic", USER, vec, 20)
         floor.append(1000 * (time.perf_counter() - t))
         t = time.perf_counter()
-        engine.retrieve(USER, q, hops=1)
+        first = engine.retrieve(USER, q, hops=1)
         one.append(1000 * (time.perf_counter() - t))
         t = time.perf_counter()
-        trace_ids.append(engine.retrieve(USER, q, hops=2).trace_id)
+        second = engine.retrieve(USER, q, hops=2)
         two.append(1000 * (time.perf_counter() - t))
+        trace_ids.append(second.trace_id)
+        for hops, trace in ((1, first), (2, second)):
+            collect_stages(stages[hops], trace)
     for tid in trace_ids:
         trace = engine.get_trace(tid)
         t = time.perf_counter()
@@ -104,6 +108,28 @@ def main() -> None:
     print(f"store: {stats.items} items, {stats.episodes} episodes, {stats.skills} skills for one user; "
           f"{len(queries)} queries")
     print(table(["operation", "p50 ms", "p95 ms", "vs floor p50"], rows))
+    print()
+    print("where the time goes (median ms per retrieval, from the traces' timings):")
+    names = list(dict.fromkeys([*stages[2], *stages[1]]))
+    print(table(["stage", "1 hop", "2 hops"],
+                [[n, *(f"{statistics.median(stages[h][n]):.1f}" if n in stages[h] else "" for h in (1, 2))]
+                 for n in names]))
+    print(f"vector search: {first.strategies['vector_search']}")
+
+
+def collect_stages(into: dict[str, list[float]], trace) -> None:
+    """Per-stage times summed over hops (embed_query, search, candidates, scoring), plus the trace's own stages."""
+    per: dict[str, float] = {}
+    for hop in trace.hops:
+        for name, ms in hop.timings_ms.items():
+            per[name] = per.get(name, 0.0) + ms
+    for name, ms in trace.timings_ms.items():
+        if name.startswith("reasoner"):
+            per["reasoner"] = per.get("reasoner", 0.0) + ms
+        elif name in ("merge_and_assembly", "trace_write", "total"):
+            per[name] = ms
+    for name, ms in per.items():
+        into.setdefault(name, []).append(ms)
 
 
 if __name__ == "__main__":

@@ -79,7 +79,8 @@ class MemoryEngine(StoreAdmin):
         self.path.mkdir(parents=True, exist_ok=True)
         db = Database(self.path / DB_FILE, settings.lock_timeout_s, settings.db_linger_s)
         db.migrate()
-        index = VectorIndex(str(self.path / VECTOR_DIR), embedder.name, embedder.dim)
+        index = VectorIndex(str(self.path / VECTOR_DIR), embedder.name, embedder.dim,
+                            settings.resident_vector_max_rows)
         self.embedder = embedder
         self.llm = llm
         b = Backends(db, index, embedder, settings)
@@ -334,7 +335,7 @@ class MemoryEngine(StoreAdmin):
         if mode not in ("hybrid", "vector", "fts"):
             raise InvalidInput("search mode must be hybrid, vector or fts")
         qvec = self.embedder.embed([query])[0]
-        hits = search_sources(self._b, user_id, query, qvec, kinds, max(limit, 20))
+        hits, _ = search_sources(self._b, user_id, query, qvec, kinds, max(limit, 20))
         if mode != "hybrid":
             hits = {k: (v, []) if mode == "vector" else ([], f) for k, (v, f) in hits.items()}
         with self._b.db.read() as conn:

@@ -49,8 +49,8 @@ class Settings:
     openai_base_url: str = _s("", "Base URL of an OpenAI-compatible server. Env OPENAI_BASE_URL.")
     chat_model: str = _s("gpt-4o-mini", "Chat model for LLM features. Env MEMLENS_CHAT_MODEL.")
     embed_precision: str = _s("auto", "Local model arithmetic: fp32, bf16 (about 2x faster on CPUs with AMX; vectors "
-                              "agree with fp32 to cosine > 0.9999), or auto (bf16 for batches on CPUs with native "
-                              "bf16). Env MEMLENS_EMBED_PRECISION.", choices=("auto", "fp32", "bf16"))
+                              "agree with fp32 to cosine > 0.9999; queries use a bf16 copy of the weights), or auto (bf16 "
+                              "on CPUs with native bf16). Env MEMLENS_EMBED_PRECISION.", choices=("auto", "fp32", "bf16"))
     embedding_model: str = _s("text-embedding-3-small", "OpenAI embedding model. Env MEMLENS_EMBEDDING_MODEL.")
     llm_timeout_s: float = _s(60.0, "LLM request timeout in seconds. Env MEMLENS_LLM_TIMEOUT.", lo=0.1)
     llm_retries: int = _s(2, "LLM retries on 429/5xx/connection errors. Env MEMLENS_LLM_RETRIES.", lo=0, hi=10)
@@ -61,6 +61,10 @@ class Settings:
     vector_index_min_rows: int = _s(10_000, "optimize() gives vector tables with at least this many rows an "
                                     "approximate HNSW-SQ index (~10 ms instead of ~110 ms per search at 100k rows, "
                                     "recall@20 ~0.99); 0: always search exactly.", lo=0)
+    resident_vector_max_rows: int = _s(20_000, "Vector tables with at most this many rows (episodes and skills, "
+                                       "usually) are searched exactly in memory, ~5 ms less per search than a "
+                                       "LanceDB query; a copy is re-read after the table changes. 0: always ask "
+                                       "LanceDB.", lo=0)
     db_linger_s: float = _s(1.0, "Keep the DuckDB file open this long after the last operation (0: close after "
                             "each); another memlens process that is waiting gets it within ~20 ms anyway.",
                             lo=0, hi=60)

@@ -89,8 +89,7 @@ class Retriever:
         reasoner_obj = self._reasoner(settings, reasoner, user_id) if settings.hops > 1 else None
         strategies["reasoner"] = reasoner_obj.name if reasoner_obj else "none (1 hop)"
         strategies["relevance"] = settings.relevance_filter
-        strategies["vector_search"] = ", ".join(
-            f"{kind}: {'approximate (HNSW-SQ)' if self.b.index.has_ann(kind) else 'exact'}" for kind in sources)
+        strategies["vector_search"] = "none (no search ran)"
 
         hop_scored: list[list[Scored]] = []
         hop_meta: list[dict] = []
@@ -115,8 +114,10 @@ class Retriever:
                 qvec = self.b.embedder.embed([query])[0]
                 hop_t["embed_query"] = _ms(t)
                 t = time.perf_counter()
-                hits = search_sources(self.b, user_id, query, qvec, sources, settings.top_k)
+                hits, modes = search_sources(self.b, user_id, query, qvec, sources, settings.top_k)
                 hop_t["search"] = _ms(t)
+                if hop == 1:
+                    strategies["vector_search"] = ", ".join(f"{kind}: {modes[kind]}" for kind in sources)
                 t = time.perf_counter()
                 inputs, vectors = build_inputs(self.b, conn, user_id, qvec, hits)
                 pairs = cosines.add_hop([i.id for i in inputs], vectors) if inputs else {}

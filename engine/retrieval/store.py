@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import zlib
-from datetime import datetime
 from typing import Any
+
+import orjson
+import zstandard
 
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id
@@ -26,17 +28,34 @@ def trace_from_dict(data: dict[str, Any]) -> RetrievalTrace:
 
 
 def _json_default(value: Any) -> Any:
-    # json's C encoder walks the dicts and lists; only records reach here, as their (unchanged) field dicts. Same
-    # output as json.dumps(to_plain(trace)) in a third of the time (a 2-hop trace has ~200 candidates).
+    # orjson serialises dataclasses, dicts, lists and datetimes itself; anything else reaching here is a bug.
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return vars(value)
-    if isinstance(value, datetime):
-        return value.isoformat()
     raise TypeError(f"cannot store {type(value).__name__} in a trace")
 
 
+def trace_json_bytes(trace: RetrievalTrace) -> bytes:
+    """The stored form of a trace: UTF-8 JSON. orjson writes a 2-hop trace (~200 candidates, ~300 kB) in ~0.6 ms,
+    the json module in ~6 ms (measured, bench/latency.py store); the JSON is the same up to whitespace."""
+    return orjson.dumps(trace, default=_json_default, option=orjson.OPT_NON_STR_KEYS)
+
+
 def trace_json(trace: RetrievalTrace) -> str:
-    return json.dumps(trace, default=_json_default, ensure_ascii=False)
+    return trace_json_bytes(trace).decode("utf-8")
+
+
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def pack_body(data: bytes) -> bytes:
+    return zstandard.ZstdCompressor(level=1).compress(data)
+
+
+def unpack_body(packed: bytes) -> bytes:
+    """A zstd frame, or a zlib stream written before migration 0003."""
+    if packed[:4] == _ZSTD_MAGIC:
+        return zstandard.ZstdDecompressor().decompress(packed)
+    return zlib.decompress(packed)
 
 
 class TraceStore:
@@ -44,12 +63,12 @@ class TraceStore:
         self.b = b
 
     def save(self, trace: RetrievalTrace, conn=None) -> None:
-        body = zlib.compress(trace_json(trace).encode("utf-8"), 1)
+        body = pack_body(trace_json_bytes(trace))
         args = [trace.trace_id, trace.user_id, trace.session_id, trace.question, len(trace.hops), trace.stop_reason,
                 trace.settings.get("embedder"), trace.strategies.get("reasoner"),
                 trace.timings_ms.get("pipeline"), json.dumps(list(trace.context_ids)), body, trace.created_at]
         sql = ("INSERT INTO traces (id, user_id, session_id, question, hops, stop_reason, embedder, strategy, total_ms, "
-               "context_ids, body_zlib, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)")
+               "context_ids, body_packed, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)")
         if conn is not None:
             conn.execute(sql, args)
         else:
@@ -58,7 +77,7 @@ class TraceStore:
 
     def get(self, trace_id: str, user_id: str | None = None) -> RetrievalTrace:
         check_id(trace_id, "trace id")
-        sql, params = "SELECT body, body_zlib FROM traces WHERE id=?", [trace_id]
+        sql, params = "SELECT body, body_packed FROM traces WHERE id=?", [trace_id]
         if user_id is not None:
             sql += " AND user_id=?"
             params.append(check_id(user_id, "user id"))
@@ -66,8 +85,12 @@ class TraceStore:
             row = conn.execute(sql, params).fetchone()
         if row is None:
             raise NotFound(f"no trace {trace_id!r}")
-        text = zlib.decompress(row[1]).decode("utf-8") if row[1] is not None else row[0]
-        return trace_from_dict(json.loads(text))
+        body = unpack_body(row[1]) if row[1] is not None else row[0]
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError:  # written by the json module before orjson: it may hold NaN or Infinity
+            data = json.loads(body)
+        return trace_from_dict(data)
 
     def list(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> Page:
         """Trace summaries (no bodies) newest first, paginated in the database."""

@@ -66,4 +66,10 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ALTER TABLE traces ADD COLUMN body_zlib BLOB;
     ALTER TABLE traces ALTER COLUMN body DROP NOT NULL;
     """),
+    # zstd level 1 packs a 2-hop trace (~300 kB) in ~0.7 ms where zlib level 1 took ~4 ms, and 15% smaller. The column
+    # holds a zstd frame from now on, or a zlib stream for rows written between 0002 and 0003 (told apart by zstd's
+    # magic number, which a zlib header never starts with).
+    ("0003_trace_body_packed", """
+    ALTER TABLE traces RENAME COLUMN body_zlib TO body_packed;
+    """),
 )

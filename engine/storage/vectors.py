@@ -20,6 +20,7 @@ from lancedb.index import FTS, BTree, HnswSq
 
 from ..errors import InvalidInput, ModelMismatch
 from ..ids import lance_literal
+from .resident import ResidentVectors
 
 _WORD = re.compile(r"\w", re.UNICODE)
 # Rebuild indexes once this many rows are unindexed. Unindexed rows are still searched (brute force), so this
@@ -31,6 +32,9 @@ KINDS = ("semantic", "episodic", "procedural")
 # ~10 ms with recall@20 ~0.99 (measured, bench/latency.py). Searches ask for a wider beam than LanceDB's 1.5 * k.
 ANN_MIN_EF = 64
 _INDEX_CACHE_S = 10.0
+# A user_id prefilter costs ~5 ms per search at 100k rows (bench/latency.py) and nothing measurable at 10k. Tables this
+# big are checked once per version for a single owner; a search of that owner's rows then skips the filter.
+SOLE_OWNER_MIN_ROWS = 20_000
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,7 @@ def check_vectors(vectors: np.ndarray, dim: int, count: int) -> np.ndarray:
 
 
 class VectorIndex:
-    def __init__(self, uri: str, model: str, dim: int) -> None:
+    def __init__(self, uri: str, model: str, dim: int, resident_max_rows: int = 0) -> None:
         self.uri = uri
         self.model = model
         self.dim = dim
@@ -65,6 +69,8 @@ class VectorIndex:
         self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
         self._tables: dict[str, lancedb.table.Table] = {}
         self._ann: dict[str, tuple[float, bool]] = {}  # table name -> (checked at, has a vector index)
+        self._owner: dict[str, tuple[int, str | None]] = {}  # table name -> (version, its only user or None)
+        self.resident = ResidentVectors(resident_max_rows)
 
     # -- tables -----------------------------------------------------------------------------------------------------
     def _schema(self, kind: str) -> pa.Schema:
@@ -196,28 +202,58 @@ class VectorIndex:
 
     def vector_search(self, kind: str, user_id: str, query_vector: np.ndarray, k: int,
                       exact: bool = False) -> list[VectorHit]:
-        """The user's k nearest rows by cosine. With a vector index the search is approximate (HNSW-SQ) unless
-        ``exact``; when it finds fewer than k rows (a user with few rows among many: the graph walk rarely meets
-        them) it is repeated exactly, which the user_id index makes cheap for exactly such users."""
+        return self.search_vectors(kind, user_id, query_vector, k, exact)[0]
+
+    def search_vectors(self, kind: str, user_id: str, query_vector: np.ndarray, k: int,
+                       exact: bool = False) -> tuple[list[VectorHit], str]:
+        """The user's k nearest rows by cosine, and how they were found: ``in memory (exact)`` for small tables
+        (see resident.py), ``approximate (HNSW-SQ)`` with a vector index unless ``exact``, else ``exact``. When the
+        graph walk finds fewer than k rows (a user with few rows among many rarely meets them) the search is
+        repeated exactly, which the user_id index makes cheap for exactly such users."""
         # A NaN or wrong-sized query would otherwise give NaN scores (and NaN in stored traces) or a raw error.
         query_vector = check_vectors(np.asarray(query_vector).reshape(1, -1), self.dim, 1)[0]
         tb = self.table(kind, create=False)
         if tb is None:
-            return []
+            return [], "exact"
+        version = tb.version  # one read per search (~0.3 ms: it checks for other processes' commits)
+        held = self.resident.search(tb, version, user_id, query_vector, k)
+        if held is not None:
+            return [VectorHit(i, t, held.vectors[n], float(held.similarities[n]), None)
+                    for n, (i, t) in enumerate(zip(held.ids, held.texts))], "in memory (exact)"
         ann = not exact and self.has_ann(kind)
-        rows = self._vector_query(tb, user_id, query_vector, k, ann)
-        if ann and rows.num_rows < k:
-            rows = self._vector_query(tb, user_id, query_vector, k, False)
+        where = self._user_filter(tb, version, user_id)
+        rows = self._vector_query(tb, where, query_vector, k, ann)
+        if ann and _owned(rows, user_id).num_rows < k:
+            rows, ann = self._vector_query(tb, where, query_vector, k, False), False
+        rows = _owned(rows, user_id)
         dist = rows.column("_distance").to_numpy()
         vecs = _vectors(rows)
-        return [VectorHit(i, t, vecs[n], float(1.0 - dist[n]), None)
+        hits = [VectorHit(i, t, vecs[n], float(1.0 - dist[n]), None)
                 for n, (i, t) in enumerate(zip(rows.column("id").to_pylist(), rows.column("text").to_pylist()))]
+        return hits, "approximate (HNSW-SQ)" if ann else "exact"
+
+    def _user_filter(self, tb, version: int, user_id: str) -> str | None:
+        """The prefilter that keeps a search to the user's rows, or None when the table holds only that user's rows.
+        Rows are checked against the user again after the search (_owned), so a write by another process between
+        the check and the search can cost candidates but never leak another user's rows."""
+        known = self._owner.get(tb.name)
+        if known is None or known[0] != version:
+            owner = None
+            total = tb.count_rows()
+            if total >= SOLE_OWNER_MIN_ROWS:
+                first = tb.search().select(["user_id"]).limit(1).to_arrow().column("user_id").to_pylist()
+                if first and tb.count_rows(f"user_id = {lance_literal(first[0])}") == total:
+                    owner = first[0]
+            known = (version, owner)
+            self._owner[tb.name] = known
+        return None if known[1] == user_id else f"user_id = {lance_literal(user_id)}"
 
     @staticmethod
-    def _vector_query(tb, user_id: str, query_vector: np.ndarray, k: int, ann: bool) -> pa.Table:
+    def _vector_query(tb, where: str | None, query_vector: np.ndarray, k: int, ann: bool) -> pa.Table:
         q = (tb.search(np.asarray(query_vector, dtype=np.float32), vector_column_name="vector")
-             .distance_type("cosine").where(f"user_id = {lance_literal(user_id)}", prefilter=True)
-             .select(["id", "text", "vector"]).limit(k))
+             .distance_type("cosine").select(["id", "user_id", "text", "vector"]).limit(k))
+        if where is not None:
+            q = q.where(where, prefilter=True)
         q = q.ef(max(ANN_MIN_EF, 2 * k)) if ann else q.bypass_vector_index()
         return q.to_arrow()
 
@@ -225,8 +261,9 @@ class VectorIndex:
         tb = self.table(kind, create=False)
         if tb is None or not _WORD.search(query or ""):
             return []
-        rows = (tb.search(query, query_type="fts").where(f"user_id = {lance_literal(user_id)}", prefilter=True)
-                .select(["id", "text", "vector"]).limit(k).to_arrow())
+        q = tb.search(query, query_type="fts").select(["id", "user_id", "text", "vector"]).limit(k)
+        where = self._user_filter(tb, tb.version, user_id)
+        rows = _owned((q.where(where, prefilter=True) if where is not None else q).to_arrow(), user_id)
         scores = rows.column("_score").to_numpy()
         vecs = _vectors(rows)
         return [VectorHit(i, t, vecs[n], None, float(scores[n]))
@@ -240,6 +277,13 @@ class VectorIndex:
                 .select(["id", "vector"]).limit(len(ids) + 10).to_arrow())
         vecs = _vectors(rows)
         return {i: vecs[n] for n, i in enumerate(rows.column("id").to_pylist())}
+
+
+def _owned(rows: pa.Table, user_id: str) -> pa.Table:
+    users = rows.column("user_id").to_pylist()
+    if all(u == user_id for u in users):
+        return rows
+    return rows.filter(pa.array([u == user_id for u in users], pa.bool_()))
 
 
 def _vectors(rows: pa.Table) -> np.ndarray:

@@ -324,12 +324,19 @@ def test_a_stored_trace_body_is_exactly_the_traces_plain_json(world):
 
 def test_traces_are_stored_compressed_and_traces_stored_as_plain_json_still_open(world):
     import json
+    import zlib
 
     engine, _, _, _, traces = world
     original = traces["one_hop"]
     with engine._b.db.hold() as conn:  # noqa: SLF001 - the stored form is what this test is about
-        body, packed = conn.execute("SELECT body, body_zlib FROM traces WHERE id=?", [original.trace_id]).fetchone()
+        body, packed = conn.execute("SELECT body, body_packed FROM traces WHERE id=?",
+                                    [original.trace_id]).fetchone()
         assert body is None and len(packed) < len(json.dumps(original.to_dict())) / 2
+        # a trace written between migrations 0002 and 0003 is a zlib stream
+        conn.execute("INSERT INTO traces (id, user_id, question, hops, body_packed, created_at) VALUES (?,?,?,?,?,?)",
+                     ["tr_zlib_format", original.user_id, original.question, 1,
+                      zlib.compress(json.dumps({**original.to_dict(), "trace_id": "tr_zlib_format"}).encode(), 1),
+                      original.created_at])
         # a trace written before migration 0002 kept its JSON text in `body`
         conn.execute("INSERT INTO traces (id, user_id, question, hops, body, created_at) VALUES (?,?,?,?,?,?)",
                      ["tr_old_format", original.user_id, original.question, 1,
@@ -337,3 +344,6 @@ def test_traces_are_stored_compressed_and_traces_stored_as_plain_json_still_open
     old = engine.get_trace("tr_old_format")
     assert old.trace_id == "tr_old_format" and old.ranking == original.ranking
     engine.delete_trace("tr_old_format")
+    zlibbed = engine.get_trace("tr_zlib_format")
+    assert zlibbed.trace_id == "tr_zlib_format" and zlibbed.ranking == original.ranking
+    engine.delete_trace("tr_zlib_format")

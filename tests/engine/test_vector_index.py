@@ -12,7 +12,8 @@ TOPICS = ["flights", "hotels", "trains", "invoices", "refunds", "tests", "deploy
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory, embedder) -> MemoryEngine:
     path = tmp_path_factory.mktemp("ann") / "store"
-    engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(path), vector_index_min_rows=300),
+    engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(path), vector_index_min_rows=300,
+                                                             resident_vector_max_rows=0),
                                embedder=embedder)
     engine.remember_many({"user_id": "big", "content": f"Note {n} about {TOPICS[n % 10]}: detail {n * 7 % 97}"}
                          for n in range(400))
