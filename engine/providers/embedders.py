@@ -126,11 +126,11 @@ class LocalMiniLM:
 
             with torch.autocast("cpu", dtype=torch.bfloat16):
                 vectors = _load_minilm().encode(texts, batch_size=self.batch_size, convert_to_tensor=True,
-                                       normalize_embeddings=True, show_progress_bar=False)
+                                                normalize_embeddings=True, show_progress_bar=False)
             vectors = vectors.float().numpy()
         else:
             vectors = _load_minilm().encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                   normalize_embeddings=True, show_progress_bar=False)
+                                            normalize_embeddings=True, show_progress_bar=False)
         return _finish(vectors, len(texts), LOCAL_DIM, self.name)
 
 

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 @dataclass(frozen=True)
 class ResidentRows:
-    """A user's nearest rows: positions into ``ids``/``texts``/``vectors`` and their cosine similarities."""
+    """A user's nearest rows, best first: their ids, texts, stored vectors and cosine similarities."""
 
     ids: list[str]
     texts: list[str]
@@ -56,7 +56,7 @@ class ResidentVectors:
             if copy is None:
                 return None
         start, end = copy.slices.get(user_id, (0, 0))
-        if end == start:
+        if end == start or k <= 0:
             return ResidentRows([], [], np.zeros((0, copy.vectors.shape[1]), np.float32), np.zeros(0, np.float32))
         q = np.asarray(query_vector, dtype=np.float32)
         sims = copy.unit[start:end] @ (q / (np.linalg.norm(q) or 1.0))

@@ -101,27 +101,26 @@ def test_whatif_with_the_original_settings_changes_no_rank(demo_app: MemoryEngin
     assert "Changed settings: none (the original settings)" in values(at, "text")
 
 
-def test_whatif_with_a_small_budget_shows_what_leaves_the_context(demo_app: MemoryEngine):
+def whatif(demo_app: MemoryEngine, setting: str, value):
+    """Ask the third two-hop demo question, move one what-if slider, replay; the page and the engine's own replay."""
     q = TWO_HOP[2]
     at = ask(open_page(PAGE, user=q["user_id"]), q["question"], hops=2)
     trace_id = at.session_state["trace_current_id"]
-    at.slider(key="trace_wi_budget_tokens").set_value(50)
+    at.slider(key=f"trace_wi_{setting}").set_value(value)
     button(at, "Replay with these settings").click().run()
     no_errors(at)
-    expected = demo_app.replay(trace_id, {"budget_tokens": 50})
+    return at, demo_app.replay(trace_id, {setting: value})
+
+
+def test_whatif_with_a_small_budget_shows_what_leaves_the_context(demo_app: MemoryEngine):
+    at, expected = whatif(demo_app, "budget_tokens", 50)
     left = [r["id"] for r in expected.ranking if r["context_change"] == "left"]
     assert left and metric(at, "Left the context") == str(len(left))
     assert any(v.startswith("Entered: —\nLeft: " + ", ".join(left)) for v in values(at, "text"))
 
 
 def test_whatif_hop_weight_is_offered_for_a_two_hop_trace_and_replays_with_it(demo_app: MemoryEngine):
-    q = TWO_HOP[2]
-    at = ask(open_page(PAGE, user=q["user_id"]), q["question"], hops=2)
-    trace_id = at.session_state["trace_current_id"]
-    at.slider(key="trace_wi_hop_weight").set_value(0.5)
-    button(at, "Replay with these settings").click().run()
-    no_errors(at)
-    expected = demo_app.replay(trace_id, {"hop_weight": 0.5})
+    at, expected = whatif(demo_app, "hop_weight", 0.5)
     moved = sum(1 for r in expected.ranking if r["rank_change"])
     assert moved > 0  # halving the bridge hop's scores reorders the merged ranking
     assert metric(at, "Rank changes") == str(moved)
