@@ -116,8 +116,11 @@ class Retriever:
                 t = time.perf_counter()
                 hits, modes = search_sources(self.b, user_id, query, qvec, sources, settings.top_k)
                 hop_t["search"] = _ms(t)
+                searched = ", ".join(f"{kind}: {modes[kind]}" for kind in sources)
                 if hop == 1:
-                    strategies["vector_search"] = ", ".join(f"{kind}: {modes[kind]}" for kind in sources)
+                    strategies["vector_search"] = searched
+                elif searched != strategies["vector_search"]:  # e.g. a small table became resident meanwhile
+                    strategies[f"vector_search_hop{hop}"] = searched
                 t = time.perf_counter()
                 inputs, vectors = build_inputs(self.b, conn, user_id, qvec, hits)
                 pairs = cosines.add_hop([i.id for i in inputs], vectors) if inputs else {}

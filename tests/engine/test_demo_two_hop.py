@@ -55,3 +55,17 @@ def test_one_hop_alone_does_not_bring_the_bridging_fact(demo, case):
     trace = demo.retrieve(case["user_id"], case["question"], save=False)
     assert case["fact_a"] in trace.context_ids
     assert case["fact_b"] not in trace.context_ids
+
+
+def test_the_trace_says_when_a_later_hop_searched_differently(demo_store_template, tmp_path, embedder):
+    """A fresh process meets each small table's version for the first time on hop 1 (LanceDB, exact) and for the
+    second time on hop 2, which loads it into memory: the trace must say so per hop, not only for hop 1."""
+    shutil.copytree(demo_store_template, tmp_path / "store")
+    engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(tmp_path / "store")), embedder=embedder)
+    case = QUESTIONS[0]
+    first = engine.retrieve(case["user_id"], case["question"], hops=2)
+    in_memory = "semantic: in memory (exact), episodic: in memory (exact), procedural: in memory (exact)"
+    assert first.strategies["vector_search"] == "semantic: exact, episodic: exact, procedural: exact"
+    assert first.strategies["vector_search_hop2"] == in_memory
+    again = engine.retrieve(case["user_id"], case["question"], hops=2)
+    assert again.strategies["vector_search"] == in_memory and "vector_search_hop2" not in again.strategies
