@@ -141,8 +141,10 @@ def score_parts(scores: Mapping[str, Any], settings: Mapping[str, Any]) -> list[
     decayed = hybrid * float(scores.get("decay") if scores.get("decay") is not None else 1.0)
     temporal = float(scores.get("temporal") if scores.get("temporal") is not None else decayed)
     final = float(scores.get("final") if scores.get("final") is not None else temporal)
-    hop_factor = float(scores.get("hop_factor") or 1.0)
-    after_feedback = final / hop_factor if hop_factor else temporal
+    # From the stored factor, not final / hop_factor: a hop_weight of 0 would otherwise book the hop's discount
+    # as feedback.
+    feedback = scores.get("feedback_factor")
+    after_feedback = temporal * float(feedback if feedback is not None else 1.0)
     return [("vector", vector_part), ("bm25", bm25_part), ("decay", decayed - hybrid),
             ("importance", temporal - decayed), ("feedback", after_feedback - temporal),
             ("hop", final - after_feedback)]

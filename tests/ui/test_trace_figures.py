@@ -100,6 +100,14 @@ def test_a_later_hops_discount_is_its_own_part_after_feedback():
     assert sum(parts.values()) == pytest.approx(0.27264)
 
 
+def test_a_zero_hop_weight_is_booked_as_the_hops_discount_not_as_feedback():
+    sc = scores(0.8, 0.5, decay=0.5, importance_factor=0.8, feedback=1.2)
+    sc.update(hop_factor=0.0, final=0.0)
+    parts = dict(score_parts(sc, SETTINGS))
+    assert parts["feedback"] == pytest.approx(0.0568) and parts["hop"] == pytest.approx(-0.3408)
+    assert sum(parts.values()) == pytest.approx(0.0)
+
+
 def test_without_hybrid_the_whole_hybrid_score_is_the_vector_part():
     sc = {**scores(0.6, 0.9), "hybrid": 0.6, "temporal": 0.6, "final": 0.6}
     parts = dict(score_parts(sc, {**SETTINGS, "hybrid_enabled": False}))
