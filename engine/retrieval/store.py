@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import zstandard
 
-from ..errors import InvalidInput, NotFound
+from ..errors import InvalidInput, NotFound, StoreCorrupt
 from ..ids import check_id
 from ..memory.base import Backends, page_args
 from ..records import Page
@@ -78,11 +78,15 @@ class TraceStore:
             row = conn.execute(sql, params).fetchone()
         if row is None:
             raise NotFound(f"no trace {trace_id!r}")
-        body = unpack_body(row[1]) if row[1] is not None else row[0]
         try:
-            data = orjson.loads(body)
-        except orjson.JSONDecodeError:  # written by the json module before orjson: it may hold NaN or Infinity
-            data = json.loads(body)
+            body = unpack_body(row[1]) if row[1] is not None else row[0]
+            try:
+                data = orjson.loads(body)
+            except orjson.JSONDecodeError:  # written by the json module before orjson: it may hold NaN or Infinity
+                data = json.loads(body)
+        except (zstandard.ZstdError, zlib.error, ValueError) as exc:  # JSONDecodeError is a ValueError
+            raise StoreCorrupt(f"trace {trace_id!r} is stored but unreadable ({type(exc).__name__}: "
+                               f"{str(exc)[:120]}); delete it with delete_trace") from None
         return trace_from_dict(data)
 
     def list(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> Page:
@@ -108,6 +112,12 @@ class TraceStore:
         return Page(tuple(out), total, int(limit), int(offset))
 
     def delete(self, trace_id: str, user_id: str | None = None) -> None:
-        self.get(trace_id, user_id)
+        # Checks existence without reading the body, so an unreadable trace can still be deleted.
+        check_id(trace_id, "trace id")
+        sql, params = "DELETE FROM traces WHERE id=?", [trace_id]
+        if user_id is not None:
+            sql += " AND user_id=?"
+            params.append(check_id(user_id, "user id"))
         with self.b.db.write() as conn:
-            conn.execute("DELETE FROM traces WHERE id=?", [trace_id])
+            if not conn.execute(sql + " RETURNING id", params).fetchall():
+                raise NotFound(f"no trace {trace_id!r}")

@@ -5,11 +5,12 @@ candidate reports its old and new rank and whether it entered or left the contex
 from __future__ import annotations
 
 import math
+import zlib
 from datetime import timedelta
 
 import pytest
 
-from engine import InvalidInput, MemoryEngine, RetrievalTrace, Settings
+from engine import InvalidInput, MemoryEngine, NotFound, RetrievalTrace, Settings
 from engine.clock import utcnow
 
 USER = "replay-user"
@@ -324,7 +325,6 @@ def test_a_stored_trace_body_is_exactly_the_traces_plain_json(world):
 
 def test_traces_are_stored_compressed_and_traces_stored_as_plain_json_still_open(world):
     import json
-    import zlib
 
     engine, _, _, _, traces = world
     original = traces["one_hop"]
@@ -347,3 +347,22 @@ def test_traces_are_stored_compressed_and_traces_stored_as_plain_json_still_open
     zlibbed = engine.get_trace("tr_zlib_format")
     assert zlibbed.trace_id == "tr_zlib_format" and zlibbed.ranking == original.ranking
     engine.delete_trace("tr_zlib_format")
+
+
+@pytest.mark.parametrize("packed", [b"\x28\xb5\x2f\xfdgarbage", b"not a zlib stream",
+                                    zlib.compress(b"{not json")], ids=["zstd", "zlib", "json"])
+def test_an_unreadable_stored_trace_is_a_clear_error_and_can_still_be_deleted(world, packed):
+    from engine import StoreCorrupt
+
+    engine, _, _, _, traces = world
+    original = traces["one_hop"]
+    with engine._b.db.hold() as conn:  # noqa: SLF001 - damage the stored form, as a broken disk or tool would
+        conn.execute("INSERT INTO traces (id, user_id, question, hops, body, body_packed, created_at) "
+                     "VALUES (?,?,?,?,?,?,?)",
+                     ["tr_broken", original.user_id, original.question, 1, None, packed, original.created_at])
+    with pytest.raises(StoreCorrupt, match="tr_broken"):
+        engine.get_trace("tr_broken")
+    engine.delete_trace("tr_broken")
+    with pytest.raises(NotFound):
+        engine.delete_trace("tr_broken")
+    assert engine.get_trace(original.trace_id).trace_id == original.trace_id  # the others are untouched
