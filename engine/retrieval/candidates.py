@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
@@ -16,10 +17,13 @@ from ..records import KINDS
 from ..storage.vectors import VectorHit
 from .trace import CandidateInput
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _POOL = ThreadPoolExecutor(max_workers=6, thread_name_prefix="memlens-search")
 
 # One round trip per hop (each DuckDB query costs ~2 ms however small, so this is ~4 ms cheaper than one query
 # per source plus one for feedback): the candidates that are active in DuckDB, with their metadata and feedback net.
+# created_at comes as microseconds since the epoch: turning ~200 TIMESTAMPTZ values into Python datetimes costs
+# ~1.5 ms (a time-zone lookup each), the integer arithmetic below a tenth of that.
 _LOOKUP_SQL = """
 WITH found AS (
     SELECT id, created_at, importance, evergreen, 0 AS successes, 0 AS failures FROM items
@@ -28,7 +32,8 @@ WITH found AS (
         WHERE user_id = $1 AND archived_at IS NULL AND id IN (SELECT unnest($3))
     UNION ALL SELECT id, created_at, NULL, FALSE, success_count, failure_count FROM skills
         WHERE user_id = $1 AND archived_at IS NULL AND id IN (SELECT unnest($4)))
-SELECT found.*, coalesce((SELECT sum(delta) FROM feedback f WHERE f.user_id = $1 AND f.item_id = found.id), 0)
+SELECT found.id, epoch_us(found.created_at), found.importance, found.evergreen, found.successes, found.failures,
+    coalesce((SELECT sum(delta) FROM feedback f WHERE f.user_id = $1 AND f.item_id = found.id), 0)
 FROM found
 """
 
@@ -73,7 +78,7 @@ def build_inputs(b: Backends, conn, user_id: str, query_vector: np.ndarray,
     for n, i in enumerate(live):
         e, m = merged[i], meta[i]
         inputs.append(CandidateInput(
-            id=i, kind=e["kind"], text=e["hit"].text, created_at=m[1].isoformat(),
+            id=i, kind=e["kind"], text=e["hit"].text, created_at=(_EPOCH + timedelta(microseconds=m[1])).isoformat(),
             importance=None if m[2] is None else float(m[2]), evergreen=bool(m[3]), success_count=int(m[4]),
             failure_count=int(m[5]), feedback_net=int(m[6]),
             vector_similarity=round(float(sims[n]), 6), fts_score=None if e["fts"] is None else round(e["fts"], 6),

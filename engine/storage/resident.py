@@ -35,6 +35,7 @@ class _Copy:
     vectors: np.ndarray  # rows grouped by user, so one user's rows are one contiguous slice (no copy per search)
     unit: np.ndarray  # vectors divided by their norms
     slices: dict[str, tuple[int, int]]
+    row_of: dict[str, int]
 
 
 class ResidentVectors:
@@ -66,6 +67,28 @@ class ResidentVectors:
         rows = top + start
         return ResidentRows([copy.ids[r] for r in rows], [copy.texts[r] for r in rows], copy.vectors[rows],
                             sims[top].astype(np.float32))
+
+    def owners(self, name: str, version: int) -> frozenset[str] | None:
+        """The users with rows in this version of the table, or None when no copy of that version is held (this
+        never loads one: vector searches decide that)."""
+        copy = self._held(name, version)
+        return None if copy is None else frozenset(copy.slices)
+
+    def rows(self, name: str, version: int, ids: list[str]) -> tuple[list[str], np.ndarray] | None:
+        """The texts and stored vectors of these rows from the copy of this table version; None when no such copy
+        is held or a row is not in it (a search that saw a newer version)."""
+        copy = self._held(name, version)
+        if copy is None:
+            return None
+        try:
+            at = [copy.row_of[i] for i in ids]
+        except KeyError:
+            return None
+        return [copy.texts[r] for r in at], copy.vectors[at]
+
+    def _held(self, name: str, version: int) -> _Copy | None:
+        copy = self._copies.get(name)
+        return copy if copy is not None and copy.version == version else None
 
     def _refresh(self, tb, version: int) -> _Copy | None:
         with self._lock:
@@ -107,5 +130,6 @@ def _load(data: pa.Table, version: int) -> _Copy:
         starts = np.concatenate(([0], bounds))
         ends = np.concatenate((bounds, [n]))
         slices = {users[s]: (int(s), int(e)) for s, e in zip(starts, ends)}
-    return _Copy(version, [ids[i] for i in order], [texts[i] for i in order], vectors, unit.astype(np.float32),
-                 slices)
+    ids = [ids[i] for i in order]
+    return _Copy(version, ids, [texts[i] for i in order], vectors, unit.astype(np.float32), slices,
+                 {i: n for n, i in enumerate(ids)})

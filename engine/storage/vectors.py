@@ -261,13 +261,36 @@ class VectorIndex:
         tb = self.table(kind, create=False)
         if tb is None or not _WORD.search(query or ""):
             return []
+        version = tb.version
+        owners = self.resident.owners(tb.name, version)
+        if owners is not None:  # a table held in memory: its copy knows the owners, texts and vectors
+            if user_id not in owners:
+                return []
+            held = self._fts_held(tb, version, user_id, query, k, only_owner=len(owners) == 1)
+            if held is not None:
+                return held
         q = tb.search(query, query_type="fts").select(["id", "user_id", "text", "vector"]).limit(k)
-        where = self._user_filter(tb, tb.version, user_id)
+        where = self._user_filter(tb, version, user_id)
         rows = _owned((q.where(where, prefilter=True) if where is not None else q).to_arrow(), user_id)
         scores = rows.column("_score").to_numpy()
         vecs = _vectors(rows)
         return [VectorHit(i, t, vecs[n], None, float(scores[n]))
                 for n, (i, t) in enumerate(zip(rows.column("id").to_pylist(), rows.column("text").to_pylist()))]
+
+    def _fts_held(self, tb, version: int, user_id: str, query: str, k: int, only_owner: bool) -> list[VectorHit] | None:
+        """Full-text search of a table held in memory: LanceDB returns only ids and scores (reading 50 stored
+        vectors costs ~1.5 ms), the copy supplies texts and vectors, and a table with one owner needs no user_id
+        prefilter (~1.5 ms at 10k rows). None when the search saw rows the copy lacks (another process wrote)."""
+        q = tb.search(query, query_type="fts").select(["id", "user_id"]).limit(k)
+        rows = _owned((q if only_owner else q.where(f"user_id = {lance_literal(user_id)}", prefilter=True)).to_arrow(),
+                      user_id)
+        ids = rows.column("id").to_pylist()
+        held = self.resident.rows(tb.name, version, ids)
+        if held is None:
+            return None
+        texts, vecs = held
+        scores = rows.column("_score").to_numpy()
+        return [VectorHit(i, texts[n], vecs[n], None, float(scores[n])) for n, i in enumerate(ids)]
 
     def vectors_for(self, kind: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         tb = self.table(kind, create=False)

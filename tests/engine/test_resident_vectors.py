@@ -121,3 +121,50 @@ def test_a_stale_owner_check_can_cost_candidates_but_never_leaks_another_users_r
     assert hits and all(h.id in {f"ep-{n}" for n in range(20)} for h in hits)
     fts = index.fts_search("episodic", "ann", "episode bob", 40)
     assert fts and all(h.id in {f"ep-{n}" for n in range(20)} for h in fts)
+
+
+WORDS = ["harbour", "invoice", "glacier", "deploy", "recipe", "lantern", "orbit", "ledger", "meadow", "compiler"]
+
+
+def fill_words(index: VectorIndex, users: list[str], seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    texts = [" ".join(rng.choice(WORDS, size=int(rng.integers(2, 9)))) + f" note {n}" for n in range(len(users))]
+    index.add("episodic", [f"ep-{n}" for n in range(len(users))], users, texts, unit_rows(len(users), seed))
+
+
+def fts_view(hits) -> list[tuple]:
+    return [(h.id, h.text, round(h.fts_score, 5), h.vector.tobytes()) for h in hits]
+
+
+@pytest.mark.parametrize("users", [["ann", "bob", "cy"] * 60, ["ann"] * 120], ids=["three owners", "one owner"])
+def test_full_text_search_of_a_held_table_gives_what_lancedb_gives(uri, users):
+    index = VectorIndex(uri, MODEL, DIM, resident_max_rows=1000)
+    fill_words(index, users)
+    search_twice(index, "ann", unit_rows(1, 5)[0], 5)  # the table is now held in memory
+    tb = index.table("episodic")
+    assert index.resident.owners(tb.name, tb.version) == frozenset(users)
+    reference = VectorIndex(uri, MODEL, DIM, resident_max_rows=0)  # asks LanceDB for every column, filtered
+    for query in ["harbour invoice", "glacier", "deploy recipe lantern", "orbit ledger meadow compiler note"]:
+        held = index.fts_search("episodic", "ann", query, 15)
+        assert held, query
+        assert fts_view(held) == fts_view(reference.fts_search("episodic", "ann", query, 15))
+        assert {h.id for h in held} <= {f"ep-{n}" for n, u in enumerate(users) if u == "ann"}
+
+
+def test_full_text_search_of_a_held_table_for_a_user_without_rows_is_empty(uri):
+    index = VectorIndex(uri, MODEL, DIM, resident_max_rows=1000)
+    fill_words(index, ["ann"] * 30)
+    search_twice(index, "ann", unit_rows(1, 5)[0], 5)
+    assert index.fts_search("episodic", "nobody", "harbour glacier", 10) == []
+
+
+def test_full_text_search_sees_rows_another_process_added_after_the_table_was_held(uri):
+    index = VectorIndex(uri, MODEL, DIM, resident_max_rows=1000)
+    fill_words(index, ["ann"] * 30)
+    search_twice(index, "ann", unit_rows(1, 5)[0], 5)
+    other = VectorIndex(uri, MODEL, DIM, resident_max_rows=1000)
+    other.add("episodic", ["ep-new"], ["ann"], ["zeppelin harbour"], unit_rows(1, 7))
+    other.add("episodic", ["bob-1"], ["bob"], ["zeppelin"], unit_rows(1, 8))
+    hits = index.fts_search("episodic", "ann", "zeppelin", 5)
+    assert [h.id for h in hits] == ["ep-new"] and hits[0].text == "zeppelin harbour"
+    assert index.fts_search("episodic", "bob", "zeppelin", 5)[0].id == "bob-1"
