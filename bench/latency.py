@@ -115,6 +115,7 @@ def main() -> None:
                 [[n, *(f"{statistics.median(stages[h][n]):.1f}" if n in stages[h] else "" for h in (1, 2))]
                  for n in names]))
     print(f"vector search: {first.strategies['vector_search']}")
+    print(f"full-text search: {first.strategies['full_text_search']}")
 
 
 def collect_stages(into: dict[str, list[float]], trace) -> None:

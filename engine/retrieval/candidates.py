@@ -39,16 +39,19 @@ FROM found
 
 
 def search_sources(b: Backends, user_id: str, query: str, query_vector: np.ndarray, sources: Sequence[str],
-                   top_k: int) -> tuple[dict[str, tuple[list[VectorHit], list[VectorHit]]], dict[str, str]]:
+                   top_k: int) -> tuple[dict[str, tuple[list[VectorHit], list[VectorHit]]], dict[str, dict[str, str]]]:
     """Vector and full-text hits per source (the searches run concurrently: LanceDB releases the GIL), and how
-    each source's vector search was done (exact, approximate, in memory)."""
+    each source was searched: ``{"vector_search": {kind: mode}, "full_text_search": {kind: mode}}`` (exact,
+    approximate or in memory; LanceDB index or in memory)."""
     jobs = {}
     for kind in sources:
         jobs[(kind, "vector")] = _POOL.submit(b.index.search_vectors, kind, user_id, query_vector, top_k)
-        jobs[(kind, "fts")] = _POOL.submit(b.index.fts_search, kind, user_id, query, top_k)
+        jobs[(kind, "fts")] = _POOL.submit(b.index.search_text, kind, user_id, query, top_k)
     vectors = {kind: jobs[(kind, "vector")].result() for kind in sources}
-    hits = {kind: (vectors[kind][0], jobs[(kind, "fts")].result()) for kind in sources}
-    return hits, {kind: vectors[kind][1] for kind in sources}
+    texts = {kind: jobs[(kind, "fts")].result() for kind in sources}
+    hits = {kind: (vectors[kind][0], texts[kind][0]) for kind in sources}
+    return hits, {"vector_search": {kind: vectors[kind][1] for kind in sources},
+                  "full_text_search": {kind: texts[kind][1] for kind in sources}}
 
 
 def build_inputs(b: Backends, conn, user_id: str, query_vector: np.ndarray,

@@ -89,7 +89,7 @@ class Retriever:
         reasoner_obj = self._reasoner(settings, reasoner, user_id) if settings.hops > 1 else None
         strategies["reasoner"] = reasoner_obj.name if reasoner_obj else "none (1 hop)"
         strategies["relevance"] = settings.relevance_filter
-        strategies["vector_search"] = "none (no search ran)"
+        strategies["vector_search"] = strategies["full_text_search"] = "none (no search ran)"
 
         hop_scored: list[list[Scored]] = []
         hop_meta: list[dict] = []
@@ -116,11 +116,12 @@ class Retriever:
                 t = time.perf_counter()
                 hits, modes = search_sources(self.b, user_id, query, qvec, sources, settings.top_k)
                 hop_t["search"] = _ms(t)
-                searched = ", ".join(f"{kind}: {modes[kind]}" for kind in sources)
-                if hop == 1:
-                    strategies["vector_search"] = searched
-                elif searched != strategies["vector_search"]:  # e.g. a small table became resident meanwhile
-                    strategies[f"vector_search_hop{hop}"] = searched
+                for search, by_kind in modes.items():
+                    searched = ", ".join(f"{kind}: {by_kind[kind]}" for kind in sources)
+                    if hop == 1:
+                        strategies[search] = searched
+                    elif searched != strategies[search]:  # e.g. a small table became resident meanwhile
+                        strategies[f"{search}_hop{hop}"] = searched
                 t = time.perf_counter()
                 inputs, vectors = build_inputs(self.b, conn, user_id, qvec, hits)
                 pairs = cosines.add_hop([i.id for i in inputs], vectors) if inputs else {}

@@ -10,11 +10,14 @@ of re-reading the table each time.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+
+from .resident_text import MODELLED_INDEX, HeldFullText, probe_word
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class _Copy:
     unit: np.ndarray  # vectors divided by their norms
     slices: dict[str, tuple[int, int]]
     row_of: dict[str, int]
+    text: HeldFullText | None  # None when LanceDB's full-text answer cannot be reproduced (resident_text.py)
 
 
 class ResidentVectors:
@@ -67,6 +71,21 @@ class ResidentVectors:
         rows = top + start
         return ResidentRows([copy.ids[r] for r in rows], [copy.texts[r] for r in rows], copy.vectors[rows],
                             sims[top].astype(np.float32))
+
+    def text_search(self, name: str, version: int, user_id: str, query: str, k: int) -> ResidentRows | None:
+        """The user's k best rows by BM25, exactly as LanceDB's FTS index scores them (``similarities`` holds the
+        BM25 scores); None when no copy of this version is held or it (or the query) is outside what
+        resident_text.py models."""
+        copy = self._held(name, version)
+        if copy is None or copy.text is None:
+            return None
+        start, end = copy.slices.get(user_id, (0, 0))
+        found = copy.text.search(query, start, end, k)
+        if found is None:
+            return None
+        rows = found.rows
+        return ResidentRows([copy.ids[r] for r in rows], [copy.texts[r] for r in rows], copy.vectors[rows],
+                            found.scores)
 
     def owners(self, name: str, version: int) -> frozenset[str] | None:
         """The users with rows in this version of the table, or None when no copy of that version is held (this
@@ -102,15 +121,42 @@ class ResidentVectors:
             if tb.count_rows() > self.max_rows:
                 self._too_big[tb.name] = version
                 return None
+            modelled = _fts_modelled(tb)
             data = tb.to_arrow()
             if tb.version != version:  # written to while we read: try again at the next stable version
                 return None
-            copy = _load(data, version)
+            copy = _load(data, version, modelled)
+            if copy.text is not None and not _scores_agree(tb, copy):
+                copy = dataclasses.replace(copy, text=None)
             self._copies[tb.name] = copy
             return copy
 
 
-def _load(data: pa.Table, version: int) -> _Copy:
+def _fts_modelled(tb) -> int | None:
+    """The row count the table's FTS index covers when its answers can be reproduced in memory: the configuration
+    resident_text.py models, one segment, no unindexed rows. None otherwise."""
+    for ix in tb.list_indices():
+        if tuple(ix.columns) != ("text",) or str(ix.index_type).upper() != "FTS":
+            continue
+        details = getattr(ix, "index_details", None) or {}
+        if (all(details.get(key) == want for key, want in MODELLED_INDEX.items())
+                and getattr(ix, "num_unindexed_rows", None) == 0 and getattr(ix, "num_segments", None) == 1):
+            return getattr(ix, "num_indexed_rows", None)
+    return None
+
+
+def _scores_agree(tb, copy: _Copy) -> bool:
+    """One LanceDB full-text query checks the held statistics: the index can still count rows deleted since it was
+    built (until the table is compacted), and LanceDB may change its scoring. The top scores must agree."""
+    word = probe_word(copy.texts)
+    if word is None:
+        return True  # no row has a token: every search finds nothing either way
+    want = tb.search(word, query_type="fts").select(["id"]).limit(10).to_arrow().column("_score").to_numpy()
+    got = copy.text.search(word, 0, len(copy.ids), 10)
+    return got is not None and len(got.scores) == len(want) and bool(np.allclose(got.scores, want, atol=1e-4))
+
+
+def _load(data: pa.Table, version: int, fts_rows: int | None) -> _Copy:
     users = np.asarray(data.column("user_id").to_pylist(), dtype=object)
     order = np.argsort(users, kind="stable")
     users = users[order]
@@ -131,5 +177,8 @@ def _load(data: pa.Table, version: int) -> _Copy:
         ends = np.concatenate((bounds, [n]))
         slices = {users[s]: (int(s), int(e)) for s, e in zip(starts, ends)}
     ids = [ids[i] for i in order]
-    return _Copy(version, ids, [texts[i] for i in order], vectors, unit.astype(np.float32), slices,
-                 {i: n for n, i in enumerate(ids)})
+    texts = [texts[i] for i in order]
+    # An index that still counts deleted rows (its statistics would differ from ours) is not modelled.
+    text = HeldFullText.build(texts) if fts_rows is not None and fts_rows == n else None
+    return _Copy(version, ids, texts, vectors, unit.astype(np.float32), slices, {i: n for n, i in enumerate(ids)},
+                 text)

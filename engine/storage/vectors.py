@@ -258,24 +258,34 @@ class VectorIndex:
         return q.to_arrow()
 
     def fts_search(self, kind: str, user_id: str, query: str, k: int) -> list[VectorHit]:
+        return self.search_text(kind, user_id, query, k)[0]
+
+    def search_text(self, kind: str, user_id: str, query: str, k: int) -> tuple[list[VectorHit], str]:
+        """The user's k best rows by BM25 (LanceDB's scoring, over the whole table), and where they were scored:
+        ``in memory (BM25)`` for a held table whose index resident_text.py reproduces, else ``LanceDB index``."""
         tb = self.table(kind, create=False)
         if tb is None or not _WORD.search(query or ""):
-            return []
+            return [], "LanceDB index"
         version = tb.version
         owners = self.resident.owners(tb.name, version)
         if owners is not None:  # a table held in memory: its copy knows the owners, texts and vectors
             if user_id not in owners:
-                return []
-            held = self._fts_held(tb, version, user_id, query, k, only_owner=len(owners) == 1)
+                return [], "in memory (BM25)"
+            held = self.resident.text_search(tb.name, version, user_id, query, k)
             if held is not None:
-                return held
+                return [VectorHit(i, t, held.vectors[n], None, float(held.similarities[n]))
+                        for n, (i, t) in enumerate(zip(held.ids, held.texts))], "in memory (BM25)"
+            hits = self._fts_held(tb, version, user_id, query, k, only_owner=len(owners) == 1)
+            if hits is not None:
+                return hits, "LanceDB index"
         q = tb.search(query, query_type="fts").select(["id", "user_id", "text", "vector"]).limit(k)
         where = self._user_filter(tb, version, user_id)
         rows = _owned((q.where(where, prefilter=True) if where is not None else q).to_arrow(), user_id)
         scores = rows.column("_score").to_numpy()
         vecs = _vectors(rows)
         return [VectorHit(i, t, vecs[n], None, float(scores[n]))
-                for n, (i, t) in enumerate(zip(rows.column("id").to_pylist(), rows.column("text").to_pylist()))]
+                for n, (i, t) in enumerate(zip(rows.column("id").to_pylist(),
+                                               rows.column("text").to_pylist()))], "LanceDB index"
 
     def _fts_held(self, tb, version: int, user_id: str, query: str, k: int, only_owner: bool) -> list[VectorHit] | None:
         """Full-text search of a table held in memory: LanceDB returns only ids and scores (reading 50 stored

@@ -8,6 +8,7 @@ import pytest
 
 from engine.storage import vectors as vectors_module
 from engine.storage.vectors import VectorIndex
+from tests.support.fts_answers import assert_same_answer
 
 DIM = 384
 MODEL = "test-random-384"
@@ -132,10 +133,6 @@ def fill_words(index: VectorIndex, users: list[str], seed: int = 0) -> None:
     index.add("episodic", [f"ep-{n}" for n in range(len(users))], users, texts, unit_rows(len(users), seed))
 
 
-def fts_view(hits) -> list[tuple]:
-    return [(h.id, h.text, round(h.fts_score, 5), h.vector.tobytes()) for h in hits]
-
-
 @pytest.mark.parametrize("users", [["ann", "bob", "cy"] * 60, ["ann"] * 120], ids=["three owners", "one owner"])
 def test_full_text_search_of_a_held_table_gives_what_lancedb_gives(uri, users):
     index = VectorIndex(uri, MODEL, DIM, resident_max_rows=1000)
@@ -147,7 +144,7 @@ def test_full_text_search_of_a_held_table_gives_what_lancedb_gives(uri, users):
     for query in ["harbour invoice", "glacier", "deploy recipe lantern", "orbit ledger meadow compiler note"]:
         held = index.fts_search("episodic", "ann", query, 15)
         assert held, query
-        assert fts_view(held) == fts_view(reference.fts_search("episodic", "ann", query, 15))
+        assert_same_answer(held, reference.fts_search("episodic", "ann", query, 15))
         assert {h.id for h in held} <= {f"ep-{n}" for n, u in enumerate(users) if u == "ann"}
 
 

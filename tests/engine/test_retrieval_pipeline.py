@@ -257,11 +257,13 @@ def test_hostile_user_and_session_ids_are_refused(world, bad):
 
 def test_strategies_say_which_offline_strategy_ran(world, base):
     one = base
-    assert {k: v for k, v in one.strategies.items() if k != "vector_search"} == {
+    assert {k: v for k, v in one.strategies.items() if k not in ("vector_search", "full_text_search")} == {
         "query_generation": "question", "reasoner": "none (1 hop)", "relevance": "heuristic"}
     # Small tables are searched exactly either way: by LanceDB, or in memory once their version has been seen twice.
     assert re.fullmatch(r"semantic: (exact|in memory \(exact\)), episodic: (exact|in memory \(exact\)), "
                         r"procedural: (exact|in memory \(exact\))", one.strategies["vector_search"])
+    assert re.fullmatch(r"semantic: (LanceDB index|in memory \(BM25\)), episodic: (LanceDB index|in memory \(BM25\)), "
+                        r"procedural: (LanceDB index|in memory \(BM25\))", one.strategies["full_text_search"])
     two = run(world, hops=2)
     assert two.strategies["reasoner"] == "offline:bridge_entities"
     assert two.settings["hops"] == 2
