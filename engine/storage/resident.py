@@ -11,13 +11,20 @@ of re-reading the table each time.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
 from .resident_text import MODELLED_INDEX, HeldFullText, probe_word
+
+# Building BM25 postings takes ~15 ms per 1,000 rows: small tables get theirs at once, bigger ones in the background
+# (one build at a time) so that a search after a write never waits for it.
+BACKGROUND_BUILD_MIN_ROWS = 2000
+_BUILDER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-bm25")
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,16 @@ class ResidentRows:
 
 
 @dataclass(frozen=True)
+class ResidentTextRows:
+    """A user's best rows by BM25, best first: their ids, texts, stored vectors and LanceDB-equal BM25 scores."""
+
+    ids: list[str]
+    texts: list[str]
+    vectors: np.ndarray  # (n, dim) float32, as stored
+    bm25: np.ndarray  # (n,) higher is better, unbounded
+
+
+@dataclass(frozen=True)
 class _Copy:
     version: int
     ids: list[str]
@@ -39,7 +56,9 @@ class _Copy:
     unit: np.ndarray  # vectors divided by their norms
     slices: dict[str, tuple[int, int]]
     row_of: dict[str, int]
-    text: HeldFullText | None  # None when LanceDB's full-text answer cannot be reproduced (resident_text.py)
+    # The BM25 postings, built in the background for big tables: None (or a future resolving to None) when
+    # LanceDB's full-text answer cannot be reproduced (resident_text.py).
+    text: Future | None
 
 
 class ResidentVectors:
@@ -72,20 +91,20 @@ class ResidentVectors:
         return ResidentRows([copy.ids[r] for r in rows], [copy.texts[r] for r in rows], copy.vectors[rows],
                             sims[top].astype(np.float32))
 
-    def text_search(self, name: str, version: int, user_id: str, query: str, k: int) -> ResidentRows | None:
-        """The user's k best rows by BM25, exactly as LanceDB's FTS index scores them (``similarities`` holds the
-        BM25 scores); None when no copy of this version is held or it (or the query) is outside what
-        resident_text.py models."""
+    def text_search(self, name: str, version: int, user_id: str, query: str, k: int) -> ResidentTextRows | None:
+        """The user's k best rows by BM25, exactly as LanceDB's FTS index scores them; None when no copy of this
+        version is held or it (or the query) is outside what resident_text.py models."""
         copy = self._held(name, version)
-        if copy is None or copy.text is None:
+        held = _ready(copy.text) if copy is not None else None
+        if held is None:
             return None
         start, end = copy.slices.get(user_id, (0, 0))
-        found = copy.text.search(query, start, end, k)
+        found = held.search(query, start, end, k)
         if found is None:
             return None
         rows = found.rows
-        return ResidentRows([copy.ids[r] for r in rows], [copy.texts[r] for r in rows], copy.vectors[rows],
-                            found.scores)
+        return ResidentTextRows([copy.ids[r] for r in rows], [copy.texts[r] for r in rows], copy.vectors[rows],
+                                found.scores)
 
     def owners(self, name: str, version: int) -> frozenset[str] | None:
         """The users with rows in this version of the table, or None when no copy of that version is held (this
@@ -104,6 +123,12 @@ class ResidentVectors:
         except KeyError:
             return None
         return [copy.texts[r] for r in at], copy.vectors[at]
+
+    def settle(self, timeout: float = 60.0) -> None:
+        """Wait for the full-text postings being built in the background (benchmarks and tests use it)."""
+        for copy in list(self._copies.values()):
+            if copy.text is not None:
+                wait([copy.text], timeout=timeout)
 
     def _held(self, name: str, version: int) -> _Copy | None:
         copy = self._copies.get(name)
@@ -125,9 +150,13 @@ class ResidentVectors:
             data = tb.to_arrow()
             if tb.version != version:  # written to while we read: try again at the next stable version
                 return None
-            copy = _load(data, version, modelled)
-            if copy.text is not None and not _scores_agree(tb, copy):
-                copy = dataclasses.replace(copy, text=None)
+            copy = _load(data, version)
+            if modelled is not None and modelled == len(copy.ids):  # else rows were added since the index was built
+                build = functools.partial(_build_text, tb, copy.texts)
+                if len(copy.ids) >= BACKGROUND_BUILD_MIN_ROWS:  # meanwhile full-text searches ask LanceDB
+                    copy = dataclasses.replace(copy, text=_BUILDER.submit(build))
+                else:
+                    copy = dataclasses.replace(copy, text=_run_now(build))
             self._copies[tb.name] = copy
             return copy
 
@@ -145,18 +174,35 @@ def _fts_modelled(tb) -> int | None:
     return None
 
 
-def _scores_agree(tb, copy: _Copy) -> bool:
-    """One LanceDB full-text query checks the held statistics: the index can still count rows deleted since it was
-    built (until the table is compacted), and LanceDB may change its scoring. The top scores must agree."""
-    word = probe_word(copy.texts)
-    if word is None:
-        return True  # no row has a token: every search finds nothing either way
+def _build_text(tb, texts: list[str]) -> HeldFullText | None:
+    """The postings for a held copy, once one LanceDB full-text query agrees with them: the index can still count
+    rows deleted since it was built (until the table is compacted), and LanceDB may change its scoring."""
+    held = HeldFullText.build(texts)
+    word = probe_word(texts) if held is not None else None
+    if held is None or word is None:  # no row has a token: every search finds nothing either way
+        return held
     want = tb.search(word, query_type="fts").select(["id"]).limit(10).to_arrow().column("_score").to_numpy()
-    got = copy.text.search(word, 0, len(copy.ids), 10)
-    return got is not None and len(got.scores) == len(want) and bool(np.allclose(got.scores, want, atol=1e-4))
+    got = held.search(word, 0, len(texts), 10)
+    agree = got is not None and len(got.scores) == len(want) and bool(np.allclose(got.scores, want, atol=1e-4))
+    return held if agree else None
 
 
-def _load(data: pa.Table, version: int, fts_rows: int | None) -> _Copy:
+def _run_now(build) -> Future:
+    done: Future = Future()
+    try:
+        done.set_result(build())
+    except Exception as exc:  # an optimisation failed: LanceDB keeps answering (see _ready)
+        done.set_exception(exc)
+    return done
+
+
+def _ready(text: Future | None) -> HeldFullText | None:
+    if text is None or not text.done() or text.exception() is not None:
+        return None  # not built yet, or the build failed: LanceDB answers
+    return text.result()
+
+
+def _load(data: pa.Table, version: int) -> _Copy:
     users = np.asarray(data.column("user_id").to_pylist(), dtype=object)
     order = np.argsort(users, kind="stable")
     users = users[order]
@@ -178,7 +224,5 @@ def _load(data: pa.Table, version: int, fts_rows: int | None) -> _Copy:
         slices = {users[s]: (int(s), int(e)) for s, e in zip(starts, ends)}
     ids = [ids[i] for i in order]
     texts = [texts[i] for i in order]
-    # An index that still counts deleted rows (its statistics would differ from ours) is not modelled.
-    text = HeldFullText.build(texts) if fts_rows is not None and fts_rows == n else None
     return _Copy(version, ids, texts, vectors, unit.astype(np.float32), slices, {i: n for n, i in enumerate(ids)},
-                 text)
+                 None)

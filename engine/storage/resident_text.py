@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections import Counter
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 import Stemmer
@@ -44,6 +44,8 @@ then once here there when where why how all any both each few more most other so
 than too very s t can will just don should now d ll m o re ve y ain aren couldn didn doesn hadn hasn haven isn ma
 mightn mustn needn shan shouldn wasn weren won wouldn""".split())
 _WORD = re.compile(r"[^\W_]+")
+# ASCII letters and digits lowercased, every other byte a space: words are then what str.split() returns.
+_ASCII_WORDS = bytes(ord(chr(c).lower()) if chr(c).isalnum() and c < 128 else 32 for c in range(256))
 _ALPHABETIC_SYMBOLS = ((0x24B6, 0x24E9), (0x1F130, 0x1F149), (0x1F150, 0x1F169), (0x1F170, 0x1F189))
 # Marks that only shape emoji (variation selectors, the keycap): not alphabetic, so separators in both tokenizers.
 _EMOJI_MARKS = frozenset([*map(chr, range(0xFE00, 0xFE10)), "\u20e3"])
@@ -73,19 +75,30 @@ def _modelled(text: str) -> bool:
     return True
 
 
+def _token(word: str, stem: str) -> str | None:
+    """The index token of a lowercased word and its stem, or None when LanceDB drops it."""
+    if len(word.encode()) >= MAX_TOKEN_BYTES or stem in STOP_WORDS:  # stop words before folding: "thé" stays
+        return None
+    return stem if stem.isascii() else "".join(ch if ch.isascii() else _folded(ch) for ch in stem)  # type: ignore[misc]
+
+
+def _words(text: str) -> list[str] | None:
+    """The lowercased words of a text (runs of letters and digits), or None for text this module does not model."""
+    if text.isascii():  # the common case, ~2x faster than the regular expression
+        return text.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split()
+    if not _modelled(text):
+        return None
+    return _WORD.findall(text.lower())
+
+
 def tokens(text: str) -> list[str] | None:
     """LanceDB's index tokens of a text, in order; None for text this module does not model. LanceDB lowercases,
     drops long tokens, stems, drops stop words and then folds diacritics: "école" stems as "école" (é is not an
     English vowel) and folds to "ecole", while "ecole" stems to "ecol"; "thé" is kept and becomes "the"."""
-    if not text.isascii() and not _modelled(text):
+    words = _words(text)
+    if words is None:
         return None
-    words = [w for w in _WORD.findall(text.lower()) if len(w.encode()) < MAX_TOKEN_BYTES]
-    out = []
-    for stem in _stemmer.stemWords(words):
-        if stem in STOP_WORDS:  # before folding: "thé" stays (as "the"), as in LanceDB
-            continue
-        out.append(stem if stem.isascii() else "".join(ch if ch.isascii() else _folded(ch) for ch in stem))
-    return out
+    return [t for t in map(_token, words, _stemmer.stemWords(words)) if t is not None]
 
 
 def probe_word(texts: list[str]) -> str | None:
@@ -107,24 +120,32 @@ class HeldFullText:
     """BM25 postings over a held copy's rows (in the copy's order, so a user's rows are one slice)."""
 
     def __init__(self, texts: list[str]) -> None:
-        lengths = np.zeros(len(texts), dtype=np.float64)
-        postings: dict[str, tuple[list[int], list[int]]] = {}
-        for row, text in enumerate(texts):
-            toks = tokens(text)
-            if toks is None:
-                raise ValueError("unmodelled text")
-            lengths[row] = len(toks)
-            for tok, tf in Counter(toks).items():
-                rows, tfs = postings.setdefault(tok, ([], []))
-                rows.append(row)
-                tfs.append(tf)
+        # Stem each distinct word once and count with numpy: ~10x faster than tokenizing row by row, which took
+        # over a second for 10k episodes.
+        n = len(texts)
+        per_row = [_words(text) for text in texts]
+        if any(words is None for words in per_row):
+            raise ValueError("unmodelled text")
+        distinct = list(set(chain.from_iterable(per_row)))  # type: ignore[arg-type]
+        self._vocab: dict[str, int] = {}
+        word_id = {}
+        for word, tok in zip(distinct, map(_token, distinct, _stemmer.stemWords(distinct))):
+            word_id[word] = -1 if tok is None else self._vocab.setdefault(tok, len(self._vocab))
+        sizes = [len(words) for words in per_row]  # type: ignore[arg-type]
+        flat = np.array(list(map(word_id.__getitem__, chain.from_iterable(per_row))), dtype=np.int64)  # type: ignore[arg-type]
+        rows = np.repeat(np.arange(n, dtype=np.int64), sizes)
+        kept = flat >= 0
+        flat, rows = flat[kept], rows[kept]
+        lengths = np.bincount(rows, minlength=n).astype(np.float64)
+        pairs, tf = np.unique(flat * max(n, 1) + rows, return_counts=True)  # sorted by token, then row
+        self._rows = pairs % max(n, 1)
+        self._tf = tf.astype(np.float64)
+        self._bounds = np.searchsorted(pairs // max(n, 1), np.arange(len(self._vocab) + 1))
         # LanceDB leaves rows without a token (blank, punctuation or stop words only) out of N and of the average.
         self.count = int((lengths > 0).sum())
-        avg = float(lengths.sum()) / self.count if self.count else 0.0
+        avg = float(lengths.sum()) / self.count if self.count else 1.0
         # The length part of BM25's denominator, per row: k1 * (1 - b + b * dl / avgdl).
-        self._norm = K1 * (1 - B + B * lengths / avg) if avg > 0 else np.full(self.count, K1 * (1 - B))
-        self._postings = {tok: (np.asarray(r, dtype=np.int64), np.asarray(t, dtype=np.float64))
-                          for tok, (r, t) in postings.items()}
+        self._norm = K1 * (1 - B + B * lengths / avg)
 
     @classmethod
     def build(cls, texts: list[str]) -> HeldFullText | None:
@@ -141,10 +162,11 @@ class HeldFullText:
             return None
         scores = np.zeros(end - start, dtype=np.float64)
         for tok in toks:  # a repeated query word counts each time, as in LanceDB
-            posting = self._postings.get(tok)
-            if posting is None:
+            at = self._vocab.get(tok)
+            if at is None:
                 continue
-            rows, tfs = posting
+            first, last = self._bounds[at], self._bounds[at + 1]
+            rows, tfs = self._rows[first:last], self._tf[first:last]
             n = len(rows)
             idf = math.log(1 + (self.count - n + 0.5) / (n + 0.5))
             lo, hi = np.searchsorted(rows, (start, end))

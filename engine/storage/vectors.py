@@ -273,7 +273,7 @@ class VectorIndex:
                 return [], "in memory (BM25)"
             held = self.resident.text_search(tb.name, version, user_id, query, k)
             if held is not None:
-                return [VectorHit(i, t, held.vectors[n], None, float(held.similarities[n]))
+                return [VectorHit(i, t, held.vectors[n], None, float(held.bm25[n]))
                         for n, (i, t) in enumerate(zip(held.ids, held.texts))], "in memory (BM25)"
             hits = self._fts_held(tb, version, user_id, query, k, only_owner=len(owners) == 1)
             if hits is not None:

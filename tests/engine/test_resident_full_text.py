@@ -4,11 +4,13 @@ does not model (non-ASCII words, an index that lags the table) back to LanceDB."
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from engine.storage import resident as resident_module
 from engine.storage.resident_text import tokens
 from engine.storage.vectors import VectorIndex
 from tests.support.fts_answers import assert_same_answer
@@ -161,3 +163,39 @@ def test_tokens_follow_lancedb_rules():
     assert tokens("party 🎉 — “now”") == ["parti"]
     assert tokens("Un CAFÉ, thé") == ["un", "cafe", "the"]
     assert tokens("Straße") is None and tokens("日本語") is None and tokens("Ⓐ") is None
+
+
+def test_big_tables_build_their_postings_in_the_background_and_lancedb_answers_meanwhile(tmp_path, monkeypatch):
+    monkeypatch.setattr(resident_module, "BACKGROUND_BUILD_MIN_ROWS", 1)
+    release = threading.Event()
+    real_build = resident_module._build_text  # noqa: SLF001 - the step under test
+
+    def slow_build(tb, texts):
+        release.wait(30)
+        return real_build(tb, texts)
+
+    monkeypatch.setattr(resident_module, "_build_text", slow_build)
+    uri = str(tmp_path / "v")
+    index = filled(uri, demo_texts()[:120], ["ann"] * 120)
+    hold(index)  # the vector copy is held at once; its postings are still being built
+    lancedb_only = VectorIndex(uri, MODEL, DIM, resident_max_rows=0)
+    got, mode = index.search_text("episodic", "ann", "refund webhook retries", 10)
+    assert mode == "LanceDB index"
+    assert_same_answer(got, lancedb_only.search_text("episodic", "ann", "refund webhook retries", 10)[0])
+    release.set()
+    index.resident.settle()
+    got, mode = index.search_text("episodic", "ann", "refund webhook retries", 10)
+    assert mode == "in memory (BM25)"
+    assert_same_answer(got, lancedb_only.search_text("episodic", "ann", "refund webhook retries", 10)[0])
+
+
+def test_a_failed_postings_build_leaves_the_searches_to_lancedb(tmp_path, monkeypatch):
+    def broken_build(tb, texts):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(resident_module, "_build_text", broken_build)
+    index = filled(str(tmp_path / "v"), ["alpha harbour", "beta ledger"], ["ann"] * 2)
+    hold(index)
+    hits, mode = index.search_text("episodic", "ann", "harbour", 5)
+    assert mode == "LanceDB index" and [h.id for h in hits] == ["ep-0"]
+    assert index.vector_search("episodic", "ann", vectors(1, 0)[0], 1)[0].id == "ep-0"  # vectors still in memory
