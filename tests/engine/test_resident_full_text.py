@@ -72,7 +72,8 @@ def demo_index(tmp_path_factory) -> tuple[VectorIndex, VectorIndex, list[str]]:
 QUESTIONS = ["Which linters does paylane-core run in CI?", "refund webhook retries", "hotel booking in Lisbon",
              "What did the agent decide about the flaky test?", "canned tomatoes", "harbour party 🎉",
              "snake_case foo123bar", "v2.3.1 2024", "ownership of the ledger", "x" * 39, "y" * 40 + " harbour",
-             "the and of", "Paylane checkout SDK TypeScript dashboard", "paper citations survey transformer"]
+             "the and of", "Paylane checkout SDK TypeScript dashboard", "paper citations survey transformer",
+             'refund "webhook" AND retries -flaky +test title:ledger (x OR y)*']
 
 
 @pytest.mark.parametrize("question", QUESTIONS)
