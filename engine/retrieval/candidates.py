@@ -22,16 +22,19 @@ _POOL = ThreadPoolExecutor(max_workers=6, thread_name_prefix="memlens-search")
 
 # One round trip per hop (each DuckDB query costs ~2 ms however small, so this is ~4 ms cheaper than one query
 # per source plus one for feedback): the candidates that are active in DuckDB, with their metadata and feedback net.
+# list_contains filters inside the table scan, where "id IN (SELECT unnest($2))" was planned as a hash join that
+# read every row: this query took 28 ms at 1M items with that and 10 ms with list_contains (12.8 vs 11.2 ms at 100k;
+# 2 cores).
 # created_at comes as microseconds since the epoch: turning ~200 TIMESTAMPTZ values into Python datetimes costs
 # ~1.5 ms (a time-zone lookup each), the integer arithmetic below a tenth of that.
 _LOOKUP_SQL = """
 WITH found AS (
     SELECT id, created_at, importance, evergreen, 0 AS successes, 0 AS failures FROM items
-        WHERE user_id = $1 AND archived_at IS NULL AND id IN (SELECT unnest($2))
+        WHERE user_id = $1 AND archived_at IS NULL AND list_contains($2::VARCHAR[], id)
     UNION ALL SELECT id, created_at, importance, FALSE, 0, 0 FROM episodes
-        WHERE user_id = $1 AND archived_at IS NULL AND id IN (SELECT unnest($3))
+        WHERE user_id = $1 AND archived_at IS NULL AND list_contains($3::VARCHAR[], id)
     UNION ALL SELECT id, created_at, NULL, FALSE, success_count, failure_count FROM skills
-        WHERE user_id = $1 AND archived_at IS NULL AND id IN (SELECT unnest($4)))
+        WHERE user_id = $1 AND archived_at IS NULL AND list_contains($4::VARCHAR[], id))
 SELECT found.id, epoch_us(found.created_at), found.importance, found.evergreen, found.successes, found.failures,
     coalesce((SELECT sum(delta) FROM feedback f WHERE f.user_id = $1 AND f.item_id = found.id), 0)
 FROM found
