@@ -5,13 +5,13 @@ search over 10k rows of 384 floats in numpy takes ~0.3 ms. So tables of up to ``
 in practice) are copied into memory and searched there. A copy is tied to the LanceDB table version it was read at:
 any write, from this or another process, moves the version and the copy is no longer used. It is reloaded only once
 the same new version has been seen twice, so a process that writes between every search keeps using LanceDB instead
-of re-reading the table each time.
+of re-reading the table each time. Tables of ``BACKGROUND_READ_MIN_ROWS`` rows or more are re-read in a background
+thread, and LanceDB answers their searches until the copy is ready.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -21,10 +21,11 @@ import pyarrow as pa
 
 from .resident_text import MODELLED_INDEX, HeldFullText, probe_word
 
-# Building BM25 postings takes ~15 ms per 1,000 rows: small tables get theirs at once, bigger ones in the background
-# (one build at a time) so that a search after a write never waits for it.
-BACKGROUND_BUILD_MIN_ROWS = 2000
-_BUILDER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-bm25")
+# Reading a table into memory with its BM25 postings took ~20 ms for 1k skills and ~0.5 s for 10k episodes (2 cores,
+# the latency bench's store): smaller tables are read at once, bigger ones in the background (one at a time) while
+# LanceDB answers their searches, so a search after a write never waits for it.
+BACKGROUND_READ_MIN_ROWS = 1000
+_BUILDER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-resident")
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,7 @@ class _Copy:
     unit: np.ndarray  # vectors divided by their norms
     slices: dict[str, tuple[int, int]]
     row_of: dict[str, int]
-    # The BM25 postings, built in the background for big tables: None (or a future resolving to None) when
-    # LanceDB's full-text answer cannot be reproduced (resident_text.py).
-    text: Future | None
+    text: HeldFullText | None  # None when LanceDB's full-text answer cannot be reproduced (resident_text.py)
 
 
 class ResidentVectors:
@@ -67,6 +66,7 @@ class ResidentVectors:
         self._copies: dict[str, _Copy] = {}
         self._seen: dict[str, int] = {}  # table name -> the last version a search saw
         self._too_big: dict[str, int] = {}  # table name -> a version at which it had more than max_rows rows
+        self._loading: dict[str, tuple[int, Future]] = {}  # table name -> the version being read in the background
         self._lock = threading.Lock()
 
     def search(self, tb, version: int, user_id: str, query_vector: np.ndarray, k: int) -> ResidentRows | None:
@@ -95,7 +95,7 @@ class ResidentVectors:
         """The user's k best rows by BM25, exactly as LanceDB's FTS index scores them; None when no copy of this
         version is held or it (or the query) is outside what resident_text.py models."""
         copy = self._held(name, version)
-        held = _ready(copy.text) if copy is not None else None
+        held = copy.text if copy is not None else None
         if held is None:
             return None
         start, end = copy.slices.get(user_id, (0, 0))
@@ -125,10 +125,8 @@ class ResidentVectors:
         return [copy.texts[r] for r in at], copy.vectors[at]
 
     def settle(self, timeout: float = 60.0) -> None:
-        """Wait for the full-text postings being built in the background (benchmarks and tests use it)."""
-        for copy in list(self._copies.values()):
-            if copy.text is not None:
-                wait([copy.text], timeout=timeout)
+        """Wait for the copies being read in the background (benchmarks and tests use it)."""
+        wait([future for _, future in list(self._loading.values())], timeout=timeout)
 
     def _held(self, name: str, version: int) -> _Copy | None:
         copy = self._copies.get(name)
@@ -143,22 +141,45 @@ class ResidentVectors:
             if self._seen.get(tb.name) != version:  # first sight of this version: maybe a writer is busy
                 self._seen[tb.name] = version
                 return None
-            if tb.count_rows() > self.max_rows:
+            loading = self._loading.get(tb.name)
+            if loading is not None and loading[0] == version:
+                return None  # being read in the background: LanceDB answers meanwhile
+            rows = tb.count_rows()
+            if rows > self.max_rows:
                 self._too_big[tb.name] = version
                 return None
-            modelled = _fts_modelled(tb)
-            data = tb.to_arrow()
-            if tb.version != version:  # written to while we read: try again at the next stable version
+            if rows >= BACKGROUND_READ_MIN_ROWS:  # reading it would hold up this search: read it aside
+                self._loading[tb.name] = (version, _BUILDER.submit(self._load_aside, tb, version))
                 return None
-            copy = _load(data, version)
-            if modelled is not None and modelled == len(copy.ids):  # else rows were added since the index was built
-                build = functools.partial(_build_text, tb, copy.texts)
-                if len(copy.ids) >= BACKGROUND_BUILD_MIN_ROWS:  # meanwhile full-text searches ask LanceDB
-                    copy = dataclasses.replace(copy, text=_BUILDER.submit(build))
-                else:
-                    copy = dataclasses.replace(copy, text=_run_now(build))
-            self._copies[tb.name] = copy
+            copy = _read(tb, version)
+            if copy is not None:
+                self._copies[tb.name] = copy
             return copy
+
+    def _load_aside(self, tb, version: int) -> None:
+        copy = None
+        try:
+            copy = _read(tb, version)
+        finally:  # a failed read leaves the table to LanceDB until its next version
+            with self._lock:
+                if copy is not None and self._seen.get(tb.name) == version:
+                    self._copies[tb.name] = copy
+                loading = self._loading.get(tb.name)
+                if loading is not None and loading[0] == version:
+                    del self._loading[tb.name]
+
+
+def _read(tb, version: int) -> _Copy | None:
+    """A copy of the table at this version (None if it moved on while we read), with its BM25 postings when
+    LanceDB's full-text index can be reproduced."""
+    modelled = _fts_modelled(tb)
+    data = tb.to_arrow()
+    if tb.version != version:  # written to while we read: try again at the next stable version
+        return None
+    copy = _load(data, version)
+    if modelled is not None and modelled == len(copy.ids):  # else rows were added since the index was built
+        copy = dataclasses.replace(copy, text=_postings(tb, copy.texts))
+    return copy
 
 
 def _fts_modelled(tb) -> int | None:
@@ -187,19 +208,11 @@ def _build_text(tb, texts: list[str]) -> HeldFullText | None:
     return held if agree else None
 
 
-def _run_now(build) -> Future:
-    done: Future = Future()
+def _postings(tb, texts: list[str]) -> HeldFullText | None:
     try:
-        done.set_result(build())
-    except Exception as exc:  # an optimisation failed: LanceDB keeps answering (see _ready)
-        done.set_exception(exc)
-    return done
-
-
-def _ready(text: Future | None) -> HeldFullText | None:
-    if text is None or not text.done() or text.exception() is not None:
-        return None  # not built yet, or the build failed: LanceDB answers
-    return text.result()
+        return _build_text(tb, texts)
+    except Exception:  # an optimisation failed: LanceDB keeps answering the full-text searches
+        return None
 
 
 def _load(data: pa.Table, version: int) -> _Copy:
