@@ -75,7 +75,6 @@ def main() -> None:
                for i in range(args.runs)]
     for q in queries[:5]:  # warm caches and the model
         engine.retrieve(USER, q, hops=2)
-    engine._b.index.resident.settle()  # full-text postings of the tables held in memory are built in the background
     floor, one, two, replay = [], [], [], []
     stages: dict[int, dict[str, list[float]]] = {1: {}, 2: {}}
     index = engine._b.index  # the floor is one raw LanceDB search: below the engine's public API on purpose

@@ -5,27 +5,19 @@ search over 10k rows of 384 floats in numpy takes ~0.3 ms. So tables of up to ``
 in practice) are copied into memory and searched there. A copy is tied to the LanceDB table version it was read at:
 any write, from this or another process, moves the version and the copy is no longer used. It is reloaded only once
 the same new version has been seen twice, so a process that writes between every search keeps using LanceDB instead
-of re-reading the table each time. Tables of ``BACKGROUND_READ_MIN_ROWS`` rows or more are re-read in a background
-thread, and LanceDB answers their searches until the copy is ready.
+of re-reading the table each time.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
 from .resident_text import MODELLED_INDEX, HeldFullText, probe_word
-
-# Reading a table into memory with its BM25 postings took ~20 ms for 1k skills and ~0.5 s for 10k episodes (2 cores,
-# the latency bench's store): smaller tables are read at once, bigger ones in the background (one at a time) while
-# LanceDB answers their searches, so a search after a write never waits for it.
-BACKGROUND_READ_MIN_ROWS = 1000
-_BUILDER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-resident")
 
 
 @dataclass(frozen=True)
@@ -66,7 +58,6 @@ class ResidentVectors:
         self._copies: dict[str, _Copy] = {}
         self._seen: dict[str, int] = {}  # table name -> the last version a search saw
         self._too_big: dict[str, int] = {}  # table name -> a version at which it had more than max_rows rows
-        self._loading: dict[str, tuple[int, Future]] = {}  # table name -> the version being read in the background
         self._lock = threading.Lock()
 
     def search(self, tb, version: int, user_id: str, query_vector: np.ndarray, k: int) -> ResidentRows | None:
@@ -124,10 +115,6 @@ class ResidentVectors:
             return None
         return [copy.texts[r] for r in at], copy.vectors[at]
 
-    def settle(self, timeout: float = 60.0) -> None:
-        """Wait for the copies being read in the background (benchmarks and tests use it)."""
-        wait([future for _, future in list(self._loading.values())], timeout=timeout)
-
     def _held(self, name: str, version: int) -> _Copy | None:
         copy = self._copies.get(name)
         return copy if copy is not None and copy.version == version else None
@@ -141,32 +128,16 @@ class ResidentVectors:
             if self._seen.get(tb.name) != version:  # first sight of this version: maybe a writer is busy
                 self._seen[tb.name] = version
                 return None
-            loading = self._loading.get(tb.name)
-            if loading is not None and loading[0] == version:
-                return None  # being read in the background: LanceDB answers meanwhile
-            rows = tb.count_rows()
-            if rows > self.max_rows:
+            if tb.count_rows() > self.max_rows:
                 self._too_big[tb.name] = version
                 return None
-            if rows >= BACKGROUND_READ_MIN_ROWS:  # reading it would hold up this search: read it aside
-                self._loading[tb.name] = (version, _BUILDER.submit(self._load_aside, tb, version))
-                return None
+            # Reading 10k episodes with their BM25 postings takes ~0.3 s, once per table version. A background read
+            # was tried and measured no better: the postings are built in Python and hold the GIL, so the searches
+            # meanwhile slowed down by about as much.
             copy = _read(tb, version)
             if copy is not None:
                 self._copies[tb.name] = copy
             return copy
-
-    def _load_aside(self, tb, version: int) -> None:
-        copy = None
-        try:
-            copy = _read(tb, version)
-        finally:  # a failed read leaves the table to LanceDB until its next version
-            with self._lock:
-                if copy is not None and self._seen.get(tb.name) == version:
-                    self._copies[tb.name] = copy
-                loading = self._loading.get(tb.name)
-                if loading is not None and loading[0] == version:
-                    del self._loading[tb.name]
 
 
 def _read(tb, version: int) -> _Copy | None:

@@ -50,6 +50,10 @@ _ALPHABETIC_SYMBOLS = ((0x24B6, 0x24E9), (0x1F130, 0x1F149), (0x1F150, 0x1F169),
 # Marks that only shape emoji (variation selectors, the keycap): not alphabetic, so separators in both tokenizers.
 _EMOJI_MARKS = frozenset([*map(chr, range(0xFE00, 0xFE10)), "\u20e3"])
 _stemmer = Stemmer.Stemmer("english")
+# Word -> token (None: dropped), kept across builds: re-reading a table after a write meets the same words again, and
+# stemming 30k distinct words is a sixth of building 10k episodes' postings.
+_TOKEN_OF: dict[str, str | None] = {}
+_TOKEN_CACHE_MAX = 1_000_000
 
 
 def _folded(ch: str) -> str | None:
@@ -127,9 +131,15 @@ class HeldFullText:
         if any(words is None for words in per_row):
             raise ValueError("unmodelled text")
         distinct = list(set(chain.from_iterable(per_row)))  # type: ignore[arg-type]
+        new = [w for w in distinct if w not in _TOKEN_OF]
+        if len(_TOKEN_OF) + len(new) > _TOKEN_CACHE_MAX:
+            _TOKEN_OF.clear()
+            new = distinct
+        _TOKEN_OF.update(zip(new, map(_token, new, _stemmer.stemWords(new))))
         self._vocab: dict[str, int] = {}
         word_id = {}
-        for word, tok in zip(distinct, map(_token, distinct, _stemmer.stemWords(distinct))):
+        for word in distinct:
+            tok = _TOKEN_OF[word]
             word_id[word] = -1 if tok is None else self._vocab.setdefault(tok, len(self._vocab))
         sizes = [len(words) for words in per_row]  # type: ignore[arg-type]
         flat = np.array(list(map(word_id.__getitem__, chain.from_iterable(per_row))), dtype=np.int64)  # type: ignore[arg-type]

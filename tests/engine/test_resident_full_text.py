@@ -4,7 +4,6 @@ does not model (non-ASCII words, an index that lags the table) back to LanceDB."
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -164,53 +163,6 @@ def test_tokens_follow_lancedb_rules():
     assert tokens("party 🎉 — “now”") == ["parti"]
     assert tokens("Un CAFÉ, thé") == ["un", "cafe", "the"]
     assert tokens("Straße") is None and tokens("日本語") is None and tokens("Ⓐ") is None
-
-
-def test_big_tables_are_read_into_memory_in_the_background_and_lancedb_answers_meanwhile(tmp_path, monkeypatch):
-    monkeypatch.setattr(resident_module, "BACKGROUND_READ_MIN_ROWS", 1)
-    release = threading.Event()
-    real_build = resident_module._build_text  # noqa: SLF001 - the step under test
-
-    def slow_build(tb, texts):
-        release.wait(30)
-        return real_build(tb, texts)
-
-    monkeypatch.setattr(resident_module, "_build_text", slow_build)
-    uri = str(tmp_path / "v")
-    index = filled(uri, demo_texts()[:120], ["ann"] * 120)
-    query = vectors(1, 9)[0]
-    assert [index.search_vectors("episodic", "ann", query, 3)[1] for _ in range(3)] == ["exact"] * 3  # read aside
-    lancedb_only = VectorIndex(uri, MODEL, DIM, resident_max_rows=0)
-    got, mode = index.search_text("episodic", "ann", "refund webhook retries", 10)
-    assert mode == "LanceDB index"
-    assert_same_answer(got, lancedb_only.search_text("episodic", "ann", "refund webhook retries", 10)[0])
-    release.set()
-    index.resident.settle()
-    assert index.search_vectors("episodic", "ann", query, 3)[1] == "in memory (exact)"
-    got, mode = index.search_text("episodic", "ann", "refund webhook retries", 10)
-    assert mode == "in memory (BM25)"
-    assert_same_answer(got, lancedb_only.search_text("episodic", "ann", "refund webhook retries", 10)[0])
-
-
-def test_a_copy_read_in_the_background_never_answers_for_a_newer_version(tmp_path, monkeypatch):
-    monkeypatch.setattr(resident_module, "BACKGROUND_READ_MIN_ROWS", 1)
-    release = threading.Event()
-    real_build = resident_module._build_text  # noqa: SLF001 - the step under test
-
-    def slow_build(tb, texts):
-        release.wait(30)
-        return real_build(tb, texts)
-
-    monkeypatch.setattr(resident_module, "_build_text", slow_build)
-    uri = str(tmp_path / "v")
-    index = filled(uri, ["alpha harbour", "beta ledger"], ["ann"] * 2)
-    hold(index)  # the read of this version has started
-    VectorIndex(uri, MODEL, DIM).add("episodic", ["ep-new"], ["ann"], ["gamma harbour"], vectors(1, 5))
-    release.set()
-    index.resident.settle()
-    hits, mode = index.search_vectors("episodic", "ann", vectors(1, 5)[0], 3)
-    assert mode == "exact" and hits[0].id == "ep-new"  # the old version's copy is never used
-    assert "ep-new" in {h.id for h in index.search_text("episodic", "ann", "harbour", 5)[0]}
 
 
 def test_a_failed_postings_build_leaves_the_searches_to_lancedb(tmp_path, monkeypatch):
