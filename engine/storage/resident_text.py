@@ -4,16 +4,17 @@ A LanceDB full-text query costs ~4 ms however small the table (measured on 2 cor
 user's 10k held rows in numpy takes ~0.3 ms. The copy is only searched here when it can reproduce LanceDB's answer:
 
 - the table's FTS index has the configuration memlens creates (simple tokenizer, English stemming and stop words,
-  lower case, ASCII folding, tokens under 40 bytes) and covers every row of this table version in one segment;
-- every text is plain ASCII where it matters: a letter, mark or digit outside ASCII (``café``, ``日本語``) makes the
-  table (or, in a query, the query) go to LanceDB, whose Unicode folding and segmentation we do not model.
+  lower case, ASCII folding, tokens under 40 bytes) in one segment; rows added since it was built are fine;
+- every word is ASCII or Latin with diacritics: another letter, mark or digit (``straße``, ``日本語``, ``²``) makes
+  the table (or, in a query, the query) go to LanceDB, whose Unicode folding and segmentation we do not model.
   Punctuation, symbols and emoji split words the same way in both and are fine.
 
-Checked against LanceDB 0.40 on 8.8k distinct words (LoCoMo turns and questions plus synthetic text): the same
-tokens, stems and stop words (NLTK's English list, applied after stemming: ``canned`` -> ``can`` is dropped), and
-BM25 scores within 2e-6 (k1 = 1.2, b = 0.75, idf = ln(1 + (N - n + 0.5) / (n + 0.5)) with N the rows of the whole
-table that have a token, document length in kept tokens, a repeated query word counted each time). Rows tied at the k-th score may be picked
-differently: LanceDB's choice among equal scores is arbitrary.
+Checked against LanceDB 0.40 on 10,964 distinct words (LoCoMo turns and questions, synthetic text, the demo data):
+the same tokens, stems and stop words (NLTK's English list, applied after stemming: ``canned`` -> ``can`` is
+dropped), and BM25 scores within 2e-6: k1 = 1.2, b = 0.75, idf = ln(1 + (N - n + 0.5) / (n + 0.5)), N and the
+average length over the index's rows that have a token (for rows added since, over those plus the added rows the
+search's user filter lets through), document length in kept tokens, a repeated query word counted each time. Rows
+tied at the k-th score may be picked differently: LanceDB's choice among equal scores is arbitrary.
 """
 
 from __future__ import annotations
@@ -114,6 +115,11 @@ def probe_word(texts: list[str]) -> str | None:
     return None
 
 
+def probe_words(texts: list[str]) -> str:
+    """All the token-bearing words of the texts, as one query."""
+    return " ".join(w for text in texts for w in _WORD.findall(text.lower()) if tokens(w))
+
+
 @dataclass(frozen=True)
 class TextHits:
     rows: np.ndarray  # row positions in the held copy, best first
@@ -123,7 +129,10 @@ class TextHits:
 class HeldFullText:
     """BM25 postings over a held copy's rows (in the copy's order, so a user's rows are one slice)."""
 
-    def __init__(self, texts: list[str]) -> None:
+    def __init__(self, texts: list[str], unindexed: np.ndarray | None = None) -> None:
+        """``unindexed`` marks the rows added since LanceDB's index was built. LanceDB scores the index's rows with
+        the index's statistics, and newer rows with statistics over the index's rows plus the newer rows that pass
+        the search's user filter (measured), so both are kept."""
         # Stem each distinct word once and count with numpy: ~10x faster than tokenizing row by row, which took
         # over a second for 10k episodes.
         n = len(texts)
@@ -150,18 +159,30 @@ class HeldFullText:
         pairs, tf = np.unique(flat * max(n, 1) + rows, return_counts=True)  # sorted by token, then row
         self._rows = pairs % max(n, 1)
         self._tf = tf.astype(np.float64)
-        self._bounds = np.searchsorted(pairs // max(n, 1), np.arange(len(self._vocab) + 1))
+        token_of_pair = pairs // max(n, 1)
+        self._bounds = np.searchsorted(token_of_pair, np.arange(len(self._vocab) + 1))
+        self._unindexed = np.zeros(n, dtype=bool) if unindexed is None else np.asarray(unindexed, dtype=bool)
+        indexed = ~self._unindexed
         # LanceDB leaves rows without a token (blank, punctuation or stop words only) out of N and of the average.
-        self.count = int((lengths > 0).sum())
-        avg = float(lengths.sum()) / self.count if self.count else 1.0
-        # The length part of BM25's denominator, per row: k1 * (1 - b + b * dl / avgdl).
-        self._norm = K1 * (1 - B + B * lengths / avg)
+        has = lengths > 0
+        self._count_indexed = int((has & indexed).sum())
+        self._len_indexed = float(lengths[indexed].sum())
+        avg_indexed = self._len_indexed / self._count_indexed if self._count_indexed else 1.0
+        self._lengths = lengths
+        # The length part of BM25's denominator for indexed rows: k1 * (1 - b + b * dl / avgdl).
+        self._norm_indexed = K1 * (1 - B + B * lengths / avg_indexed)
+        self._df_indexed = np.bincount(token_of_pair[indexed[self._rows]], minlength=len(self._vocab))
+        # Newer rows are scored over the index's rows plus the newer rows the search's user filter lets through
+        # (measured: LanceDB filters them before counting), so per slice: prefix sums of their counts and lengths.
+        new_has = has & self._unindexed
+        self._cum_new_count = np.concatenate(([0], np.cumsum(new_has)))
+        self._cum_new_length = np.concatenate(([0.0], np.cumsum(np.where(new_has, lengths, 0.0))))
 
     @classmethod
-    def build(cls, texts: list[str]) -> HeldFullText | None:
+    def build(cls, texts: list[str], unindexed: np.ndarray | None = None) -> HeldFullText | None:
         """The postings, or None when some text is outside what this module models."""
         try:
-            return cls(texts)
+            return cls(texts, unindexed)
         except ValueError:
             return None
 
@@ -171,18 +192,28 @@ class HeldFullText:
         if toks is None:
             return None
         scores = np.zeros(end - start, dtype=np.float64)
+        new_count = int(self._cum_new_count[end] - self._cum_new_count[start])
+        new_n = self._count_indexed + new_count
+        new_avg = (self._len_indexed + float(self._cum_new_length[end] - self._cum_new_length[start])) / new_n \
+            if new_n else 1.0
         for tok in toks:  # a repeated query word counts each time, as in LanceDB
             at = self._vocab.get(tok)
             if at is None:
                 continue
             first, last = self._bounds[at], self._bounds[at + 1]
             rows, tfs = self._rows[first:last], self._tf[first:last]
-            n = len(rows)
-            idf = math.log(1 + (self.count - n + 0.5) / (n + 0.5))
             lo, hi = np.searchsorted(rows, (start, end))
             r = rows[lo:hi]
             tf = tfs[lo:hi]
-            scores[r - start] += idf * tf * (K1 + 1) / (tf + self._norm[r])
+            n_indexed = int(self._df_indexed[at])
+            idf = math.log(1 + (self._count_indexed - n_indexed + 0.5) / (n_indexed + 0.5))
+            norm = self._norm_indexed[r]
+            new = self._unindexed[r]
+            if new.any():
+                n_new = n_indexed + int(new.sum())
+                idf = np.where(new, math.log(1 + (new_n - n_new + 0.5) / (n_new + 0.5)), idf)
+                norm = np.where(new, K1 * (1 - B + B * self._lengths[r] / new_avg), norm)
+            scores[r - start] += idf * tf * (K1 + 1) / (tf + norm)
         matched = np.flatnonzero(scores > 0)
         if k <= 0 or not len(matched):
             return TextHits(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))

@@ -271,7 +271,7 @@ class VectorIndex:
         if owners is not None:  # a table held in memory: its copy knows the owners, texts and vectors
             if user_id not in owners:
                 return [], "in memory (BM25)"
-            held = self.resident.text_search(tb.name, version, user_id, query, k)
+            held = self.resident.text_search(tb, version, user_id, query, k)
             if held is not None:
                 return [VectorHit(i, t, held.vectors[n], None, float(held.bm25[n]))
                         for n, (i, t) in enumerate(zip(held.ids, held.texts))], "in memory (BM25)"

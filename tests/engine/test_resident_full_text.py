@@ -123,18 +123,29 @@ def test_a_table_with_words_we_do_not_model_is_searched_by_lancedb(tmp_path):
     assert mode == "LanceDB index" and {h.id for h in hits} == {"ep-0", "ep-1", "ep-2"}
 
 
-def test_rows_added_after_the_index_was_built_send_searches_to_lancedb_until_it_covers_them(tmp_path):
-    index = filled(str(tmp_path / "v"), ["alpha harbour", "beta harbour", "gamma"], ["ann"] * 3)
+def test_rows_added_since_the_index_was_built_are_scored_as_lancedb_scores_them(tmp_path):
+    """LanceDB scores the rows its index covers with the index's statistics and newer rows with statistics over all
+    rows; the held copy does the same, before and after the index catches up."""
+    texts = demo_texts()[:90]
+    uri = str(tmp_path / "v")
+    index = filled(uri, texts[:60], [("ann", "bob")[n % 2] for n in range(60)])
+    lancedb_only = VectorIndex(uri, MODEL, DIM, resident_max_rows=0)
+    for batch in (range(60, 75), range(75, 90)):  # two later writes, neither indexed yet
+        index.add("episodic", [f"new-{n}" for n in batch], [("ann", "bob")[n % 2] for n in batch],
+                  [texts[n] for n in batch], vectors(len(batch), batch[0]))
+    tb = index.table("episodic")
+    assert [ix.num_unindexed_rows for ix in tb.list_indices() if ix.columns == ["text"]] == [30]
     hold(index)
-    assert index.search_text("episodic", "ann", "harbour", 5)[1] == "in memory (BM25)"
-    index.add("episodic", ["ep-new"], ["ann"], ["harbour harbour delta"], vectors(1, 4))
-    hold(index)
-    hits, mode = index.search_text("episodic", "ann", "harbour", 5)
-    assert mode == "LanceDB index" and "ep-new" in {h.id for h in hits}  # LanceDB scores unindexed rows its own way
+    for query in QUESTIONS[:4] + [texts[80][:60], texts[61][:60]]:
+        for user in ("ann", "bob"):
+            got, mode = index.search_text("episodic", user, query, 15)
+            assert mode == "in memory (BM25)"
+            assert_same_answer(got, lancedb_only.search_text("episodic", user, query, 15)[0])
     index.optimize()
     hold(index)
-    hits, mode = index.search_text("episodic", "ann", "harbour", 5)
-    assert mode == "in memory (BM25)" and hits[0].id == "ep-new"
+    got, mode = index.search_text("episodic", "ann", texts[80][:60], 15)
+    assert mode == "in memory (BM25)"
+    assert_same_answer(got, lancedb_only.search_text("episodic", "ann", texts[80][:60], 15)[0])
 
 
 def test_after_a_delete_the_answer_is_lancedbs_whether_or_not_the_table_was_compacted(tmp_path):
@@ -166,7 +177,7 @@ def test_tokens_follow_lancedb_rules():
 
 
 def test_a_failed_postings_build_leaves_the_searches_to_lancedb(tmp_path, monkeypatch):
-    def broken_build(tb, texts):
+    def broken_build(tb, texts, unindexed):
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(resident_module, "_build_text", broken_build)
@@ -175,3 +186,20 @@ def test_a_failed_postings_build_leaves_the_searches_to_lancedb(tmp_path, monkey
     hits, mode = index.search_text("episodic", "ann", "harbour", 5)
     assert mode == "LanceDB index" and [h.id for h in hits] == ["ep-0"]
     assert index.vector_search("episodic", "ann", vectors(1, 0)[0], 1)[0].id == "ep-0"  # vectors still in memory
+
+
+def test_postings_are_built_once_a_version_has_been_searched_about_once_per_thousand_rows(tmp_path, monkeypatch):
+    monkeypatch.setattr(resident_module, "TEXT_BUILD_ROWS_PER_SEARCH", 50)  # 120 rows: the third search builds
+    uri = str(tmp_path / "v")
+    index = filled(uri, demo_texts()[:120], ["ann"] * 120)
+    hold(index)
+    lancedb_only = VectorIndex(uri, MODEL, DIM, resident_max_rows=0)
+    modes = []
+    for _ in range(4):
+        got, mode = index.search_text("episodic", "ann", "refund webhook retries", 10)
+        assert_same_answer(got, lancedb_only.search_text("episodic", "ann", "refund webhook retries", 10)[0])
+        modes.append(mode)
+    assert modes == ["LanceDB index", "LanceDB index", "in memory (BM25)", "in memory (BM25)"]
+    index.add("episodic", ["ep-new"], ["ann"], ["refund webhook"], vectors(1, 3))  # a new version starts counting again
+    hold(index)
+    assert index.search_text("episodic", "ann", "refund webhook retries", 10)[1] == "LanceDB index"
