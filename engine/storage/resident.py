@@ -24,22 +24,13 @@ TEXT_BUILD_ROWS_PER_SEARCH = 1000
 
 @dataclass(frozen=True)
 class ResidentRows:
-    """A user's nearest rows, best first: their ids, texts, stored vectors and cosine similarities."""
+    """A user's best rows, best first: their ids, texts, stored vectors and scores (cosine similarity from
+    ``search``, LanceDB-equal BM25 from ``text_search``; higher is better in both)."""
 
     ids: list[str]
     texts: list[str]
     vectors: np.ndarray  # (n, dim) float32, as stored
-    similarities: np.ndarray  # (n,) cosine similarity, higher is closer
-
-
-@dataclass(frozen=True)
-class ResidentTextRows:
-    """A user's best rows by BM25, best first: their ids, texts, stored vectors and LanceDB-equal BM25 scores."""
-
-    ids: list[str]
-    texts: list[str]
-    vectors: np.ndarray  # (n, dim) float32, as stored
-    bm25: np.ndarray  # (n,) higher is better, unbounded
+    scores: np.ndarray  # (n,)
 
 
 @dataclass(frozen=True)
@@ -93,11 +84,9 @@ class ResidentVectors:
         k = min(k, end - start)
         top = np.argpartition(-sims, k - 1)[:k] if k < end - start else np.arange(end - start)
         top = top[np.lexsort((top, -sims[top]))]  # best first; ties in row order, so results are repeatable
-        rows = top + start
-        return ResidentRows([copy.ids[r] for r in rows], [copy.texts[r] for r in rows], copy.vectors[rows],
-                            sims[top].astype(np.float32))
+        return _rows(copy, top + start, sims[top].astype(np.float32))
 
-    def text_search(self, tb, version: int, user_id: str, query: str, k: int) -> ResidentTextRows | None:
+    def text_search(self, tb, version: int, user_id: str, query: str, k: int) -> ResidentRows | None:
         """The user's k best rows by BM25, exactly as LanceDB's FTS index scores them; None when no copy of this
         version is held, its postings are not built (yet), or it (or the query) is outside what resident_text.py
         models."""
@@ -111,9 +100,7 @@ class ResidentVectors:
         found = held.search(query, start, end, k)
         if found is None:
             return None
-        rows = found.rows
-        return ResidentTextRows([copy.ids[r] for r in rows], [copy.texts[r] for r in rows], copy.vectors[rows],
-                                found.scores)
+        return _rows(copy, found.rows, found.scores)
 
     def _postings_for(self, tb, copy: _Copy) -> HeldFullText | None:
         # A build costs ~30 us per row and each search it answers saves ~4 ms: build once this version has been
@@ -170,6 +157,10 @@ class ResidentVectors:
             if copy is not None:
                 self._copies[tb.name] = copy
             return copy
+
+
+def _rows(copy: _Copy, rows: np.ndarray, scores: np.ndarray) -> ResidentRows:
+    return ResidentRows([copy.ids[r] for r in rows], [copy.texts[r] for r in rows], copy.vectors[rows], scores)
 
 
 def _read(tb, version: int) -> _Copy | None:

@@ -218,18 +218,15 @@ class VectorIndex:
         version = tb.version  # one read per search (~0.3 ms: it checks for other processes' commits)
         held = self.resident.search(tb, version, user_id, query_vector, k)
         if held is not None:
-            return [VectorHit(i, t, held.vectors[n], float(held.similarities[n]), None)
-                    for n, (i, t) in enumerate(zip(held.ids, held.texts))], "in memory (exact)"
+            return _hits(held.ids, held.texts, held.vectors, similarity=held.scores), "in memory (exact)"
         ann = not exact and self.has_ann(kind)
         where = self._user_filter(tb, version, user_id)
         rows = self._vector_query(tb, where, query_vector, k, ann)
         if ann and _owned(rows, user_id).num_rows < k:
             rows, ann = self._vector_query(tb, where, query_vector, k, False), False
         rows = _owned(rows, user_id)
-        dist = rows.column("_distance").to_numpy()
-        vecs = _vectors(rows)
-        hits = [VectorHit(i, t, vecs[n], float(1.0 - dist[n]), None)
-                for n, (i, t) in enumerate(zip(rows.column("id").to_pylist(), rows.column("text").to_pylist()))]
+        hits = _hits(rows.column("id").to_pylist(), rows.column("text").to_pylist(), _vectors(rows),
+                     similarity=1.0 - rows.column("_distance").to_numpy())
         return hits, "approximate (HNSW-SQ)" if ann else "exact"
 
     def _user_filter(self, tb, version: int, user_id: str) -> str | None:
@@ -273,19 +270,15 @@ class VectorIndex:
                 return [], "in memory (BM25)"
             held = self.resident.text_search(tb, version, user_id, query, k)
             if held is not None:
-                return [VectorHit(i, t, held.vectors[n], None, float(held.bm25[n]))
-                        for n, (i, t) in enumerate(zip(held.ids, held.texts))], "in memory (BM25)"
+                return _hits(held.ids, held.texts, held.vectors, bm25=held.scores), "in memory (BM25)"
             hits = self._fts_held(tb, version, user_id, query, k, only_owner=len(owners) == 1)
             if hits is not None:
                 return hits, "LanceDB index"
         q = tb.search(query, query_type="fts").select(["id", "user_id", "text", "vector"]).limit(k)
         where = self._user_filter(tb, version, user_id)
         rows = _owned((q.where(where, prefilter=True) if where is not None else q).to_arrow(), user_id)
-        scores = rows.column("_score").to_numpy()
-        vecs = _vectors(rows)
-        return [VectorHit(i, t, vecs[n], None, float(scores[n]))
-                for n, (i, t) in enumerate(zip(rows.column("id").to_pylist(),
-                                               rows.column("text").to_pylist()))], "LanceDB index"
+        return _hits(rows.column("id").to_pylist(), rows.column("text").to_pylist(), _vectors(rows),
+                     bm25=rows.column("_score").to_numpy()), "LanceDB index"
 
     def _fts_held(self, tb, version: int, user_id: str, query: str, k: int, only_owner: bool) -> list[VectorHit] | None:
         """Full-text search of a table held in memory: LanceDB returns only ids and scores (reading 50 stored
@@ -299,8 +292,7 @@ class VectorIndex:
         if held is None:
             return None
         texts, vecs = held
-        scores = rows.column("_score").to_numpy()
-        return [VectorHit(i, texts[n], vecs[n], None, float(scores[n])) for n, i in enumerate(ids)]
+        return _hits(ids, texts, vecs, bm25=rows.column("_score").to_numpy())
 
     def vectors_for(self, kind: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         tb = self.table(kind, create=False)
@@ -310,6 +302,12 @@ class VectorIndex:
                 .select(["id", "vector"]).limit(len(ids) + 10).to_arrow())
         vecs = _vectors(rows)
         return {i: vecs[n] for n, i in enumerate(rows.column("id").to_pylist())}
+
+
+def _hits(ids: list[str], texts: list[str], vectors: np.ndarray, similarity: np.ndarray | None = None,
+          bm25: np.ndarray | None = None) -> list[VectorHit]:
+    return [VectorHit(i, t, vectors[n], None if similarity is None else float(similarity[n]),
+                      None if bm25 is None else float(bm25[n])) for n, (i, t) in enumerate(zip(ids, texts))]
 
 
 def _owned(rows: pa.Table, user_id: str) -> pa.Table:
