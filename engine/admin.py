@@ -134,9 +134,8 @@ class StoreAdmin:
             self._b.index.delete(kind, [r.id for r in records])
             for start in range(0, len(records), 512):
                 chunk = records[start:start + 512]
-                texts = [module.index_text(r) for r in chunk]
-                self._b.index.add(kind, [r.id for r in chunk], [r.user_id for r in chunk], texts,
-                                  self.embedder.embed(texts))
+                texts, vectors = self._b.record_vectors(module, chunk)
+                self._b.index.add(kind, [r.id for r in chunk], [r.user_id for r in chunk], texts, vectors)
                 if progress:
                     progress(kind, start + len(chunk), len(records))
             done[kind] = len(records)

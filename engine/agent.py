@@ -45,9 +45,11 @@ class AgentMemory:
         """The session's working memory as it is now (including edits made in the dashboard)."""
         return self.engine.working_get(self.user_id, self.session_id)
 
-    def remember(self, content: str, category: str = "general", importance: float | None = None) -> Item:
-        """Store one fact in semantic memory."""
-        return self.engine.remember(self.user_id, content, category, importance, source="agent")
+    def remember(self, content: str, category: str = "general", importance: float | None = None,
+                 context: str | None = None) -> Item:
+        """Store one fact in semantic memory; ``context`` is what came right before it (e.g. the question it
+        answers), embedded with it."""
+        return self.engine.remember(self.user_id, content, category, importance, source="agent", context=context)
 
     def recall(self, question: str, hops: int | None = None, budget: int | None = None,
                overrides: Mapping[str, Any] | None = None) -> RetrievalTrace:

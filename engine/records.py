@@ -100,6 +100,7 @@ class Item:
     created_at: datetime
     updated_at: datetime
     archived_at: datetime | None = None
+    context: str = ""  # what preceded it where it was said (e.g. the previous turn); embedded with it, not shown as it
 
 
 @dataclass(frozen=True)

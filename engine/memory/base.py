@@ -8,13 +8,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
 from ..config import Settings
 from ..errors import InvalidInput
 from ..providers.embedders import Embedder
 from ..storage.database import Database
-from ..storage.vectors import VectorIndex
+from ..storage.vectors import VectorIndex, check_vectors
 
 
 @dataclass
@@ -34,20 +35,23 @@ class Backends:
             raise InvalidInput(f"{noun} id {taken[0][0]!r} already exists")
 
     def store_records(self, kind: str, records: Sequence[Any], index_text: Callable[[Any], str],
-                      insert: Callable[[duckdb.DuckDBPyConnection, Sequence[Any]], Any]) -> Any:
+                      insert: Callable[[duckdb.DuckDBPyConnection, Sequence[Any]], Any],
+                      index_context: Callable[[Any], str] | None = None) -> Any:
         """Rows for every record, vectors for the active (not archived) ones, all or nothing."""
         active = [r for r in records if r.archived_at is None]
         return self.write_indexed(kind, [r.id for r in active], [r.user_id for r in active],
-                                  [index_text(r) for r in active], lambda conn: insert(conn, records))
+                                  [index_text(r) for r in active], lambda conn: insert(conn, records),
+                                  [index_context(r) for r in active] if index_context else None)
 
     def write_indexed(self, kind: str, ids: Sequence[str], user_ids: Sequence[str], texts: Sequence[str],
-                      write_rows: Callable[[duckdb.DuckDBPyConnection], Any]) -> Any:
+                      write_rows: Callable[[duckdb.DuckDBPyConnection], Any],
+                      contexts: Sequence[str] | None = None) -> Any:
         """Embed, add vectors, then commit the rows; undo the vectors if the rows fail (all or nothing).
 
         DuckDB is the truth: retrieval only returns ids that are active there, so a crash between the two steps
         leaves at worst an invisible vector, never a visible half-written memory.
         """
-        vectors = self.embedder.embed(list(texts))
+        vectors = self.embed_in_context(texts, contexts)
         self.index.add(kind, ids, user_ids, texts, vectors)
         try:
             with self.db.write() as conn:
@@ -55,6 +59,33 @@ class Backends:
         except BaseException:
             self.index.delete(kind, list(ids))
             raise
+
+    def embed_in_context(self, texts: Sequence[str], contexts: Sequence[str] | None = None) -> np.ndarray:
+        """One unit vector per text; a text with a context gets ``normalise(e(text) + w * e(context))``, w being
+        ``context_weight``. Each distinct text is embedded once, so the turns of a conversation, each the context of
+        the next, cost no extra embedding. Only the text goes to the full-text index: the context adds meaning to
+        the vector, never words to match."""
+        texts = list(texts)
+        weight = self.settings.context_weight
+        contexts = [c if weight > 0 else "" for c in contexts] if contexts is not None else [""] * len(texts)
+        distinct = list(dict.fromkeys([*texts, *(c for c in contexts if c)]))
+        at = {t: n for n, t in enumerate(distinct)}
+        # Checked here, not only by the index, because rows are picked out of it by position.
+        embedded = check_vectors(self.embedder.embed(distinct), self.index.dim, len(distinct))
+        vectors = embedded[[at[t] for t in texts]]
+        if any(contexts):
+            vectors = vectors.copy()
+            for n, context in enumerate(contexts):
+                if context:
+                    mixed = vectors[n] + weight * embedded[at[context]]
+                    vectors[n] = mixed / max(float(np.linalg.norm(mixed)), 1e-12)
+        return vectors
+
+    def record_vectors(self, module: Any, records: Sequence[Any]) -> tuple[list[str], np.ndarray]:
+        """The index texts of ``records`` and their vectors, with each record's context where its module has one."""
+        texts = [module.index_text(r) for r in records]
+        context_of = getattr(module, "index_context", None)
+        return texts, self.embed_in_context(texts, [context_of(r) for r in records] if context_of else None)
 
 
 _ARROW_TYPES = {"ts": pa.timestamp("us", tz="UTC"), "str": pa.string(), "float": pa.float64(), "bool": pa.bool_(),

@@ -95,7 +95,7 @@ class Transfer:
                                                         r.get("created_at")))
         elif kind == "item":
             r = _take(rec, {"user_id", "id", "category", "content", "importance", "evergreen", "provenance", "source",
-                            "created_at", "archived_at"}, {"user_id", "content"})
+                            "created_at", "archived_at", "context"}, {"user_id", "content"})
             plan.items.append(self.semantic.prepare(**r))
         elif kind == "category":
             r = _take(rec, {"user_id", "name", "summary"}, {"user_id", "name", "summary"})
@@ -180,9 +180,8 @@ class Transfer:
                 active = [r for r in records if r.archived_at is None]
                 for start in range(0, len(active), 512):
                     chunk = active[start:start + 512]
-                    vectors = self.b.embedder.embed([module.index_text(r) for r in chunk])
-                    self.b.index.add(kind, [r.id for r in chunk], [r.user_id for r in chunk],
-                                     [module.index_text(r) for r in chunk], vectors)
+                    texts, vectors = self.b.record_vectors(module, chunk)
+                    self.b.index.add(kind, [r.id for r in chunk], [r.user_id for r in chunk], texts, vectors)
                     added.append((kind, [r.id for r in chunk]))
                     if progress:
                         progress(kind, start + len(chunk), len(active))
@@ -216,7 +215,8 @@ class Transfer:
             yield {"kind": "item", "user_id": user_id, "id": i.id, "category": i.category, "content": i.content,
                    "importance": i.importance, "evergreen": i.evergreen, "provenance": i.provenance,
                    "source": i.source, "created_at": i.created_at.isoformat(),
-                   "archived_at": i.archived_at.isoformat() if i.archived_at else None}
+                   "archived_at": i.archived_at.isoformat() if i.archived_at else None,
+                   **({"context": i.context} if i.context else {})}
         for e in self.episodic.list(user_id, include_archived=True, limit=10_000_000).rows:
             yield {"kind": "episode", "user_id": user_id, "id": e.id, "session_id": e.session_id,
                    "steps": [s.__dict__ for s in e.steps], "summary": e.summary, "outcome": e.outcome,

@@ -72,4 +72,9 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0003_trace_body_packed", """
     ALTER TABLE traces RENAME COLUMN body_zlib TO body_packed;
     """),
+    # What came right before an item where it was said (e.g. the previous turn of a conversation); the item's vector
+    # embeds it too (Settings.context_weight). Rows written before this migration have none.
+    ("0004_item_context", """
+    ALTER TABLE items ADD COLUMN context VARCHAR DEFAULT '';
+    """),
 )
