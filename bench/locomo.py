@@ -4,10 +4,10 @@
 
 One store per conversation; every turn is a semantic item with text ``{speaker} said, "{text}"`` (plus
 ``and shared {blip_caption}`` for image turns) and its session's date as ``created_at``. The question is the query.
-With ``--context previous-turn`` (the default) each turn is written as memlens writes conversation turns: with the
-turn before it in the same session as its ``context``, which its vector embeds too (``context_weight``, 0.4); the
-item's text, and so full-text search, is the protocol's. ``--context none`` writes bare turns (the protocol to the
-letter), for comparison.
+With ``--preceding previous-turn`` (the default) each turn is written as memlens writes conversation turns: with the
+turn before it in the same session as its ``preceding_text``, which its vector embeds too (``preceding_text_weight``,
+0.4); the item's text, and so full-text search, is the protocol's. ``--preceding none`` writes bare turns (the protocol
+to the letter), for comparison.
 Methods: ``vector`` (cosine only), ``bm25`` (LanceDB full text only), ``memlens`` (the pipeline, 1 hop) and
 ``memlens-multihop`` (2 hops, offline bridge reasoner). A memlens ranking is the pipeline's final order followed by
 the candidates its relevance filter dropped (in hybrid order), so recall@25 is defined even when the filter is strict.
@@ -50,12 +50,12 @@ def turns(conv: dict) -> list[dict]:
     out = []
     for key in sorted((k for k in c if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1])):
         when = parse_date(c[f"{key}_date_time"])
-        previous = None  # a session's first turn has no context
+        previous = None  # a session's first turn follows nothing
         for t in c[key]:
             text = f'{t["speaker"]} said, "{t["text"]}"'
             if t.get("blip_caption"):
                 text += f' and shared {t["blip_caption"]}'
-            out.append({"id": t["dia_id"], "content": text, "created_at": when, "context": previous})
+            out.append({"id": t["dia_id"], "content": text, "created_at": when, "preceding_text": previous})
             previous = text
     return out
 
@@ -81,7 +81,7 @@ def memlens_ranking(trace) -> list[str]:
 
 
 def run(path: Path, preset: str | None, limit_convs: int | None, methods: list[str],
-        extra: dict | None = None, context: str = "previous-turn") -> dict:
+        extra: dict | None = None, preceding: str = "previous-turn") -> dict:
     data = json.loads(path.read_text())[: limit_convs or None]
     embedder = LocalMiniLM()
     overrides = {**preset_overrides(preset), **(extra or {})}
@@ -97,7 +97,7 @@ def run(path: Path, preset: str | None, limit_convs: int | None, methods: list[s
             t = time.perf_counter()
             engine.remember_many({"user_id": user, "id": i["id"], "content": i["content"], "category": "dialog",
                                   "created_at": i["created_at"], "importance": None, "source": "locomo",
-                                  "context": i["context"] if context == "previous-turn" else None}
+                                  "preceding_text": i["preceding_text"] if preceding == "previous-turn" else None}
                                  for i in items)
             engine.optimize()
             timing["ingest_s"].append(time.perf_counter() - t)
@@ -127,7 +127,7 @@ def run(path: Path, preset: str | None, limit_convs: int | None, methods: list[s
             print(f"{user}: {len(items)} turns, {len(conv['qa'])} questions", file=sys.stderr)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    result: dict = {"methods": {}, "skipped_no_evidence": skipped, "preset": preset or "default", "context": context,
+    result: dict = {"methods": {}, "skipped_no_evidence": skipped, "preset": preset or "default", "preceding": preceding,
                     "ms_per_query": {m: 1000 * sum(v) / len(v) for m, v in timing.items() if m in methods}}
     for m in methods:
         result["methods"][m] = {cat: {key: sum(r[key] for r in rows) / len(rows) for key in rows[0]} | {"n": len(rows)}
@@ -141,21 +141,21 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="write the results as JSON here")
     ap.add_argument("--preset", choices=sorted(PRESETS), help="a named retrieval preset for the memlens methods")
     ap.add_argument("--limit-convs", type=int)
-    ap.add_argument("--context", choices=("previous-turn", "none"), default="previous-turn",
-                    help="what each turn is written with as its context (default: the previous turn of its session)")
+    ap.add_argument("--preceding", choices=("previous-turn", "none"), default="previous-turn",
+                    help="each turn's preceding_text (default: the previous turn of its session)")
     ap.add_argument("--methods", default="vector,bm25,memlens,memlens-multihop")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="extra retrieval overrides on top of the preset (for exploring, not for reporting)")
     args = ap.parse_args()
     methods = args.methods.split(",")
-    result = run(args.path, args.preset, args.limit_convs, methods, parse_assignments(args.set), args.context)
+    result = run(args.path, args.preset, args.limit_convs, methods, parse_assignments(args.set), args.preceding)
     rows = []
     for m in methods:
         for cat, v in result["methods"][m].items():
             name = "overall" if cat == "overall" else f"{cat} {CATEGORY_NAMES.get(int(cat), '')}"
             rows.append([m, name, v["n"], v["recall@5"], v["recall@10"], v["recall@25"], v["hit@10"], v["all@10"]])
     print(table(["method", "category", "n", "recall@5", "recall@10", "recall@25", "hit@10", "all@10"], rows))
-    print(f"\npreset: {result['preset']}; turn context: {result['context']}; QAs skipped (no resolvable evidence): {result['skipped_no_evidence']}; "
+    print(f"\npreset: {result['preset']}; preceding text: {result['preceding']}; QAs skipped (no resolvable evidence): {result['skipped_no_evidence']}; "
           + "; ".join(f"{m} {ms:.0f} ms/query" for m, ms in result["ms_per_query"].items()))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))

@@ -46,10 +46,10 @@ class AgentMemory:
         return self.engine.working_get(self.user_id, self.session_id)
 
     def remember(self, content: str, category: str = "general", importance: float | None = None,
-                 context: str | None = None) -> Item:
-        """Store one fact in semantic memory; ``context`` is what came right before it (e.g. the question it
+                 preceding_text: str | None = None) -> Item:
+        """Store one fact in semantic memory; ``preceding_text`` is what came right before it (e.g. the question it
         answers), embedded with it."""
-        return self.engine.remember(self.user_id, content, category, importance, source="agent", context=context)
+        return self.engine.remember(self.user_id, content, category, importance, source="agent", preceding_text=preceding_text)
 
     def recall(self, question: str, hops: int | None = None, budget: int | None = None,
                overrides: Mapping[str, Any] | None = None) -> RetrievalTrace:

@@ -204,11 +204,12 @@ class MemoryEngine(StoreAdmin):
     # -- semantic memory --------------------------------------------------------------------------------------------
     def remember(self, user_id: str, content: str, category: str = "general", importance: float | None = None,
                  evergreen: bool = False, provenance: Mapping | None = None, source: str = "api",
-                 created_at: datetime | str | None = None, context: str | None = None) -> Item:
-        """Store one fact directly (llmemory's remember_fact). ``context``: what came right before it where it was
-        said (e.g. the previous turn); stored with it and embedded into its vector (``Settings.context_weight``)."""
+                 created_at: datetime | str | None = None, preceding_text: str | None = None) -> Item:
+        """Store one fact directly (llmemory's remember_fact). ``preceding_text``: what came right before it where it
+        was said (e.g. the previous turn); stored with it and embedded into its vector
+        (``Settings.preceding_text_weight``)."""
         item = self.semantic.prepare(user_id, content, category, importance, evergreen, provenance, source,
-                                     created_at, context=context)
+                                     created_at, preceding_text=preceding_text)
         return self.semantic.add([item])[0]
 
     def remember_many(self, records: Iterable[Mapping[str, Any]]) -> list[Item]:

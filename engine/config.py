@@ -57,10 +57,10 @@ class Settings:
     llm_backoff_s: float = _s(0.5, "First retry delay in seconds, doubled per retry (llmemory: 0.5*2^(n-1)). "
                               "Env MEMLENS_LLM_BACKOFF.", lo=0, hi=60)
     max_text_chars: int = _s(32000, "Longest text accepted for a message, memory, step or slot value.", lo=100)
-    context_weight: float = _s(0.4, "[memlens] How much an item's context (what preceded it, e.g. the previous turn "
-                               "of a conversation) counts in its vector: normalise(e(text) + w*e(context)). Applied "
-                               "when an item is written; reindex rebuilds every vector with the current value. 0: the "
-                               "context is stored but not embedded.", lo=0, hi=2)
+    preceding_text_weight: float = _s(0.4, "[memlens] How much an item's preceding_text (what came right before it, "
+                                      "e.g. the previous turn of a conversation) counts in its vector: normalise(e(text) "
+                                      "+ w*e(preceding_text)). Applied when an item is written; reindex rebuilds every "
+                                      "vector with the current value. 0: stored but not embedded.", lo=0, hi=2)
     lock_timeout_s: float = _s(20.0, "How long to wait for another process's DuckDB lock before StoreBusy.", lo=0)
     vector_index_min_rows: int = _s(10_000, "optimize() gives vector tables with at least this many rows an "
                                     "approximate HNSW-SQ index (~10 ms instead of ~110 ms per search at 100k rows, "

@@ -86,10 +86,11 @@ def build_server(engine: MemoryEngine) -> MCPServer:
 
     @tool
     def memory_save(user_id: str, content: str, category: str = "observations", importance: float | None = None,
-                    evergreen: bool = False, context: str | None = None) -> str:
-        """Save one fact to semantic memory directly (no LLM). ``context``: what came right before it (e.g. the
+                    evergreen: bool = False, preceding_text: str | None = None) -> str:
+        """Save one fact to semantic memory directly (no LLM). ``preceding_text``: what came right before it (e.g. the
         question it answers), embedded with it so that question finds it."""
-        item = engine.remember(user_id, content, category, importance, evergreen, source="mcp", context=context)
+        item = engine.remember(user_id, content, category, importance, evergreen, source="mcp",
+                               preceding_text=preceding_text)
         return f"Memory saved: {item.id}\nCategory: {item.category}\nContent: {item.content}"
 
     @tool

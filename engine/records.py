@@ -100,7 +100,7 @@ class Item:
     created_at: datetime
     updated_at: datetime
     archived_at: datetime | None = None
-    context: str = ""  # what preceded it where it was said (e.g. the previous turn); embedded with it, not shown as it
+    preceding_text: str = ""  # what came right before it where it was said (e.g. the previous turn); embedded with it
 
 
 @dataclass(frozen=True)

@@ -54,9 +54,10 @@ def item_detail(item: Item) -> None:
                    f"{' · evergreen' if item.evergreen else ''} · created {when(item.created_at)} · source "
                    f"{md_escape(item.source or '—')}{status}")
         st.text(item.content)
-        if item.context:
-            st.caption("Context (what came right before it; its vector embeds this too, full-text search does not)")
-            st.text(item.context)
+        if item.preceding_text:
+            st.caption("Preceding text (what came right before it; its vector embeds this too, full-text search "
+                       "does not)")
+            st.text(item.preceding_text)
         st.caption("Provenance")
         st.json(item.provenance, expanded=True)
 
@@ -95,7 +96,7 @@ def add_item(engine: MemoryEngine, user: str) -> None:
                                  help="snake_case: lowercase letters, digits and _")
         importance = c2.slider("Importance", 0.0, 1.0, 0.7, 0.05, key="memories_new_importance")
         evergreen = c3.checkbox("Evergreen", key="memories_new_evergreen", help="Never decays with age")
-        context = st.text_input("Context (optional)", key="memories_new_context",
+        preceding = st.text_input("Preceding text (optional)", key="memories_new_preceding",
                                 help="What came right before it where it was said, e.g. the question it answers. "
                                      "Stored with it and embedded into its vector, so the memory is found by that "
                                      "question too.")
@@ -103,7 +104,7 @@ def add_item(engine: MemoryEngine, user: str) -> None:
     if submit:
         with engine_errors("Memory not added"):
             item = engine.remember(user, content, category.strip(), importance, evergreen, source="ui",
-                                   context=context or None)
+                                   preceding_text=preceding or None)
             flash("memories", f"Added {md_escape(item.id)} to {md_escape(item.category)}.")
             st.rerun()
 

@@ -42,6 +42,7 @@ def candidate_rows(hop: HopTrace, text_chars: int = 200) -> list[dict[str, Any]]
         for stage in RANK_STAGES:
             row[f"rank_{stage}"] = c.ranks.get(stage)
         row["text"] = shorten(c.text, text_chars)
+        row["preceded_by"] = shorten(c.preceding_text, text_chars) if c.preceding_text else ""
         rows.append(row)
     return rows
 

@@ -91,7 +91,12 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int) -> None:
     columns = ["rank_final", "rank_feedback", "id", "kind", "found_by", "relevance", "outcome",
                *used_score_columns(rows), "rule", "rank_hybrid", "rank_filter", "rank_temporal", "rank_mmr",
                "tokens", "text"]
-    st.caption(f"{len(rows)} candidates (kept ones by final score, then the dropped ones)")
+    note = ""
+    if any(r["preceded_by"] for r in rows):
+        columns.append("preceded_by")
+        note = ("; preceded_by is what came right before a memory where it was said: its vector embeds it too, so "
+                "it counts in vector_similarity")
+    st.caption(f"{len(rows)} candidates (kept ones by final score, then the dropped ones){note}")
     table(rows, key=f"trace_cands_{hop.hop}", columns=columns)
     kept = [c for c in hop.candidates if c.verdicts.get("relevance") != "dropped"]
     if kept:

@@ -36,22 +36,22 @@ class Backends:
 
     def store_records(self, kind: str, records: Sequence[Any], index_text: Callable[[Any], str],
                       insert: Callable[[duckdb.DuckDBPyConnection, Sequence[Any]], Any],
-                      index_context: Callable[[Any], str] | None = None) -> Any:
+                      index_preceding: Callable[[Any], str] | None = None) -> Any:
         """Rows for every record, vectors for the active (not archived) ones, all or nothing."""
         active = [r for r in records if r.archived_at is None]
         return self.write_indexed(kind, [r.id for r in active], [r.user_id for r in active],
                                   [index_text(r) for r in active], lambda conn: insert(conn, records),
-                                  [index_context(r) for r in active] if index_context else None)
+                                  [index_preceding(r) for r in active] if index_preceding else None)
 
     def write_indexed(self, kind: str, ids: Sequence[str], user_ids: Sequence[str], texts: Sequence[str],
                       write_rows: Callable[[duckdb.DuckDBPyConnection], Any],
-                      contexts: Sequence[str] | None = None) -> Any:
+                      preceding: Sequence[str] | None = None) -> Any:
         """Embed, add vectors, then commit the rows; undo the vectors if the rows fail (all or nothing).
 
         DuckDB is the truth: retrieval only returns ids that are active there, so a crash between the two steps
         leaves at worst an invisible vector, never a visible half-written memory.
         """
-        vectors = self.embed_in_context(texts, contexts)
+        vectors = self.embed_after(texts, preceding)
         self.index.add(kind, ids, user_ids, texts, vectors)
         try:
             with self.db.write() as conn:
@@ -60,32 +60,33 @@ class Backends:
             self.index.delete(kind, list(ids))
             raise
 
-    def embed_in_context(self, texts: Sequence[str], contexts: Sequence[str] | None = None) -> np.ndarray:
-        """One unit vector per text; a text with a context gets ``normalise(e(text) + w * e(context))``, w being
-        ``context_weight``. Each distinct text is embedded once, so the turns of a conversation, each the context of
-        the next, cost no extra embedding. Only the text goes to the full-text index: the context adds meaning to
-        the vector, never words to match."""
+    def embed_after(self, texts: Sequence[str], preceding: Sequence[str] | None = None) -> np.ndarray:
+        """One unit vector per text; a text with a preceding text gets ``normalise(e(text) + w * e(preceding))``, w
+        being ``preceding_text_weight``. Each distinct text is embedded once, so the turns of a conversation, each
+        preceding the next, cost no extra embedding. Only the text goes to the full-text index: the preceding text
+        adds meaning to the vector, never words to match."""
         texts = list(texts)
-        weight = self.settings.context_weight
-        contexts = [c if weight > 0 else "" for c in contexts] if contexts is not None else [""] * len(texts)
-        distinct = list(dict.fromkeys([*texts, *(c for c in contexts if c)]))
+        weight = self.settings.preceding_text_weight
+        before = [p if weight > 0 else "" for p in preceding] if preceding is not None else [""] * len(texts)
+        distinct = list(dict.fromkeys([*texts, *(p for p in before if p)]))
         at = {t: n for n, t in enumerate(distinct)}
         # Checked here, not only by the index, because rows are picked out of it by position.
         embedded = check_vectors(self.embedder.embed(distinct), self.index.dim, len(distinct))
         vectors = embedded[[at[t] for t in texts]]
-        if any(contexts):
+        if any(before):
             vectors = vectors.copy()
-            for n, context in enumerate(contexts):
-                if context:
-                    mixed = vectors[n] + weight * embedded[at[context]]
+            for n, p in enumerate(before):
+                if p:
+                    mixed = vectors[n] + weight * embedded[at[p]]
                     vectors[n] = mixed / max(float(np.linalg.norm(mixed)), 1e-12)
         return vectors
 
     def record_vectors(self, module: Any, records: Sequence[Any]) -> tuple[list[str], np.ndarray]:
-        """The index texts of ``records`` and their vectors, with each record's context where its module has one."""
+        """The index texts of ``records`` and their vectors, with each record's preceding text where its module
+        has one."""
         texts = [module.index_text(r) for r in records]
-        context_of = getattr(module, "index_context", None)
-        return texts, self.embed_in_context(texts, [context_of(r) for r in records] if context_of else None)
+        preceding_of = getattr(module, "index_preceding", None)
+        return texts, self.embed_after(texts, [preceding_of(r) for r in records] if preceding_of else None)
 
 
 _ARROW_TYPES = {"ts": pa.timestamp("us", tz="UTC"), "str": pa.string(), "float": pa.float64(), "bool": pa.bool_(),

@@ -15,12 +15,12 @@ from .base import Backends, dumps, insert_rows, like_pattern, loads, page_args
 
 CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 ITEM_COLUMNS = ("id, user_id, category, content, importance, evergreen, provenance, source, created_at, updated_at, "
-                "archived_at, context")
+                "archived_at, preceding_text")
 
 
 ITEM_TYPES = (("id", "str"), ("user_id", "str"), ("category", "str"), ("content", "str"), ("importance", "float"),
               ("evergreen", "bool"), ("provenance", "str"), ("source", "str"), ("created_at", "ts"),
-              ("updated_at", "ts"), ("archived_at", "ts"), ("context", "str"))
+              ("updated_at", "ts"), ("archived_at", "ts"), ("preceding_text", "str"))
 
 
 def check_category(name: object) -> str:
@@ -67,10 +67,10 @@ class SemanticMemory:
     def prepare(self, user_id: str, content: str, category: str = "general", importance: float | None = None,
                 evergreen: bool = False, provenance: Any = None, source: str = "api",
                 created_at: Any = None, id: str | None = None, archived_at: Any = None,
-                method: str = "direct", context: str | None = None) -> Item:
-        """Validate one item without writing it. ``context`` is what came right before it where it was said (the
-        previous turn of a conversation, say): it is stored with the item and its vector embeds it too, weighted by
-        ``Settings.context_weight``, so a reply is found by the question it answers."""
+                method: str = "direct", preceding_text: str | None = None) -> Item:
+        """Validate one item without writing it. ``preceding_text`` is what came right before it where it was said
+        (the previous turn of a conversation, say): it is stored with the item and its vector embeds it too, weighted
+        by ``Settings.preceding_text_weight``, so a reply is found by the question it answers."""
         check_id(user_id, "user id")
         item_id = check_id(id, "item id") if id is not None else new_id("item")
         content = check_text(content, "item content", self.b.settings.max_text_chars)
@@ -80,34 +80,34 @@ class SemanticMemory:
             raise InvalidInput("evergreen must be true or false")
         at = optional_time(created_at, "created_at") or utcnow()
         prov = normalise_provenance(provenance, method, imp, at)
-        if context is not None and not isinstance(context, str):
-            raise InvalidInput("item context must be text")
-        context = check_text(context, "item context", self.b.settings.max_text_chars) if context and context.strip() \
-            else ""
+        if preceding_text is not None and not isinstance(preceding_text, str):
+            raise InvalidInput("item preceding_text must be text")
+        before = preceding_text if preceding_text and preceding_text.strip() else ""
+        before = check_text(before, "item preceding_text", self.b.settings.max_text_chars) if before else ""
         return Item(item_id, user_id, category, content, imp, evergreen, prov, str(source or "")[:200], at, at,
-                    optional_time(archived_at, "archived_at"), context)
+                    optional_time(archived_at, "archived_at"), before)
 
     def add(self, items: Sequence[Item]) -> list[Item]:
         """Store prepared items: vectors for the active ones, rows for all, in one all-or-nothing step."""
         if not items:
             return []
         self.b.check_new_ids("items", "item", [i.id for i in items])
-        return self.b.store_records(self.kind, items, self.index_text, self.insert, self.index_context)
+        return self.b.store_records(self.kind, items, self.index_text, self.insert, self.index_preceding)
 
     @staticmethod
     def index_text(item: Item) -> str:
         return item.content
 
     @staticmethod
-    def index_context(item: Item) -> str:
-        return item.context
+    def index_preceding(item: Item) -> str:
+        return item.preceding_text
 
     def insert(self, conn, items: Sequence[Item]) -> list[Item]:
         if not items:  # DuckDB's executemany refuses an empty parameter list
             return []
         insert_rows(conn, "items", ITEM_TYPES,
                     [[i.id, i.user_id, i.category, i.content, i.importance, i.evergreen, dumps(i.provenance), i.source,
-                      i.created_at, i.updated_at, i.archived_at, i.context] for i in items])
+                      i.created_at, i.updated_at, i.archived_at, i.preceding_text] for i in items])
         return list(items)
 
     def get(self, user_id: str, item_id: str) -> Item:

@@ -95,7 +95,7 @@ class Transfer:
                                                         r.get("created_at")))
         elif kind == "item":
             r = _take(rec, {"user_id", "id", "category", "content", "importance", "evergreen", "provenance", "source",
-                            "created_at", "archived_at", "context"}, {"user_id", "content"})
+                            "created_at", "archived_at", "preceding_text"}, {"user_id", "content"})
             plan.items.append(self.semantic.prepare(**r))
         elif kind == "category":
             r = _take(rec, {"user_id", "name", "summary"}, {"user_id", "name", "summary"})
@@ -216,7 +216,7 @@ class Transfer:
                    "importance": i.importance, "evergreen": i.evergreen, "provenance": i.provenance,
                    "source": i.source, "created_at": i.created_at.isoformat(),
                    "archived_at": i.archived_at.isoformat() if i.archived_at else None,
-                   **({"context": i.context} if i.context else {})}
+                   **({"preceding_text": i.preceding_text} if i.preceding_text else {})}
         for e in self.episodic.list(user_id, include_archived=True, limit=10_000_000).rows:
             yield {"kind": "episode", "user_id": user_id, "id": e.id, "session_id": e.session_id,
                    "steps": [s.__dict__ for s in e.steps], "summary": e.summary, "outcome": e.outcome,

@@ -29,14 +29,15 @@ _POOL = ThreadPoolExecutor(max_workers=6, thread_name_prefix="memlens-search")
 # ~1.5 ms (a time-zone lookup each), the integer arithmetic below a tenth of that.
 _LOOKUP_SQL = """
 WITH found AS (
-    SELECT id, created_at, importance, evergreen, 0 AS successes, 0 AS failures FROM items
+    SELECT id, created_at, importance, evergreen, 0 AS successes, 0 AS failures, preceding_text FROM items
         WHERE user_id = $1 AND archived_at IS NULL AND list_contains($2::VARCHAR[], id)
-    UNION ALL SELECT id, created_at, importance, FALSE, 0, 0 FROM episodes
+    UNION ALL SELECT id, created_at, importance, FALSE, 0, 0, '' FROM episodes
         WHERE user_id = $1 AND archived_at IS NULL AND list_contains($3::VARCHAR[], id)
-    UNION ALL SELECT id, created_at, NULL, FALSE, success_count, failure_count FROM skills
+    UNION ALL SELECT id, created_at, NULL, FALSE, success_count, failure_count, '' FROM skills
         WHERE user_id = $1 AND archived_at IS NULL AND list_contains($4::VARCHAR[], id))
 SELECT found.id, epoch_us(found.created_at), found.importance, found.evergreen, found.successes, found.failures,
-    coalesce((SELECT sum(delta) FROM feedback f WHERE f.user_id = $1 AND f.item_id = found.id), 0)
+    coalesce((SELECT sum(delta) FROM feedback f WHERE f.user_id = $1 AND f.item_id = found.id), 0),
+    found.preceding_text
 FROM found
 """
 
@@ -88,6 +89,6 @@ def build_inputs(b: Backends, conn, user_id: str, query_vector: np.ndarray,
             importance=None if m[2] is None else float(m[2]), evergreen=bool(m[3]), success_count=int(m[4]),
             failure_count=int(m[5]), feedback_net=int(m[6]),
             vector_similarity=round(float(sims[n]), 6), fts_score=None if e["fts"] is None else round(e["fts"], 6),
-            found_by=e["found"]))
+            found_by=e["found"], preceding_text=m[7] or ""))
     return inputs, vectors
 

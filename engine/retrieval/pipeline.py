@@ -215,7 +215,8 @@ class Retriever:
             evergreen=s.inp.evergreen, stored_importance=s.inp.importance, success_count=s.inp.success_count,
             failure_count=s.inp.failure_count, search_order=order[s.inp.id], scores=dict(s.scores),
             verdicts=dict(s.verdicts), ranks=dict(s.ranks), in_context=s.in_context,
-            context_reason=s.reason or "filtered", tokens=s.tokens) for s in scored)
+            context_reason=s.reason or "filtered", tokens=s.tokens, preceding_text=s.inp.preceding_text)
+            for s in scored)
         kept = sum(1 for s in scored if s.kept)
         return HopTrace(hop=n, query=meta["query"], proposed_by=meta["proposed_by"],
                         relevance_text=meta["relevance_text"], proposal=meta["proposal"], candidates=cands,
@@ -272,4 +273,5 @@ def candidate_input(c: CandidateTrace) -> CandidateInput:
                           importance=c.stored_importance, evergreen=c.evergreen, success_count=c.success_count,
                           failure_count=c.failure_count, feedback_net=int(c.scores.get("feedback_net") or 0),
                           vector_similarity=c.scores["vector_similarity"], fts_score=c.scores.get("fts_score"),
-                          found_by=c.found_by, llm_relevance=c.scores.get("llm_relevance"))
+                          found_by=c.found_by, llm_relevance=c.scores.get("llm_relevance"),
+                          preceding_text=c.preceding_text)

@@ -34,6 +34,7 @@ class CandidateInput:
     fts_score: float | None
     found_by: str  # vector | fts | both
     llm_relevance: float | None = None  # the LLM judge's 0..1 verdict when it ran
+    preceding_text: str = ""  # items: what came right before it, which its vector embeds too
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class CandidateTrace:
     in_context: bool
     context_reason: str  # context | filtered | budget | budget_stop | cap | merged
     tokens: int
+    preceding_text: str = ""  # items: what came right before it, which its vector_similarity also reflects
 
 
 @dataclass(frozen=True)

@@ -73,8 +73,8 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ALTER TABLE traces RENAME COLUMN body_zlib TO body_packed;
     """),
     # What came right before an item where it was said (e.g. the previous turn of a conversation); the item's vector
-    # embeds it too (Settings.context_weight). Rows written before this migration have none.
-    ("0004_item_context", """
-    ALTER TABLE items ADD COLUMN context VARCHAR DEFAULT '';
+    # embeds it too (Settings.preceding_text_weight). Rows written before this migration have none.
+    ("0004_item_preceding_text", """
+    ALTER TABLE items ADD COLUMN preceding_text VARCHAR DEFAULT '';
     """),
 )

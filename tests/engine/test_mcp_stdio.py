@@ -85,11 +85,11 @@ def test_save_then_search_and_retrieve_find_the_fact_and_return_a_stored_trace(c
     assert reader.feedback_net(USER, [item_id]) == {item_id: 1}
 
 
-def test_save_keeps_the_context_a_fact_was_said_in(client, reader):
+def test_save_keeps_the_text_a_fact_was_said_after(client, reader):
     text = ok(client, "memory_save", user_id=USER, content="Yes, twice: in 2019 and last May.",
-              context="Have you ever been to Porto?")
+              preceding_text="Have you ever been to Porto?")
     item_id = re.search(r"Memory saved: (\S+)", text).group(1)
-    assert reader.get_item(USER, item_id).context == "Have you ever been to Porto?"
+    assert reader.get_item(USER, item_id).preceding_text == "Have you ever been to Porto?"
 
 
 def test_search_with_nothing_stored_says_so(client):

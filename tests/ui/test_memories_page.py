@@ -55,15 +55,15 @@ def test_adding_an_item_stores_it_through_the_engine(demo_app):
     button(at, "Add memory").click().run()
     assert any("Memory not added" in v and "invalid category" in v for v in values(at, "error"))
     at.text_input(key="memories_new_category").input("schedule")
-    at.text_input(key="memories_new_context").input("When does Mira's committee meet?")
+    at.text_input(key="memories_new_preceding").input("When does Mira's committee meet?")
     button(at, "Add memory").click().run()
     no_errors(at)
     added = demo_app.list_items("mira", category="schedule").rows
     assert [i.content for i in added] == ["Mira's committee meets on the first Tuesday of each month."]
     assert added[0].source == "ui"
-    assert added[0].context == "When does Mira's committee meet?"
+    assert added[0].preceding_text == "When does Mira's committee meet?"
     at.text_input(key="memories_query").input("committee meets").run()
-    assert "When does Mira's committee meet?" in values(at, "text"), "the detail view shows the context"
+    assert "When does Mira's committee meet?" in values(at, "text"), "the detail view shows the preceding text"
 
 
 def test_forget_previews_the_text_requires_a_reason_then_archives_and_logs(demo_app):

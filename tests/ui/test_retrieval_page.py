@@ -166,3 +166,18 @@ def test_stored_markup_in_memories_and_questions_renders_as_text(demo_app: Memor
     assert any("<script>alert(1)</script>" in v for v in plain_texts(at))  # shown, as text
     for text in markdown_texts(at):
         assert "<script>" not in text and "**bold**" not in text and "[link](" not in text and ":red[" not in text
+
+
+def test_a_candidate_with_preceding_text_shows_it_beside_its_text(demo_app: MemoryEngine):
+    item = demo_app.remember("sam", 'Bob said, "Twice, and I loved the trams."',
+                             preceding_text='Alice said, "Have you ever been to Lisbon?"')
+    at = ask(open_page(PAGE, user="sam"), "Has Bob been to Lisbon?")
+    table = at.dataframe[0].value.set_index("id")
+    assert table.loc[item.id, "preceded_by"] == 'Alice said, "Have you ever been to Lisbon?"'
+    assert any("preceded_by is what came right before" in v for v in values(at, "caption"))
+
+
+def test_without_preceding_texts_the_table_has_no_such_column(demo_app: MemoryEngine):
+    q = TWO_HOP[0]
+    at = ask(open_page(PAGE, user=q["user_id"]), q["question"])
+    assert "preceded_by" not in at.dataframe[0].value.columns

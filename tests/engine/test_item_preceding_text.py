@@ -1,0 +1,148 @@
+"""An item's preceding_text: what came right before it where it was said (e.g. the previous turn of a conversation).
+
+It is stored with the item, travels through export and ingest, and its vector is ``normalise(e(text) +
+preceding_text_weight * e(preceding_text))`` so a reply is found by the question it answers; full-text search sees the
+text only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from engine import InvalidInput, MemoryEngine
+from tests.support.storecheck import snapshot
+
+U = "ada"
+QUESTION = 'Alice said, "Have you ever been to Lisbon?"'
+REPLY = 'Bob said, "Yes, twice last year, and I loved the trams."'
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v)
+
+
+def vector_score(engine: MemoryEngine, query: str, item_id: str) -> float:
+    hits = engine.search(U, query, kind="semantic", limit=50, mode="vector")
+    return next(h.score for h in hits if h.id == item_id)
+
+
+def test_the_preceding_text_is_stored_with_the_item_and_returned(empty_engine):
+    item = empty_engine.remember(U, REPLY, preceding_text=QUESTION)
+    assert item.preceding_text == QUESTION
+    assert empty_engine.get_item(U, item.id).preceding_text == QUESTION
+    assert empty_engine.list_items(U).rows[0].preceding_text == QUESTION
+
+
+def test_an_item_without_one_has_an_empty_preceding_text_and_blank_counts_as_none(empty_engine):
+    assert empty_engine.remember(U, "said out of the blue").preceding_text == ""
+    assert empty_engine.remember(U, "blank preceding text", preceding_text="   ").preceding_text == ""
+
+
+def test_the_vector_embeds_the_text_plus_the_weighted_preceding_text(empty_engine, embedder):
+    item = empty_engine.remember(U, REPLY, preceding_text=QUESTION)
+    text_vec, before_vec = embedder.embed([REPLY, QUESTION])
+    query_vec = embedder.embed(["trams in Lisbon"])[0]
+    expected = unit(text_vec + 0.4 * before_vec)
+    assert vector_score(empty_engine, "trams in Lisbon", item.id) == pytest.approx(float(query_vec @ expected),
+                                                                                    abs=1e-5)
+
+
+def test_a_reply_is_found_by_the_question_it_answers(settings, embedder, tmp_path):
+    with_question = MemoryEngine.open(settings=settings, embedder=embedder)
+    bare = MemoryEngine.open(settings=replace(settings, store=str(tmp_path / "bare")), embedder=embedder)
+    a = with_question.remember(U, REPLY, preceding_text=QUESTION)
+    b = bare.remember(U, REPLY)
+    query = "Has Bob been to Lisbon?"
+    assert vector_score(with_question, query, a.id) > vector_score(bare, query, b.id) + 0.05
+
+
+def test_weight_zero_stores_the_preceding_text_but_embeds_only_the_text(settings, embedder):
+    engine = MemoryEngine.open(settings=replace(settings, preceding_text_weight=0.0), embedder=embedder)
+    item = engine.remember(U, REPLY, preceding_text=QUESTION)
+    assert engine.get_item(U, item.id).preceding_text == QUESTION
+    text_vec, query_vec = embedder.embed([REPLY])[0], embedder.embed(["trams in Lisbon"])[0]
+    assert vector_score(engine, "trams in Lisbon", item.id) == pytest.approx(float(query_vec @ text_vec), abs=1e-5)
+
+
+def test_full_text_search_matches_the_text_not_the_preceding_text(empty_engine):
+    item = empty_engine.remember(U, REPLY, preceding_text=QUESTION)
+    assert [h.id for h in empty_engine.search(U, "trams", kind="semantic", mode="fts")] == [item.id]
+    assert empty_engine.search(U, "Alice", kind="semantic", mode="fts") == []
+
+
+def test_a_batch_of_conversation_turns_embeds_each_turn_with_the_one_before(empty_engine, embedder):
+    turns = ['Alice said, "What did you cook on Sunday?"', 'Bob said, "A mushroom risotto."',
+             'Alice said, "Sounds lovely."']
+    items = empty_engine.remember_many({"user_id": U, "id": f"t{n}", "content": t,
+                                        "preceding_text": turns[n - 1] if n else None} for n, t in enumerate(turns))
+    assert [i.preceding_text for i in items] == ["", turns[0], turns[1]]
+    vecs, query_vec = embedder.embed(turns), embedder.embed(["risotto"])[0]
+    for n in (1, 2):
+        expected = unit(vecs[n] + 0.4 * vecs[n - 1])
+        assert vector_score(empty_engine, "risotto", f"t{n}") == pytest.approx(float(query_vec @ expected), abs=1e-5)
+
+
+def test_reindex_rebuilds_the_same_vectors(empty_engine):
+    item = empty_engine.remember(U, REPLY, preceding_text=QUESTION)
+    before = vector_score(empty_engine, "Has Bob been to Lisbon?", item.id)
+    empty_engine.reindex()
+    assert vector_score(empty_engine, "Has Bob been to Lisbon?", item.id) == pytest.approx(before, abs=1e-5)
+
+
+def test_export_and_ingest_carry_the_preceding_text(empty_engine, settings, embedder, tmp_path):
+    item = empty_engine.remember(U, REPLY, preceding_text=QUESTION)
+    plain = empty_engine.remember(U, "a fact said out of the blue")
+    lines = [json.dumps(r) for r in empty_engine.export(U)]
+    exported = {r["id"]: r for r in map(json.loads, lines) if r["kind"] == "item"}
+    assert exported[item.id]["preceding_text"] == QUESTION
+    assert "preceding_text" not in exported[plain.id]
+    other = MemoryEngine.open(settings=replace(settings, store=str(tmp_path / "copy")), embedder=embedder)
+    other.ingest_lines(lines)
+    assert other.get_item(U, item.id).preceding_text == QUESTION
+    query = "Has Bob been to Lisbon?"
+    assert vector_score(other, query, item.id) == pytest.approx(vector_score(empty_engine, query, item.id), abs=1e-5)
+
+
+@pytest.mark.parametrize("bad, message", [(42, "preceding_text must be text"),
+                                             ("x" * 40_000, "item preceding_text is 40,000 characters"),
+                                              ("bad\x00byte", "NUL")])
+def test_a_bad_preceding_text_is_refused_and_nothing_is_written(empty_engine, bad, message):
+    before = snapshot(empty_engine)
+    with pytest.raises(InvalidInput, match=message):
+        empty_engine.remember(U, REPLY, preceding_text=bad)
+    with pytest.raises(InvalidInput, match=message):
+        empty_engine.remember_many([{"user_id": U, "content": "fine"}, {"user_id": U, "content": REPLY,
+                                                                         "preceding_text": bad}])
+    assert snapshot(empty_engine) == before
+
+
+def test_an_ingest_line_with_a_bad_preceding_text_names_its_line_and_writes_nothing(empty_engine):
+    before = snapshot(empty_engine)
+    lines = [json.dumps({"kind": "item", "user_id": U, "content": "first"}),
+             json.dumps({"kind": "item", "user_id": U, "content": REPLY, "preceding_text": ["not", "text"]})]
+    with pytest.raises(InvalidInput, match="line 2.*preceding_text must be text"):
+        empty_engine.ingest_lines(lines)
+    assert snapshot(empty_engine) == before
+
+
+def test_a_trace_keeps_each_candidates_preceding_text_through_storage_and_replay(empty_engine):
+    item = empty_engine.remember(U, REPLY, preceding_text=QUESTION)
+    plain = empty_engine.remember(U, "Bob's favourite city is Lisbon.")
+    empty_engine.record_episode(U, [{"observation": "asked about Lisbon", "action": "answered", "result": "ok"}],
+                                summary="Talked about Lisbon trips")
+    trace = empty_engine.retrieve(U, "Has Bob been to Lisbon?")
+    by_id = {c.id: c for c in trace.hops[0].candidates}
+    assert by_id[item.id].preceding_text == QUESTION
+    assert by_id[plain.id].preceding_text == ""
+    assert all(c.preceding_text == "" for c in by_id.values() if c.kind != "semantic")
+    stored = empty_engine.get_trace(trace.trace_id)
+    assert {c.id: c.preceding_text for c in stored.hops[0].candidates} == \
+        {c.id: c.preceding_text for c in trace.hops[0].candidates}
+    replayed = empty_engine.replay(trace.trace_id, {"bm25_weight": 0.5})
+    assert {c.id: c.preceding_text for c in replayed.hops[0].candidates}[item.id] == QUESTION
+    exported = json.loads(empty_engine.export_trace(trace.trace_id))["hops"][0]["candidates"]
+    assert {c["id"]: c["preceding_text"] for c in exported}[item.id] == QUESTION
