@@ -102,8 +102,10 @@ def main() -> None:
     rows = [["floor (embed + 1 vector search)", f"{f50:.1f}", f"{pct(floor, 0.95):.1f}", "1.0x"],
             ["retrieve, 1 hop", f"{statistics.median(one):.1f}", f"{pct(one, 0.95):.1f}",
              f"{statistics.median(one) / f50:.1f}x"],
+            # A second hop repeats the embedding and the searches (its query depends on the first hop's results,
+            # so they cannot be batched): the per-hop ratio compares like with like.
             ["retrieve, 2 hops (offline reasoner)", f"{statistics.median(two):.1f}", f"{pct(two, 0.95):.1f}",
-             f"{statistics.median(two) / f50:.1f}x"],
+             f"{statistics.median(two) / f50:.1f}x ({statistics.median(two) / 2 / f50:.1f}x per hop)"],
             ["replay of a stored 2-hop trace", f"{statistics.median(replay):.1f}", f"{pct(replay, 0.95):.1f}", ""]]
     print(f"store: {stats.items} items, {stats.episodes} episodes, {stats.skills} skills for one user; "
           f"{len(queries)} queries")
