@@ -49,7 +49,8 @@ class AgentMemory:
                  preceding_text: str | None = None) -> Item:
         """Store one fact in semantic memory; ``preceding_text`` is what came right before it (e.g. the question it
         answers), embedded with it."""
-        return self.engine.remember(self.user_id, content, category, importance, source="agent", preceding_text=preceding_text)
+        return self.engine.remember(self.user_id, content, category, importance, source="agent",
+                                    preceding_text=preceding_text)
 
     def recall(self, question: str, hops: int | None = None, budget: int | None = None,
                overrides: Mapping[str, Any] | None = None) -> RetrievalTrace:
