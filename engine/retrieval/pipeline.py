@@ -172,7 +172,10 @@ class Retriever:
     def _judge(self, inputs: list[CandidateInput], text: str, user_id: str) -> tuple[list[CandidateInput], str]:
         if not inputs or not self.llm.available:
             return inputs, "heuristic (no LLM configured)"
-        memories = "\n".join(f"{n}. {i.text[:400]}" for n, i in enumerate(inputs, 1))
+        # A reply means little without what it answered, which its vector also embeds: the judge sees both.
+        memories = "\n".join(f"{n}. {i.text[:400]}" + (f" (said right after: {i.preceding_text[:200]})"
+                                                        if i.preceding_text else "")
+                              for n, i in enumerate(inputs, 1))
         result = self.llm.complete(JUDGE_PROMPT.format(question=text, memories=memories), "relevance_judge",
                                    user_id)
         values = parse_number_list(result.text, len(inputs)) if result.ok else None

@@ -124,8 +124,8 @@ def candidate_importance(inp: CandidateInput, skill_mode: str) -> float | None:
 
 
 def relevance_filter(items: Sequence[Scored], relevance_text: str, settings: Any) -> None:
-    """llmemory's heuristic (keep all when few; else score >= 0.5 or a shared word longer than 3 characters),
-    or the [memlens] LLM judge's stored 0..1 verdicts, or nothing."""
+    """llmemory's heuristic (keep all when few; else score >= 0.5 or a shared word longer than 3 characters in the
+    memory's text or, [memlens], its preceding text), or the [memlens] LLM judge's stored 0..1 verdicts, or nothing."""
     mode = _get(settings, "relevance_filter")
     n = len(items)
     if mode == "off":
@@ -153,8 +153,14 @@ def relevance_filter(items: Sequence[Scored], relevance_text: str, settings: Any
             continue
         text = s.inp.text.lower()
         hit = next((w for w in words if w in text), None)
+        # [memlens] An item's preceding text is part of what its vector matched, so the word check reads it too: a
+        # reply ("Me, every Monday.") shares its words with the question it answered, not with the one asked now.
+        before = s.inp.preceding_text.lower() if hit is None else ""
+        hit_before = next((w for w in words if w in before), None) if before else None
         if hit is not None:
             s.verdicts.update(relevance="kept", rule=f"word_overlap {hit!r}")
+        elif hit_before is not None:
+            s.verdicts.update(relevance="kept", rule=f"word_overlap {hit_before!r} (in its preceding text)")
         else:
             s.kept = False
             s.verdicts.update(relevance="dropped",

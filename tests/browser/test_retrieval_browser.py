@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browser_helpers import pick_user, settle
+from browser_helpers import LAB_REPLY, LAB_REPLY_FOLLOWS, LAB_USER, grid_cells, pick_user, settle
 from playwright.sync_api import expect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,3 +64,17 @@ def test_asking_a_two_hop_question_shows_both_hops_queries(page, app_url: str, s
     rank_changes = page.locator("[data-testid='stMetric']", has_text="Rank changes")
     expect(rank_changes.locator("[data-testid='stMetricValue']")).to_have_text("0")
     screenshot("retrieval_whatif")
+
+
+def test_a_reply_found_through_the_question_before_it_shows_that_question(page, app_url: str, screenshot):
+    open_from_sidebar(page, app_url, "Retrieval trace")
+    pick_user(page, LAB_USER)
+    ask(page, "Who defrosts the freezer in the lab?", hops=1)
+    expect(page.get_by_text("preceded_by is what came right before a memory", exact=False)).to_be_visible()
+    screenshot("retrieval_preceding_text")
+    # The text columns are the table's last: scroll it sideways, as a person would, to see them.
+    page.locator("[data-testid='stDataFrame']").first.hover()
+    page.mouse.wheel(5000, 0)
+    expect(grid_cells(page, LAB_REPLY).first).to_be_attached()
+    expect(grid_cells(page, LAB_REPLY_FOLLOWS).first).to_be_attached()  # shown beside the reply it preceded
+    screenshot("retrieval_preceding_text_columns")

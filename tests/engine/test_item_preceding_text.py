@@ -146,3 +146,14 @@ def test_a_trace_keeps_each_candidates_preceding_text_through_storage_and_replay
     assert {c.id: c.preceding_text for c in replayed.hops[0].candidates}[item.id] == QUESTION
     exported = json.loads(empty_engine.export_trace(trace.trace_id))["hops"][0]["candidates"]
     assert {c["id"]: c["preceding_text"] for c in exported}[item.id] == QUESTION
+
+
+def test_a_reply_passes_the_relevance_filter_on_the_words_of_the_question_it_answered(empty_engine):
+    reply = empty_engine.remember(U, 'Omar said, "Me, on the first Monday of each month."',
+                                  preceding_text='Lena said, "Who defrosts the lab freezer?"')
+    for n in range(6):  # more than relevance_keep_all_max candidates, so the filter judges each one
+        empty_engine.remember(U, f"Unrelated note number {n} about printer toner.")
+    trace = empty_engine.retrieve(U, "Who defrosts the freezer in the lab?")
+    verdict = next(c.verdicts for c in trace.hops[0].candidates if c.id == reply.id)
+    assert verdict == {"relevance": "kept", "rule": "word_overlap 'defrosts' (in its preceding text)"}
+    assert reply.id in trace.context_ids

@@ -99,6 +99,21 @@ def test_the_llm_judge_scores_drive_the_relevance_filter(engine, server):
     assert len(kept) == 1 and kept[0].scores["llm_relevance"] == 0.9
 
 
+def test_the_llm_judge_reads_a_memorys_preceding_text_beside_it(engine, server):
+    reply = engine.remember(U, "Me, on the first Monday of each month.",
+                            preceding_text="Who defrosts the workshop freezer?")
+    try:
+        server.script("chat", "[0.9, 0.1, 0.2, 0.05, 0.1]")
+        trace = engine.retrieve(U, "Who defrosts the freezer?", overrides={"relevance_filter": "llm",
+                                                                            "relevance_keep_all_max": 0})
+        assert reply.id in {c.id for c in trace.hops[0].candidates}
+        prompt = server.captured("chat")[-1].prompt
+        assert "Me, on the first Monday of each month. (said right after: Who defrosts the workshop freezer?)" \
+            in prompt
+    finally:  # the module's other tests count this user's memories
+        engine.forget(U, "semantic", [reply.id], reason="test cleanup", mode="hard")
+
+
 @pytest.mark.parametrize("answer", ["not json at all", "[0.9, 0.1]", "[2, 0.1, 0.2, 0.3]", '["a","b","c","d"]'],
                          ids=["garbage", "wrong-length", "out-of-range", "not-numbers"])
 def test_malformed_judge_output_falls_back_to_the_heuristic(engine, server, answer):

@@ -172,6 +172,15 @@ def test_relevance_filter_keeps_score_at_least_0_5_or_a_shared_word_longer_than_
     }
 
 
+def test_relevance_filter_also_finds_a_shared_word_in_a_memorys_preceding_text():
+    before = {"no-overlap": "Alice asked: which pet does Bob like?", "short-word-only": "Is the car red?"}
+    inputs = [dataclasses.replace(i, preceding_text=before.get(i.id, "")) for i in six_candidates()]
+    verdicts = {k: (s.verdicts["relevance"], s.verdicts["rule"]) for k, s in filtered(inputs, cfg()).items()}
+    assert verdicts["no-overlap"] == ("kept", "word_overlap 'which' (in its preceding text)")
+    assert verdicts["short-word-only"] == ("dropped", "score 0.100 < 0.5 and no shared word")  # 'car': 3 chars
+    assert verdicts["overlap-substring"] == ("kept", "word_overlap 'priya'")  # its own text is read first
+
+
 def test_dropped_candidates_come_last_marked_filtered_without_later_ranks():
     ordered = score_hop(six_candidates(), "zzzz", QUESTION, cfg(hybrid_enabled=False), NOW)
     assert [s.kept for s in ordered] == [True, True, True, False, False, False]
