@@ -152,15 +152,14 @@ def relevance_filter(items: Sequence[Scored], relevance_text: str, settings: Any
             s.verdicts.update(relevance="kept", rule=f"score {s.scores['hybrid']:.3f} >= {min_score}")
             continue
         text = s.inp.text.lower()
-        hit = next((w for w in words if w in text), None)
-        # [memlens] An item's preceding text is part of what its vector matched, so the word check reads it too: a
-        # reply ("Me, every Monday.") shares its words with the question it answered, not with the one asked now.
-        before = s.inp.preceding_text.lower() if hit is None else ""
-        hit_before = next((w for w in words if w in before), None) if before else None
+        hit, where = next((w for w in words if w in text), None), ""
+        if hit is None and s.inp.preceding_text:
+            # [memlens] An item's preceding text is part of what its vector matched, so the word check reads it too:
+            # a reply ("Me, every Monday.") shares its words with the question it answered, not the one asked now.
+            before = s.inp.preceding_text.lower()
+            hit, where = next((w for w in words if w in before), None), " (in its preceding text)"
         if hit is not None:
-            s.verdicts.update(relevance="kept", rule=f"word_overlap {hit!r}")
-        elif hit_before is not None:
-            s.verdicts.update(relevance="kept", rule=f"word_overlap {hit_before!r} (in its preceding text)")
+            s.verdicts.update(relevance="kept", rule=f"word_overlap {hit!r}{where}")
         else:
             s.kept = False
             s.verdicts.update(relevance="dropped",
