@@ -3,7 +3,16 @@
 from .agent import AgentMemory
 from .api import MemoryEngine
 from .config import Settings
-from .errors import InvalidInput, LLMUnavailable, MemlensError, ModelMismatch, NotFound, StoreBusy, StoreCorrupt
+from .errors import (
+                     InvalidInput,
+                     LLMUnavailable,
+                     MemlensError,
+                     ModelMismatch,
+                     NotFound,
+                     StoreBusy,
+                     StoreCorrupt,
+                     StoreTooNew,
+)
 from .memory.memorize import MemorizeResult
 from .memory.reasoning import ReasonResult
 from .memory.skill_mining import MiningResult, SkillProposal
@@ -35,7 +44,7 @@ from .retrieval.trace import CandidateTrace, HopTrace, RetrievalTrace
 
 __all__ = [
     "MemoryEngine", "AgentMemory", "Settings", "MemlensError", "InvalidInput", "NotFound", "StoreBusy", "StoreCorrupt",
-    "ModelMismatch", "LLMUnavailable", "KINDS", "ROLES", "TYPED_SLOTS", "Category", "Episode", "FeedbackEvent",
+    "StoreTooNew", "ModelMismatch", "LLMUnavailable", "KINDS", "ROLES", "TYPED_SLOTS", "Category", "Episode", "FeedbackEvent",
     "ForgetLogEntry", "ForgetResult", "Item", "Message", "Page", "PrunePlan", "RankedSkill", "SearchHit",
     "SessionInfo", "Skill", "SkillOutcome", "SlotEdit", "Step", "StoreStats", "to_plain", "CallableReasoner",
     "OfflineBridgeReasoner", "Proposal", "CandidateTrace", "HopTrace", "RetrievalTrace", "MemorizeResult",

@@ -78,7 +78,11 @@ class MemoryEngine(StoreAdmin):
         self.path = store_path(settings.store)
         self.path.mkdir(parents=True, exist_ok=True)
         db = Database(self.path / DB_FILE, settings.lock_timeout_s, settings.db_linger_s)
-        db.migrate()
+        try:
+            db.migrate()
+        except BaseException:  # a refused store (newer, corrupt) is let go at once, not after db_linger_s
+            db.close()
+            raise
         index = VectorIndex(str(self.path / VECTOR_DIR), embedder.name, embedder.dim,
                             settings.resident_vector_max_rows)
         self.embedder = embedder

@@ -30,6 +30,10 @@ class StoreCorrupt(MemlensError, RuntimeError):
     """The store's files cannot be read as a memlens store."""
 
 
+class StoreTooNew(MemlensError, RuntimeError):
+    """The store was written by a newer memlens: its schema has migrations this version does not know."""
+
+
 class ModelMismatch(MemlensError, ValueError):
     """Vectors were made with another embedding model or dimension than the one in use."""
 

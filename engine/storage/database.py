@@ -29,7 +29,7 @@ from pathlib import Path
 
 import duckdb
 
-from ..errors import StoreBusy, StoreCorrupt
+from ..errors import StoreBusy, StoreCorrupt, StoreTooNew
 from .migrations import MIGRATIONS
 
 _LOCK_MARKERS = ("could not set lock", "conflicting lock", "resource temporarily unavailable")
@@ -190,6 +190,13 @@ class Database:
             conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name VARCHAR PRIMARY KEY, "
                          "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
             done = {r[0] for r in conn.execute("SELECT name FROM schema_migrations").fetchall()}
+            # An older memlens would otherwise read a newer schema as far as it understands it and write rows
+            # without the newer columns' values (they would silently take their defaults), so it refuses instead.
+            unknown = sorted(done - {name for name, _ in MIGRATIONS})
+            if unknown:
+                raise StoreTooNew(
+                    f"{self.path} was written by a newer memlens: its schema has migration(s) "
+                    f"{', '.join(unknown)} that this version does not know; upgrade memlens to open it")
             for name, sql in MIGRATIONS:
                 if name in done:
                     continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from engine import TYPED_SLOTS
@@ -306,6 +307,16 @@ def test_without_json_commands_print_a_table(demo_store, argv, header, expected)
     assert expected in run.out
     with pytest.raises(json.JSONDecodeError):
         json.loads(run.out)
+
+
+def test_a_store_from_a_newer_memlens_is_a_one_line_error(tmp_path):
+    store = tmp_path / "store"
+    assert cli(store, "users").code == 0
+    with duckdb.connect(str(store / "memlens.duckdb")) as conn:
+        conn.execute("INSERT INTO schema_migrations(name) VALUES ('9999_from_the_future')")
+    run = cli(store, "users")
+    assert run.code == 2 and run.one_error_line
+    assert "newer memlens" in run.err and "9999_from_the_future" in run.err
 
 
 def test_a_corrupt_store_file_is_a_one_line_error(tmp_path):

@@ -7,10 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pytest
 
-from engine import InvalidInput, MemoryEngine, ModelMismatch, Settings, StoreBusy, StoreCorrupt, StoreStats
+from engine import InvalidInput, MemoryEngine, ModelMismatch, Settings, StoreBusy, StoreCorrupt, StoreStats, StoreTooNew
 from engine.storage.migrations import MIGRATIONS
 from tests.support.storecheck import snapshot
 
@@ -65,6 +66,27 @@ def test_reopening_a_store_applies_no_migration_twice(empty_engine, settings, em
     assert again._b.db.migrations() == first
     assert again._b.db.migrate() == []
     assert again.list_items(U).total == 1
+
+
+def mark_as_written_by_a_newer_memlens(engine: MemoryEngine, migration: str) -> None:
+    engine.close()
+    with duckdb.connect(str(engine.path / "memlens.duckdb")) as conn:
+        conn.execute("INSERT INTO schema_migrations(name) VALUES (?)", [migration])
+
+
+def test_a_store_written_by_a_newer_memlens_is_refused_and_left_as_it_was(empty_engine, settings, embedder):
+    empty_engine.remember(U, "written before the upgrade")
+    mark_as_written_by_a_newer_memlens(empty_engine, "9999_from_the_future")
+    before = sorted(p.name for p in empty_engine.path.rglob("*"))
+    with pytest.raises(StoreTooNew) as err:
+        MemoryEngine.open(settings=settings, embedder=embedder)
+    assert "newer memlens" in str(err.value) and "9999_from_the_future" in str(err.value)
+    assert str(empty_engine.path / "memlens.duckdb") in str(err.value)
+    assert sorted(p.name for p in empty_engine.path.rglob("*")) == before
+    with duckdb.connect(str(empty_engine.path / "memlens.duckdb"), read_only=True) as conn:
+        assert conn.execute("SELECT count(*) FROM items").fetchone()[0] == 1
+        names = [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY name").fetchall()]
+    assert names == [name for name, _ in MIGRATIONS] + ["9999_from_the_future"]
 
 
 # -- where the store is and what state it is in ---------------------------------------------------------------------

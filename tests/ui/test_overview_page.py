@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from apptest_helpers import all_texts, app_engine, button, no_errors, open_page, values
+import duckdb
+from apptest_helpers import ENTRY, all_texts, app_engine, button, no_errors, open_page, values
+from streamlit.testing.v1 import AppTest
+
+from ui.resources import get_engine
 
 PAGE = "pages/overview.py"
 
@@ -61,3 +65,20 @@ def test_the_api_key_is_never_shown_only_whether_it_is_set(tmp_path):
         settings = next(df.value for df in at.dataframe if "setting" in df.value.columns).set_index("setting")
         assert settings.loc["openai_api_key", "in use"] == "set (hidden)"
         assert settings.loc["openai_base_url", "in use"] == "http://***@127.0.0.1:9/v1"
+
+
+def test_a_store_from_a_newer_memlens_is_a_readable_message_not_a_traceback(tmp_path, monkeypatch):
+    store = tmp_path / "store"
+    with app_engine(store) as engine:
+        engine.close()
+    with duckdb.connect(str(store / "memlens.duckdb")) as conn:
+        conn.execute("INSERT INTO schema_migrations(name) VALUES ('9999_from_the_future')")
+    monkeypatch.setenv("MEMLENS_STORE", str(store))
+    get_engine.clear()
+    try:
+        at = AppTest.from_file(str(ENTRY), default_timeout=60).run()
+    finally:
+        get_engine.clear()
+    assert not at.exception, [e.value for e in at.exception]
+    [message] = values(at, "error")
+    assert "could not be used" in message and "newer memlens" in message and "9999" in message
