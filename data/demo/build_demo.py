@@ -497,9 +497,20 @@ session("mira", "mira-s05", "11-29 09:00", [
 ITEMS: list[dict] = []
 
 
-def I(user, category, date, importance, content, *, ev=False, key=None, archived=None, src=None, conf=None):
+def I(user, category, date, importance, content, *, ev=False, key=None, archived=None, src=None, conf=None,
+      pre=None):
     ITEMS.append(dict(user=user, category=category, date=date, importance=importance, content=content,
-                      evergreen=ev, key=key, archived=archived, src=src, conf=conf))
+                      evergreen=ev, key=key, archived=archived, src=src, conf=conf, pre=pre))
+
+
+def chat(user, category, importance, turns, *, key=None):
+    """A short exchange, one item per turn, each reply stored with the turn it answers as its preceding text
+    (dates carry a time so the turns keep their order). ``key`` names the last turn."""
+    before = None
+    for n, (date, text) in enumerate(turns):
+        I(user, category, date, importance, text, src="conversation", pre=before,
+          key=key if n == len(turns) - 1 else None)
+        before = text
 
 
 # ------------------------------------------------------------------------------------------------- ada ----
@@ -796,6 +807,21 @@ I(M, "deadlines", "11-29", 0.7, "Plan: slides draft by 3 Dec, response draft by 
 I(M, "deadlines", "11-29", 0.5, "OTU table promised for mid-December.")
 I(M, "deadlines", "10-01", 0.5, "Annual progress report to the doctoral school is due 31 January 2027.")
 I(M, "deadlines", "11-29", 0.8, "Committee meeting on 10 December 2026: 15-minute talk, 12 slides.")
+# The lab's group chat as the agent read it: a reply on its own ("Me, on Saturday ...") says little, so each is
+# stored with the message it answers as its preceding_text, and is found by questions about that message.
+chat(M, "lab_chat", 0.5, [
+    ("10-02 16:05", 'Katrin in the lab chat: "Who collects the pan traps from the upper transects before the first '
+                    'snow?"'),
+    ("10-02 16:09", 'Samuel in the lab chat: "Me, on Saturday with the department van. I will drop them at Irchel '
+                    'on Monday."')], key="mira-chat-traps")
+chat(M, "lab_chat", 0.5, [
+    ("11-04 11:20", 'Samuel in the lab chat: "Where should the pinned bee vouchers from this season go?"'),
+    ("11-04 11:26", 'Katrin in the lab chat: "Cabinet C in room Y13-J-22, drawers 4 to 6, sorted by transect."')],
+    key="mira-chat-vouchers")
+chat(M, "lab_chat", 0.4, [
+    ("11-18 09:02", 'Mira in the lab chat: "When is the microscope room free for bee identification?"'),
+    ("11-18 09:15", 'Samuel in the lab chat: "Tuesdays and Thursdays after 14:00. Book it in the room calendar '
+                    'first."')], key="mira-chat-microscope")
 
 
 # ============================================================================================================
@@ -852,6 +878,9 @@ CATEGORIES = {
         "field_work": "2026 season done (permit ANU-2026-0417). 1,912 walks, 6,430 visits.",
         "deadlines": "3 Dec slides → 6 Dec response draft → 8 Dec rehearsal → 10 Dec committee → 15 Dec "
                      "reviewer response. Progress report 31 Jan 2027.",
+        "lab_chat": "The lab's group chat, one memory per message; a reply keeps the message it answers as its "
+                    "preceding text. Samuel collects the pan traps, vouchers go to cabinet C, the microscope room "
+                    "is free Tue/Thu afternoons.",
     },
 }
 
@@ -1380,6 +1409,8 @@ def build() -> tuple[list[dict], list[dict]]:
                "provenance": {"sources": sources, "method": "demo", "confidence": conf, "created_at": iso(created)}}
         if it["archived"]:
             rec["archived_at"] = iso(ts(it["archived"]))
+        if it["pre"]:
+            rec["preceding_text"] = it["pre"]
         items_out.append(rec)
     records += items_out
 

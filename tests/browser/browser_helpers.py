@@ -78,10 +78,6 @@ def run_streamlit(store: Path, log_path: Path) -> Iterator[str]:
             proc.wait(timeout=5)
 
 
-LAB_REPLY_FOLLOWS = 'Lena said, "Who defrosts the lab freezer?"'
-LAB_REPLY = 'Omar said, "Me, on the first Monday of each month."'
-
-
 def seed_lab_user(engine: MemoryEngine) -> None:
     """A small user for tests that write (edit, forget, record, reflect), including stored markup."""
     u = LAB_USER
@@ -92,7 +88,6 @@ def seed_lab_user(engine: MemoryEngine) -> None:
         {"user_id": u, "content": "The lab printer is on the second floor.", "category": "lab"},
         {"user_id": u, "content": "Bench 4 has a broken gas tap.", "category": "lab"},
         {"user_id": u, "content": f"{HOSTILE} {'w' * 5000}", "category": "lab"},
-        {"user_id": u, "content": LAB_REPLY, "category": "conversation", "preceding_text": LAB_REPLY_FOLLOWS},
     ])
     steps = [{"observation": "bench 4 smells of gas", "action": "close the main valve", "result": "smell gone"}]
     engine.record_episode(u, steps, summary="Closed the gas on bench 4", outcome="success", session_id=LAB_SESSION)

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browser_helpers import LAB_REPLY, LAB_REPLY_FOLLOWS, LAB_USER, grid_cells, pick_user, settle
+from browser_helpers import grid_cells, pick_user, settle
 from playwright.sync_api import expect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,15 +66,21 @@ def test_asking_a_two_hop_question_shows_both_hops_queries(page, app_url: str, s
     screenshot("retrieval_whatif")
 
 
+# The demo's lab chat (data/demo/README.md, "Replies stored with what they answer").
+TRAPS_ASKED = 'Katrin in the lab chat: "Who collects the pan traps from the upper transects before the first snow?"'
+TRAPS_REPLY = 'Samuel in the lab chat: "Me, on Saturday with the department van. I will drop them at Irchel on Monday."'
+
+
 def test_a_reply_found_through_the_question_before_it_shows_that_question(page, app_url: str, screenshot):
     open_from_sidebar(page, app_url, "Retrieval trace")
-    pick_user(page, LAB_USER)
-    ask(page, "Who defrosts the freezer in the lab?", hops=1)
+    pick_user(page, "mira")
+    ask(page, "Who collects the pan traps before the first snow?", hops=1)
     expect(page.get_by_text("preceded_by is what came right before a memory", exact=False)).to_be_visible()
     screenshot("retrieval_preceding_text")
     # The text columns are the table's last: scroll it sideways, as a person would, to see them.
     page.locator("[data-testid='stDataFrame']").first.hover()
     page.mouse.wheel(5000, 0)
-    expect(grid_cells(page, LAB_REPLY).first).to_be_attached()
-    expect(grid_cells(page, LAB_REPLY_FOLLOWS).first).to_be_attached()  # shown beside the reply it preceded
+    expect(grid_cells(page, TRAPS_REPLY).first).to_be_attached()
+    expect(grid_cells(page, TRAPS_ASKED).first).to_be_attached()  # its own row, and beside the reply it preceded
+    assert grid_cells(page, TRAPS_ASKED).count() == 2
     screenshot("retrieval_preceding_text_columns")

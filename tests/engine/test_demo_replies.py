@@ -1,0 +1,43 @@
+"""The demo's chat replies (data/demo/README.md, "Replies stored with what they answer"): each is stored with the
+message it answers as its preceding text, and a question about that message brings the reply into the context."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+from engine import MemoryEngine, Settings
+from engine.config import DEMO_DIR
+
+SECTION = (DEMO_DIR / "README.md").read_text(encoding="utf-8").split("## Replies stored with what they answer")[-1]
+ROWS = re.findall(r"^\| ([^|]+\?) \| `([\w-]+)` [^|]*\| [^|]*`([\w-]+)` \|$", SECTION, flags=re.M)
+
+
+@pytest.fixture(scope="module")
+def demo(demo_store_template, tmp_path_factory, embedder) -> MemoryEngine:
+    path = tmp_path_factory.mktemp("demo-replies") / "store"
+    shutil.copytree(demo_store_template, path)
+    return MemoryEngine.open(settings=Settings.from_env({}, store=str(path), lock_timeout_s=30), embedder=embedder)
+
+
+def test_the_readme_lists_three_replies():
+    assert len(ROWS) == 3, SECTION
+
+
+@pytest.mark.parametrize(("question", "reply_id", "asked_id"), ROWS, ids=[r[1] for r in ROWS])
+def test_a_reply_is_stored_with_the_message_it_answers_and_reaches_the_context(demo, embedder, question, reply_id,
+                                                                              asked_id):
+    reply, asked = demo.get_item("mira", reply_id), demo.get_item("mira", asked_id)
+    assert reply.preceding_text == asked.content and asked.preceding_text == ""
+
+    trace = demo.retrieve("mira", question, save=False)
+    found = {c.id: c for c in trace.hops[0].candidates}
+    assert reply_id in trace.context_ids, [(c.id, c.context_reason) for c in trace.hops[0].candidates[:8]]
+    assert found[reply_id].preceding_text == asked.content
+
+    # It got there through the message it answers: alone, the reply's text is further from the question.
+    q, alone = embedder.embed([question, reply.content])
+    assert found[reply_id].scores["vector_similarity"] > float(np.dot(q, alone)) + 0.05
