@@ -1,11 +1,22 @@
-"""Fixtures shared by the engine tests that talk to an LLM through the real ``openai`` client."""
+"""Fixtures shared by engine tests: a module's own demo store, and engines that talk to an LLM through the real
+``openai`` client."""
 
 from __future__ import annotations
+
+import shutil
 
 import pytest
 
 from engine import MemoryEngine, Settings
 from tests.support.openai_server import FakeOpenAI, llm_settings
+
+
+@pytest.fixture(scope="module")
+def demo(demo_store_template, tmp_path_factory, embedder, request) -> MemoryEngine:
+    """One copy of the demo store for the module (retrieval writes traces into it)."""
+    path = tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1]) / "store"
+    shutil.copytree(demo_store_template, path)
+    return MemoryEngine.open(settings=Settings.from_env({}, store=str(path), lock_timeout_s=30), embedder=embedder)
 
 
 @pytest.fixture(scope="module")

@@ -4,23 +4,14 @@ message it answers as its preceding text, and a question about that message brin
 from __future__ import annotations
 
 import re
-import shutil
 
 import numpy as np
 import pytest
 
-from engine import MemoryEngine, Settings
 from engine.config import DEMO_DIR
 
 SECTION = (DEMO_DIR / "README.md").read_text(encoding="utf-8").split("## Replies stored with what they answer")[-1]
 ROWS = re.findall(r"^\| ([^|]+\?) \| `([\w-]+)` [^|]*\| [^|]*`([\w-]+)` \|$", SECTION, flags=re.M)
-
-
-@pytest.fixture(scope="module")
-def demo(demo_store_template, tmp_path_factory, embedder) -> MemoryEngine:
-    path = tmp_path_factory.mktemp("demo-replies") / "store"
-    shutil.copytree(demo_store_template, path)
-    return MemoryEngine.open(settings=Settings.from_env({}, store=str(path), lock_timeout_s=30), embedder=embedder)
 
 
 def test_the_readme_lists_three_replies():

@@ -15,14 +15,6 @@ QUESTIONS_FILE = DEMO_DIR / "two_hop.json"
 QUESTIONS = json.loads(QUESTIONS_FILE.read_text(encoding="utf-8")) if QUESTIONS_FILE.exists() else []
 
 
-@pytest.fixture(scope="module")
-def demo(demo_store_template, tmp_path_factory, embedder) -> MemoryEngine:
-    """One copy of the demo store for the module (retrieval writes traces into it)."""
-    path = tmp_path_factory.mktemp("demo-two-hop") / "store"
-    shutil.copytree(demo_store_template, path)
-    return MemoryEngine.open(settings=Settings.from_env({}, store=str(path), lock_timeout_s=30), embedder=embedder)
-
-
 def test_the_demo_has_two_hop_questions_and_the_readme_lists_them():
     assert QUESTIONS_FILE.exists(), f"{QUESTIONS_FILE} is missing"
     assert len(QUESTIONS) >= 5
