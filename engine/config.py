@@ -89,6 +89,12 @@ class Settings:
                           "llmemory's tokenizer) or index ([memlens]: LanceDB's BM25 over the whole table, with "
                           "stemming and stop words; 0 for candidates the full-text search did not return).",
                           choices=("candidates", "index"), retrieval=True)
+    preceding_bm25_weight: float = _s(0.5, "[memlens] How much the query's words in an item's preceding_text count "
+                                      "towards its BM25: bm25_norm = (bm25_raw + v*bm25_preceding) / the candidates' "
+                                      "maximum of that sum, bm25_preceding being BM25 of the candidates' preceding "
+                                      "texts over the candidate set (llmemory's tokenizer). Only items with a "
+                                      "preceding text are affected. 0: their own text only.", lo=0, hi=5,
+                                      retrieval=True)
     relevance_filter: str = _s("heuristic", "Relevance filter: heuristic (parity), llm ([memlens] judge, needs "
                                "an LLM; falls back to heuristic), or off.", choices=("heuristic", "llm", "off"),
                                retrieval=True)

@@ -12,15 +12,15 @@ from engine import CandidateTrace, HopTrace, RetrievalTrace
 from .text import one_line
 
 # The columns of the candidates table, in pipeline order (scores keep the names the trace gives them).
-SCORE_COLUMNS = ("vector_similarity", "fts_score", "bm25_raw", "bm25_norm", "hybrid", "age_days", "decay",
-                 "importance", "importance_factor", "temporal", "feedback_net", "feedback_factor", "hop_factor",
-                 "final", "mmr_relevance", "mmr_max_similarity", "mmr_value", "llm_relevance")
+SCORE_COLUMNS = ("vector_similarity", "fts_score", "bm25_raw", "bm25_preceding", "bm25_norm", "hybrid", "age_days",
+                 "decay", "importance", "importance_factor", "temporal", "feedback_net", "feedback_factor",
+                 "hop_factor", "final", "mmr_relevance", "mmr_max_similarity", "mmr_value", "llm_relevance")
 RANK_STAGES = ("hybrid", "filter", "temporal", "feedback", "final", "mmr")
 STAGE_NAMES = {"filtered": "relevance filter", "merged": "multi-hop merge", "budget": "token budget",
                "budget_stop": "token budget (stop mode)", "cap": "context item cap", "context": "in context"}
 # The what-if controls: setting name -> (label, help). Their ranges come from Settings.describe().
 WHATIF_KEYS = ("bm25_weight", "half_life_days", "feedback_weight", "importance_weight", "mmr_enabled", "mmr_lambda",
-               "relevance_min_score", "hop_weight", "budget_tokens", "assembly_mode")
+               "relevance_min_score", "hop_weight", "budget_tokens", "assembly_mode", "preceding_bm25_weight")
 
 
 def shorten(text: str, limit: int = 160) -> str:
@@ -58,6 +58,11 @@ def ranking_rows(trace: RetrievalTrace) -> list[dict[str, Any]]:
     return [{"rank": r["rank"], "id": r["id"], "kind": r["kind"], "hop": r["hop"], "final": r["final"],
              "in_context": r["in_context"], "outcome": STAGE_NAMES.get(r["reason"], r["reason"]),
              "tokens": r.get("tokens"), "text": shorten(texts.get(r["id"], ""), 120)} for r in trace.ranking]
+
+
+def has_preceding_texts(trace: RetrievalTrace) -> bool:
+    """Whether any candidate of the trace has a preceding text (only then do its settings change anything)."""
+    return any(c.preceding_text for hop in trace.hops for c in hop.candidates)
 
 
 def candidate_texts(trace: RetrievalTrace) -> dict[str, str]:

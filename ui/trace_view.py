@@ -15,7 +15,15 @@ import streamlit as st
 from engine import MemoryEngine, RetrievalTrace, Settings
 
 from .text import md_escape
-from .trace_data import SCORE_COLUMNS, budget_share, candidate_rows, dropped_rows, ranking_rows, used_score_columns
+from .trace_data import (
+    SCORE_COLUMNS,
+    budget_share,
+    candidate_rows,
+    dropped_rows,
+    has_preceding_texts,
+    ranking_rows,
+    used_score_columns,
+)
 from .trace_figures import score_waterfall
 
 _FLOAT = st.column_config.NumberColumn(format="%.4f")
@@ -95,7 +103,8 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int) -> None:
     if any(r["preceded_by"] for r in rows):
         columns.append("preceded_by")
         note = ("; preceded_by is what came right before a memory where it was said: its vector embeds it too, so "
-                "it counts in vector_similarity")
+                "it counts in vector_similarity, and the query's words in it give bm25_preceding, which counts in "
+                "bm25_norm at preceding_bm25_weight")
     st.caption(f"{len(rows)} candidates (kept ones by final score, then the dropped ones){note}")
     table(rows, key=f"trace_cands_{hop.hop}", columns=columns)
     kept = [c for c in hop.candidates if c.verdicts.get("relevance") != "dropped"]
@@ -164,6 +173,11 @@ def whatif_controls(trace: RetrievalTrace) -> dict[str, Any]:
         if len(trace.hops) > 1:  # the later-hop discount only matters when there is a later hop
             values["hop_weight"] = st.slider("hop_weight", 0.0, 1.0, float(s["hop_weight"]), 0.05,
                                              help=specs["hop_weight"]["help"], key="trace_wi_hop_weight")
+        if has_preceding_texts(trace):
+            pw = float(s["preceding_bm25_weight"])
+            values["preceding_bm25_weight"] = st.slider("preceding_bm25_weight", 0.0, max(2.0, pw), pw, 0.05,
+                                                        help=specs["preceding_bm25_weight"]["help"],
+                                                        key="trace_wi_preceding_bm25_weight")
     return values
 
 

@@ -66,12 +66,19 @@ def score_hop(inputs: Sequence[CandidateInput], query: str, relevance_text: str,
         raw = [s.inp.fts_score or 0.0 for s in items]
     else:
         raw = bm25_scores(query, [s.inp.text for s in items])
-    top = max(raw) if raw and max(raw) > 0 else 1.0
+    # A reply ("Me, on Saturday.") rarely repeats the words of the question it answers; the message it answers
+    # (its preceding text) does, so those words count too, at their own weight.
+    pw = float(_get(settings, "preceding_bm25_weight"))
+    before = [s.inp.preceding_text for s in items]
+    preceding = bm25_scores(query, before) if any(before) else [0.0] * len(items)
+    combined = [r + pw * p for r, p in zip(raw, preceding)]
+    top = max(combined) if combined and max(combined) > 0 else 1.0
     w = float(_get(settings, "bm25_weight"))
     hybrid_on = bool(_get(settings, "hybrid_enabled"))
-    for s, r in zip(items, raw):
+    for s, r, p, c in zip(items, raw, preceding, combined):
         s.scores["bm25_raw"] = r
-        s.scores["bm25_norm"] = r / top
+        s.scores["bm25_preceding"] = p if s.inp.preceding_text else None  # None: it has no preceding text
+        s.scores["bm25_norm"] = c / top
         s.scores["hybrid"] = (w * s.scores["bm25_norm"] + (1 - w) * s.inp.vector_similarity) if hybrid_on \
             else s.inp.vector_similarity
     items = _order(items, "hybrid")

@@ -13,7 +13,7 @@ from ..errors import InvalidInput, NotFound, StoreCorrupt
 from ..ids import check_id
 from ..memory.base import Backends, page_args
 from ..records import Page
-from .trace import CandidateTrace, HopTrace, RetrievalTrace
+from .trace import OLDER_TRACE_SETTINGS, CandidateTrace, HopTrace, RetrievalTrace
 
 
 def trace_from_dict(data: dict[str, Any]) -> RetrievalTrace:
@@ -21,7 +21,8 @@ def trace_from_dict(data: dict[str, Any]) -> RetrievalTrace:
         hops = tuple(HopTrace(**{**h, "candidates": tuple(CandidateTrace(**c) for c in h["candidates"])})
                      for h in data["hops"])
         return RetrievalTrace(**{**data, "hops": hops, "context_ids": tuple(data["context_ids"]),
-                                 "ranking": tuple(data["ranking"])})
+                                 "ranking": tuple(data["ranking"]),
+                                 "settings": {**OLDER_TRACE_SETTINGS, **data["settings"]}})
     except (KeyError, TypeError) as exc:
         raise InvalidInput(f"not a memlens trace: {exc}") from None
 

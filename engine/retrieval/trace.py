@@ -1,8 +1,10 @@
 """The retrieval trace: records of everything that went into every decision, and their JSON form.
 
 Scores keep their direction and scale in their names: ``vector_similarity`` is cosine similarity (higher is closer,
--1..1), ``bm25_raw`` is unbounded BM25 over the candidate set, ``bm25_norm`` is that divided by the set's maximum
-(0..1), ``fts_score`` is LanceDB's BM25 over the whole table. Everything else is a factor or product of these.
+-1..1), ``bm25_raw`` is unbounded BM25 of the text (over the candidate set, or the index's ``fts_score``),
+``bm25_preceding`` the same over the candidates' preceding texts, ``bm25_norm`` is ``bm25_raw + preceding_bm25_weight
+* bm25_preceding`` divided by the set's maximum of that sum (0..1), ``fts_score`` is LanceDB's BM25 over the whole
+table. Everything else is a factor or product of these.
 """
 
 from __future__ import annotations
@@ -12,9 +14,13 @@ from typing import Any
 
 from ..records import to_plain
 
-SCORE_KEYS = ("vector_similarity", "fts_score", "bm25_raw", "bm25_norm", "hybrid", "age_days", "decay",
+SCORE_KEYS = ("vector_similarity", "fts_score", "bm25_raw", "bm25_preceding", "bm25_norm", "hybrid", "age_days", "decay",
               "importance", "importance_factor", "temporal", "feedback_net", "feedback_factor", "hop_factor",
               "final", "mmr_relevance", "mmr_max_similarity", "mmr_value", "llm_relevance")
+
+# Settings added after traces were first stored, with the value that reproduces what an older trace did: a trace
+# without the key is read as having run with that value (so replaying it with its own settings stays exact).
+OLDER_TRACE_SETTINGS = {"preceding_bm25_weight": 0.0}
 
 
 @dataclass(frozen=True)

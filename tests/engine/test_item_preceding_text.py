@@ -2,7 +2,7 @@
 
 It is stored with the item, travels through export and ingest, and its vector is ``normalise(e(text) +
 preceding_text_weight * e(preceding_text))`` so a reply is found by the question it answers; full-text search sees the
-text only.
+text only, and the query's words in the preceding text add to the item's BM25 at ``preceding_bm25_weight``.
 """
 
 from __future__ import annotations
@@ -157,3 +157,33 @@ def test_a_reply_passes_the_relevance_filter_on_the_words_of_the_question_it_ans
     verdict = next(c.verdicts for c in trace.hops[0].candidates if c.id == reply.id)
     assert verdict == {"relevance": "kept", "rule": "word_overlap 'defrosts' (in its preceding text)"}
     assert reply.id in trace.context_ids
+
+
+def test_the_words_of_the_question_a_reply_answered_count_towards_its_bm25(empty_engine):
+    reply = empty_engine.remember(U, 'Omar said, "Me, on every first Monday of each month."',
+                                  preceding_text='Lena said, "Who defrosts the lab freezer?"')
+    for n in range(6):
+        empty_engine.remember(U, f"Unrelated note number {n} about the freezer manual.")
+    question = "Who defrosts the lab freezer?"
+    on = next(c for c in empty_engine.retrieve(U, question).hops[0].candidates if c.id == reply.id)
+    off = next(c for c in empty_engine.retrieve(U, question, overrides={"preceding_bm25_weight": 0}).hops[0].candidates
+               if c.id == reply.id)
+    assert on.scores["bm25_raw"] == off.scores["bm25_raw"] == 0  # none of the question's words is in the reply
+    assert on.scores["bm25_preceding"] == off.scores["bm25_preceding"] > 0
+    assert off.scores["bm25_norm"] == 0 < on.scores["bm25_norm"]
+    assert on.scores["hybrid"] > off.scores["hybrid"]
+    assert on.ranks["hybrid"] < off.ranks["hybrid"]
+
+
+def test_a_trace_stored_before_preceding_bm25_weight_existed_replays_as_it_ran(empty_engine):
+    empty_engine.remember(U, REPLY, preceding_text=QUESTION)
+    empty_engine.remember(U, "Bob's favourite city is Lisbon.")
+    ran = empty_engine.retrieve(U, "Has Bob been to Lisbon?", overrides={"preceding_bm25_weight": 0})
+    older = json.loads(empty_engine.export_trace(ran.trace_id))
+    del older["settings"]["preceding_bm25_weight"]  # what a trace written before the setting holds
+    trace = MemoryEngine.trace_from_json(json.dumps(older))
+    assert trace.settings["preceding_bm25_weight"] == 0.0
+    replayed = empty_engine.replay_trace(trace)
+    assert replayed.context_ids == ran.context_ids
+    assert [(c.id, c.scores["final"]) for c in replayed.hops[0].candidates] == \
+        [(c.id, c.scores["final"]) for c in ran.hops[0].candidates]

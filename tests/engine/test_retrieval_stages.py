@@ -64,6 +64,8 @@ def test_retrieval_defaults_are_llmemorys():
     # [memlens] defaults that deliberately differ from llmemory are documented as such
     assert s.assembly_mode == "skip"
     assert s.context_max_items == 0
+    # [memlens] additions that leave llmemory's numbers alone: only items with a preceding_text are affected
+    assert s.preceding_bm25_weight == 0.5
 
 
 # --- BM25 over the candidate set ---------------------------------------------------------------------------------
@@ -157,6 +159,36 @@ def test_relevance_filter_keeps_everything_with_five_or_fewer_candidates():
     scored = filtered(six_candidates()[:5], cfg())
     assert all(s.kept for s in scored.values())
     assert {s.verdicts["rule"] for s in scored.values()} == {"few_candidates (5 <= 5)"}
+
+
+def test_the_query_words_in_a_preceding_text_add_to_bm25_at_preceding_bm25_weight():
+    # Index BM25 as the text's score (fts_score), the preceding texts DOCS scored over the candidate set.
+    def with_before(id, fts, before):
+        return dataclasses.replace(inp(id, f"reply {id}"), fts_score=fts, preceding_text=before)
+
+    inputs = [with_before("d1", 2.0, DOCS[0]), with_before("d2", None, DOCS[1]), with_before("d3", None, DOCS[2]),
+              with_before("d4", 1.0, "")]
+    # By hand, over the preceding texts [DOCS..., ""]: N=4, avgdl=(3+2+4+0)/4=2.25
+    #   idf(apple) = ln(3.5/1.5+1) = 1.203973, idf(cherry) = ln(2.5/2.5+1) = 0.693147
+    #   d1: 1.203973 * 2*2.5/(2+1.5*(0.25+0.75*3/2.25)) = 1.203973 * 1.290323 = 1.553514
+    #   d2: 0.693147 * 2.5/(1+1.5*(0.25+0.75*2/2.25))   = 0.693147 * 1.052632 = 0.729628
+    #   d3: 0.693147 * 2.5/(1+1.5*(0.25+0.75*4/2.25))   = 0.693147 * 0.740741 = 0.513442
+    # bm25_raw + 0.5*bm25_preceding: 2.776757, 0.364814, 0.256721, 1.0 -> divided by 2.776757
+    scored = by_id(score_hop(inputs, "apple cherry", "apple cherry",
+                             cfg(bm25_source="index", relevance_filter="off"), NOW))
+    ids = ("d1", "d2", "d3", "d4")
+    assert [scored[k].scores["bm25_raw"] for k in ids] == [2.0, 0.0, 0.0, 1.0]
+    assert [scored[k].scores["bm25_preceding"] for k in ids[:3]] == pytest.approx([1.553514, 0.729628, 0.513442],
+                                                                                 abs=1e-5)
+    assert scored["d4"].scores["bm25_preceding"] is None  # no preceding text: nothing to score
+    assert [scored[k].scores["bm25_norm"] for k in ids] == pytest.approx([1.0, 0.131381, 0.092454, 0.360132],
+                                                                        abs=1e-5)
+
+    # Weight 0: the text's own BM25 only, as llmemory computes it; the preceding BM25 is still shown.
+    off = by_id(score_hop(inputs, "apple cherry", "apple cherry",
+                          cfg(bm25_source="index", relevance_filter="off", preceding_bm25_weight=0), NOW))
+    assert [off[k].scores["bm25_norm"] for k in ids] == pytest.approx([1.0, 0.0, 0.0, 0.5])
+    assert off["d1"].scores["bm25_preceding"] == pytest.approx(1.553514, abs=1e-5)
 
 
 def test_relevance_filter_keeps_score_at_least_0_5_or_a_shared_word_longer_than_3_chars():

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from apptest_helpers import button, markdown_texts, no_errors, open_page, plain_texts, values
+from apptest_helpers import button, by_label, markdown_texts, no_errors, open_page, plain_texts, values
 
 from engine import MemoryEngine
 from ui.text import md_escape
@@ -174,10 +174,14 @@ def test_a_candidate_with_preceding_text_shows_it_beside_its_text(demo_app: Memo
     at = ask(open_page(PAGE, user="sam"), "Has Bob been to Lisbon?")
     table = at.dataframe[0].value.set_index("id")
     assert table.loc[item.id, "preceded_by"] == 'Alice said, "Have you ever been to Lisbon?"'
+    assert table.loc[item.id, "bm25_preceding"] > 0  # 'been' and 'lisbon' are in the question it answered
     assert any("preceded_by is what came right before" in v for v in values(at, "caption"))
+    assert by_label(at, "slider", "preceding_bm25_weight").value == 0.5  # a what-if control, at the trace's value
 
 
 def test_without_preceding_texts_the_table_has_no_such_column(demo_app: MemoryEngine):
     q = TWO_HOP[0]
     at = ask(open_page(PAGE, user=q["user_id"]), q["question"])
     assert "preceded_by" not in at.dataframe[0].value.columns
+    assert "bm25_preceding" not in at.dataframe[0].value.columns
+    assert not [w for w in at.slider if w.label == "preceding_bm25_weight"]
