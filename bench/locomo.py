@@ -6,8 +6,9 @@ One store per conversation; every turn is a semantic item with text ``{speaker} 
 ``and shared {blip_caption}`` for image turns) and its session's date as ``created_at``. The question is the query.
 With ``--preceding previous-turn`` (the default) each turn is written as memlens writes conversation turns: with the
 turn before it in the same session as its ``preceding_text``, which its vector embeds too (``preceding_text_weight``,
-0.4); the item's text, and so full-text search, is the protocol's. ``--preceding none`` writes bare turns (the protocol
-to the letter), for comparison.
+0.4) and whose words in the question add to the turn's BM25 (``preceding_bm25_weight``, 0.5); the item's text, and so
+full-text search, is the protocol's. ``--preceding none`` writes bare turns (the protocol to the letter), for
+comparison.
 Methods: ``vector`` (cosine only), ``bm25`` (LanceDB full text only), ``memlens`` (the pipeline, 1 hop) and
 ``memlens-multihop`` (2 hops, offline bridge reasoner). A memlens ranking is the pipeline's final order followed by
 the candidates its relevance filter dropped (in hybrid order), so recall@25 is defined even when the filter is strict.

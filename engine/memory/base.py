@@ -64,7 +64,7 @@ class Backends:
         """One unit vector per text; a text with a preceding text gets ``normalise(e(text) + w * e(preceding))``, w
         being ``preceding_text_weight``. Each distinct text is embedded once, so the turns of a conversation, each
         preceding the next, cost no extra embedding. Only the text goes to the full-text index: the preceding text
-        adds meaning to the vector, never words to match."""
+        adds meaning to the vector, and retrieval scores its words separately (``bm25_preceding``)."""
         texts = list(texts)
         weight = self.settings.preceding_text_weight
         before = [p if weight > 0 else "" for p in preceding] if preceding is not None else [""] * len(texts)
