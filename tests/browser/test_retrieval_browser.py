@@ -84,3 +84,9 @@ def test_a_reply_found_through_the_question_before_it_shows_that_question(page, 
     expect(grid_cells(page, TRAPS_ASKED).first).to_be_attached()  # its own row, and beside the reply it preceded
     assert grid_cells(page, TRAPS_ASKED).count() == 2
     screenshot("retrieval_preceding_text_columns")
+    # The what-if tab offers the weight of those words, starting at the trace's value.
+    page.get_by_role("tab", name="What-if").click()
+    slider = page.get_by_role("slider", name="preceding_bm25_weight")
+    expect(slider).to_be_visible()
+    expect(slider).to_have_attribute("aria-valuetext", "0.50")
+    screenshot("retrieval_preceding_whatif")
