@@ -44,9 +44,9 @@ from .retrieval.trace import CandidateTrace, HopTrace, RetrievalTrace
 
 __all__ = [
     "MemoryEngine", "AgentMemory", "Settings", "MemlensError", "InvalidInput", "NotFound", "StoreBusy", "StoreCorrupt",
-    "StoreTooNew", "ModelMismatch", "LLMUnavailable", "KINDS", "ROLES", "TYPED_SLOTS", "Category", "Episode", "FeedbackEvent",
-    "ForgetLogEntry", "ForgetResult", "Item", "Message", "Page", "PrunePlan", "RankedSkill", "SearchHit",
-    "SessionInfo", "Skill", "SkillOutcome", "SlotEdit", "Step", "StoreStats", "to_plain", "CallableReasoner",
-    "OfflineBridgeReasoner", "Proposal", "CandidateTrace", "HopTrace", "RetrievalTrace", "MemorizeResult",
-    "ReasonResult", "MiningResult", "SkillProposal",
+    "StoreTooNew", "ModelMismatch", "LLMUnavailable", "KINDS", "ROLES", "TYPED_SLOTS", "Category", "Episode",
+    "FeedbackEvent", "ForgetLogEntry", "ForgetResult", "Item", "Message", "Page", "PrunePlan", "RankedSkill",
+    "SearchHit", "SessionInfo", "Skill", "SkillOutcome", "SlotEdit", "Step", "StoreStats", "to_plain",
+    "CallableReasoner", "OfflineBridgeReasoner", "Proposal", "CandidateTrace", "HopTrace", "RetrievalTrace",
+    "MemorizeResult", "ReasonResult", "MiningResult", "SkillProposal",
 ]

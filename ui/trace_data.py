@@ -18,9 +18,6 @@ SCORE_COLUMNS = ("vector_similarity", "fts_score", "bm25_raw", "bm25_preceding",
 RANK_STAGES = ("hybrid", "filter", "temporal", "feedback", "final", "mmr")
 STAGE_NAMES = {"filtered": "relevance filter", "merged": "multi-hop merge", "budget": "token budget",
                "budget_stop": "token budget (stop mode)", "cap": "context item cap", "context": "in context"}
-# The what-if controls: setting name -> (label, help). Their ranges come from Settings.describe().
-WHATIF_KEYS = ("bm25_weight", "half_life_days", "feedback_weight", "importance_weight", "mmr_enabled", "mmr_lambda",
-               "relevance_min_score", "hop_weight", "budget_tokens", "assembly_mode", "preceding_bm25_weight")
 
 
 def shorten(text: str, limit: int = 160) -> str:

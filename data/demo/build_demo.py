@@ -503,13 +503,12 @@ def I(user, category, date, importance, content, *, ev=False, key=None, archived
                       evergreen=ev, key=key, archived=archived, src=src, conf=conf, pre=pre))
 
 
-def chat(user, category, importance, turns, *, key=None):
+def chat(user, category, importance, turns):
     """A short exchange, one item per turn, each reply stored with the turn it answers as its preceding text
-    (dates carry a time so the turns keep their order). ``key`` names the last turn."""
+    (dates carry a time so the turns keep their order)."""
     before = None
-    for n, (date, text) in enumerate(turns):
-        I(user, category, date, importance, text, src="conversation", pre=before,
-          key=key if n == len(turns) - 1 else None)
+    for date, text in turns:
+        I(user, category, date, importance, text, src="conversation", pre=before)
         before = text
 
 
@@ -813,15 +812,14 @@ chat(M, "lab_chat", 0.5, [
     ("10-02 16:05", 'Katrin in the lab chat: "Who collects the pan traps from the upper transects before the first '
                     'snow?"'),
     ("10-02 16:09", 'Samuel in the lab chat: "Me, on Saturday with the department van. I will drop them at Irchel '
-                    'on Monday."')], key="mira-chat-traps")
+                    'on Monday."')])
 chat(M, "lab_chat", 0.5, [
     ("11-04 11:20", 'Samuel in the lab chat: "Where should the pinned bee vouchers from this season go?"'),
-    ("11-04 11:26", 'Katrin in the lab chat: "Cabinet C in room Y13-J-22, drawers 4 to 6, sorted by transect."')],
-    key="mira-chat-vouchers")
+    ("11-04 11:26", 'Katrin in the lab chat: "Cabinet C in room Y13-J-22, drawers 4 to 6, sorted by transect."')])
 chat(M, "lab_chat", 0.4, [
     ("11-18 09:02", 'Mira in the lab chat: "When is the microscope room free for bee identification?"'),
     ("11-18 09:15", 'Samuel in the lab chat: "Tuesdays and Thursdays after 14:00. Book it in the room calendar '
-                    'first."')], key="mira-chat-microscope")
+                    'first."')])
 
 
 # ============================================================================================================

@@ -14,8 +14,8 @@ from typing import Any
 
 from ..records import to_plain
 
-SCORE_KEYS = ("vector_similarity", "fts_score", "bm25_raw", "bm25_preceding", "bm25_norm", "hybrid", "age_days", "decay",
-              "importance", "importance_factor", "temporal", "feedback_net", "feedback_factor", "hop_factor",
+SCORE_KEYS = ("vector_similarity", "fts_score", "bm25_raw", "bm25_preceding", "bm25_norm", "hybrid", "age_days",
+              "decay", "importance", "importance_factor", "temporal", "feedback_net", "feedback_factor", "hop_factor",
               "final", "mmr_relevance", "mmr_max_similarity", "mmr_value", "llm_relevance")
 
 # Settings added after traces were first stored, with the value that reproduces what an older trace did: a trace
