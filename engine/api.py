@@ -84,7 +84,7 @@ class MemoryEngine(StoreAdmin):
             db.close()
             raise
         index = VectorIndex(str(self.path / VECTOR_DIR), embedder.name, embedder.dim,
-                            settings.resident_vector_max_rows)
+                            settings.resident_vector_max_rows, settings.vector_version_retention_s)
         self.embedder = embedder
         self.llm = llm
         b = Backends(db, index, embedder, settings)

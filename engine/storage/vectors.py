@@ -21,6 +21,7 @@ from lancedb.index import FTS, BTree, HnswSq
 from ..errors import InvalidInput, ModelMismatch
 from ..ids import lance_literal
 from .resident import ResidentVectors
+from .versions import prune_versions
 
 _WORD = re.compile(r"\w", re.UNICODE)
 # Rebuild indexes once this many rows are unindexed. Unindexed rows are still searched (brute force), so this
@@ -61,10 +62,13 @@ def check_vectors(vectors: np.ndarray, dim: int, count: int) -> np.ndarray:
 
 
 class VectorIndex:
-    def __init__(self, uri: str, model: str, dim: int, resident_max_rows: int = 0) -> None:
+    def __init__(self, uri: str, model: str, dim: int, resident_max_rows: int = 0,
+                 version_retention_s: float | None = None) -> None:
         self.uri = uri
         self.model = model
         self.dim = dim
+        # None keeps LanceDB's own rule (versions older than 7 days); see versions.py.
+        self.version_retention_s = version_retention_s
         # A zero interval makes every read see other processes' writes (no measurable cost, stack.md).
         self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
         self._tables: dict[str, lancedb.table.Table] = {}
@@ -180,7 +184,8 @@ class VectorIndex:
         return checked[1]
 
     def optimize(self, tb=None) -> None:
-        """Fold new rows into the indexes and compact. Another process may commit meanwhile: refresh and retry."""
+        """Fold new rows into the indexes, compact, and delete the versions no reader can still be on (older than
+        ``version_retention_s``). Another process may commit meanwhile: refresh and retry."""
         tables = [tb] if tb is not None else [t for t in (self.table(k, create=False) for k in KINDS) if t is not None]
         for t in tables:
             for attempt in range(3):
@@ -192,6 +197,8 @@ class VectorIndex:
                         raise
                     t.checkout_latest()
                     time.sleep(0.05 * (attempt + 1))
+            if self.version_retention_s is not None:
+                prune_versions(t, self.version_retention_s)
 
     # -- reads ------------------------------------------------------------------------------------------------------
     def count(self, kind: str, user_id: str | None = None) -> int:
