@@ -11,10 +11,11 @@ from engine import Item, MemoryEngine, NotFound
 from ui.components import fetch_page, flash, need_user, pager, reset_page_on_change, show_flash
 from ui.feedback import engine_errors
 from ui.resources import get_engine
-from ui.text import md_escape, one_line, when
+from ui.text import counted, md_escape, one_line, when
 
 ALL = "all categories"
 FORGET_KINDS = {"semantic": "semantic items", "episodic": "episodes", "procedural": "skills"}
+FORGET_KIND_ONE = {"semantic": "semantic item", "episodic": "episode", "procedural": "skill"}
 PREVIEW_LIMIT = 50
 
 
@@ -182,7 +183,7 @@ def forget(engine: MemoryEngine, user: str, items: tuple[Item, ...]) -> None:
     with engine_errors("Nothing was forgotten"):
         result = engine.forget(user, kind, ids, reason.strip(), mode, actor="ui")
         unknown = f" Unknown ids (ignored): {md_escape(', '.join(result.unknown))}." if result.unknown else ""
-        flash("memories", f"Forgot {result.count} {FORGET_KINDS[kind]} ({mode}): "
+        flash("memories", f"Forgot {counted(result.count, FORGET_KIND_ONE[kind], FORGET_KINDS[kind])} ({mode}): "
                           f"{md_escape(', '.join(result.forgotten)) or 'none were active'}.{unknown}")
         st.session_state["memories_forget_done"] = True
         st.rerun()
@@ -196,7 +197,7 @@ def forget_log(engine: MemoryEngine, user: str) -> None:
     st.dataframe([{"when": when(e.at), "kind": e.memory_type, "mode": e.mode, "count": e.count,
                    "ids": ", ".join(e.ids), "reason": e.reason, "actor": e.actor, "entry": e.id} for e in entries],
                  hide_index=True, key="memories_log_table")
-    st.caption(f"{len(entries)} entries, newest first (at most 500 shown).")
+    st.caption(f"{counted(len(entries), 'entry', 'entries')}, newest first (at most 500 shown).")
 
 
 def main() -> None:

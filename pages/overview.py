@@ -70,7 +70,7 @@ def show_recent_traces(engine: MemoryEngine) -> None:
                        "embedder": t["embedder"], "reasoner": t["reasoner"],
                        "ms": round(t["total_ms"] or 0.0, 1), "trace id": t["trace_id"]} for t in page.rows],
                      hide_index=True, key="overview_traces")
-        st.caption(f"The {len(page.rows)} newest of {page.total:,} traces.")
+        st.caption(traces_caption(len(page.rows), page.total))
     st.page_link(page_file("retrieval"), label="Open the Retrieval trace page", icon=":material/manage_search:")
 
 
@@ -92,6 +92,14 @@ def show_settings(engine: MemoryEngine, stats: StoreStats) -> None:
         st.dataframe([{**u, "last_at": when(u["last_at"])} for u in usage], hide_index=True, key="overview_usage")
 
 
+def traces_caption(shown: int, total: int) -> str:
+    if total == 1:
+        return "The only trace so far."
+    if shown == total:
+        return f"All {total} traces."
+    return f"The {shown} newest of {total:,} traces."
+
+
 def main() -> None:
     engine = get_engine()
     st.title("Overview")
@@ -108,3 +116,4 @@ def main() -> None:
 
 
 main()
+

@@ -54,3 +54,8 @@ def when(value: Any) -> str:
         return value.strftime("%Y-%m-%d %H:%M")
     except AttributeError:
         return str(value)[:16]
+
+
+def counted(n: int, singular: str, plural: str | None = None) -> str:
+    """``1 episode``, ``3 episodes``, ``1 semantic item``: the count with the noun in the number it takes."""
+    return f"{n:,} {singular if n == 1 else (plural or singular + 's')}"

@@ -91,7 +91,7 @@ def test_forget_previews_the_text_requires_a_reason_then_archives_and_logs(demo_
     assert demo_app.get_item(user, target).archived_at is not None
     entry = demo_app.forget_log(user)[0]
     assert (entry.ids, entry.mode, entry.reason, entry.actor) == ((target,), "soft", "user asked to drop it", "ui")
-    assert any("Forgot 1 semantic items (soft)" in v for v in values(at, "success"))
+    assert any("Forgot 1 semantic item (soft)" in v for v in values(at, "success"))
     log = log_table(at)
     assert (log["ids"].iloc[0], log["reason"].iloc[0], log["actor"].iloc[0]) == (target, "user asked to drop it", "ui")
     assert target not in list(item_table(at)["id"]), "a forgotten item leaves the active list"
