@@ -70,6 +70,8 @@ class Context:
             from ..config import Settings
 
             explicit = {"store": self.args.store} if getattr(self.args, "store", None) is not None else {}
+            if getattr(self.args, "version_retention", None) is not None:
+                explicit["vector_version_retention_s"] = self.args.version_retention
             settings = Settings.from_env(self.environ, **explicit)
             self._engine = MemoryEngine.open(settings=settings)
         return self._engine

@@ -242,9 +242,18 @@ def cmd_reindex(ctx) -> Result:
 
 
 def cmd_optimize(ctx) -> Result:
+    before = ctx.engine.disk_bytes()
     built = ctx.engine.optimize()
-    return Result({"vector_indexes_built": built},
-                  lambda d: "Optimized; new vector indexes: " + (", ".join(d["vector_indexes_built"]) or "none"))
+    after = ctx.engine.disk_bytes()
+    return Result({"vector_indexes_built": built, "store_bytes_before": before, "store_bytes_after": after},
+                  lambda d: "Optimized; new vector indexes: " + (", ".join(d["vector_indexes_built"]) or "none")
+                  + f"; store {_mb(d['store_bytes_before'])} -> {_mb(d['store_bytes_after'])} (LanceDB versions "
+                  f"replaced more than vector_version_retention_s = {ctx.engine.settings.vector_version_retention_s:g} s "
+                  "ago are deleted)")
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
 
 
 # -- the parser -----------------------------------------------------------------------------------------------------
@@ -324,5 +333,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
     add("stats", cmd_stats, "counts per memory kind and user, backends, warnings")
     add("reindex", cmd_reindex, "rebuild this embedding model's vectors from the stored memories")
-    add("optimize", cmd_optimize, "compact the vector tables, fold new rows into their indexes and give large "
-        "tables (vector_index_min_rows) an approximate vector index")
+    p = add("optimize", cmd_optimize, "compact the vector tables, fold new rows into their indexes, delete old "
+            "LanceDB versions and give large tables (vector_index_min_rows) an approximate vector index")
+    p.add_argument("--version-retention", type=float, default=None, metavar="SECONDS", dest="version_retention",
+                   help="delete LanceDB versions replaced more than SECONDS ago (default: the "
+                   "vector_version_retention_s setting, 600); 0 keeps only the latest: use it only when no other "
+                   "process has the store open")

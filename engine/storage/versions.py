@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 # LanceDB compares creation times with its own clock, read a moment after ours (after a compaction with nothing to
 # do); this slack keeps the first version that must stay from falling before its cutoff.
 _SLACK = timedelta(seconds=1)
+# LanceDB's "every version but the latest" (0 itself makes it warn on every call).
+_NO_RETENTION = timedelta(milliseconds=1)
 
 
 def prune_before(created: Sequence[datetime], now: datetime, retention: timedelta) -> datetime | None:
@@ -43,6 +45,9 @@ def prune_versions(tb, retention_s: float) -> bool:
     its own "now" is within a moment of ours. Housekeeping: a failure is logged and leaves the versions for the next
     call."""
     try:
+        if retention_s <= 0:  # the caller says no other process is using the store: keep the latest version only
+            tb.optimize(cleanup_older_than=_NO_RETENTION)
+            return True
         versions = sorted(tb.list_versions(), key=lambda v: v["version"])  # ~7 ms for 100 versions
         now = datetime.now()  # LanceDB reports creation times as naive local times
         cutoff = prune_before([v["timestamp"] for v in versions], now, timedelta(seconds=retention_s))

@@ -325,3 +325,32 @@ def test_a_corrupt_store_file_is_a_one_line_error(tmp_path):
     (store / "memlens.duckdb").write_text("not a database")
     run = cli(store, "users")
     assert run.code == 2 and run.one_error_line and "memlens.duckdb" in run.err
+
+
+def test_optimize_reports_the_store_size_before_and_after(store):
+    run = cli(store, "--json", "optimize")
+    assert run.code == 0, run.err
+    data = run.json()
+    assert data["vector_indexes_built"] == []  # the demo's tables are far below vector_index_min_rows
+    assert data["store_bytes_before"] > 0 and data["store_bytes_after"] > 0
+    line = cli(store, "optimize").out
+    assert line.startswith("Optimized; new vector indexes: none; store ") and "vector_version_retention_s = 600 s" in line
+
+
+def test_optimize_with_no_version_retention_shrinks_a_store_with_replaced_versions(store, embedder):
+    engine = open_store(store, embedder)
+    for n in range(3):
+        engine.remember("ada", f"a note written in batch {n}", category="scratch")
+    engine.optimize(vector_index=False)  # compacts: the notes' versions are replaced, and kept for 600 s
+    engine.close()
+
+    data = cli(store, "--json", "optimize", "--version-retention", "0").json()
+
+    assert data["store_bytes_after"] < data["store_bytes_before"]
+    assert cli(store, "--json", "search", "--user", "ada", "a note written in batch 2").json()[0]["text"] == (
+        "a note written in batch 2")
+
+
+def test_optimize_refuses_a_negative_version_retention(store):
+    run = cli(store, "optimize", "--version-retention", "-1")
+    assert run.code == 2 and "vector_version_retention_s" in run.err and "Traceback" not in run.err
