@@ -37,6 +37,7 @@ from .records import (
                      SlotEdit,
                      Step,
                      StoreStats,
+                     TracePrunePlan,
                      to_plain,
 )
 from .retrieval.reasoners import CallableReasoner, OfflineBridgeReasoner, Proposal
@@ -46,7 +47,8 @@ __all__ = [
     "MemoryEngine", "AgentMemory", "Settings", "MemlensError", "InvalidInput", "NotFound", "StoreBusy", "StoreCorrupt",
     "StoreTooNew", "ModelMismatch", "LLMUnavailable", "KINDS", "ROLES", "TYPED_SLOTS", "Category", "Episode",
     "FeedbackEvent", "ForgetLogEntry", "ForgetResult", "Item", "Message", "Page", "PrunePlan", "RankedSkill",
-    "SearchHit", "SessionInfo", "Skill", "SkillOutcome", "SlotEdit", "Step", "StoreStats", "to_plain",
+    "SearchHit", "SessionInfo", "Skill", "SkillOutcome", "SlotEdit", "Step", "StoreStats", "TracePrunePlan",
+    "to_plain",
     "CallableReasoner", "OfflineBridgeReasoner", "Proposal", "CandidateTrace", "HopTrace", "RetrievalTrace",
     "MemorizeResult", "ReasonResult", "MiningResult", "SkillProposal",
 ]

@@ -46,6 +46,7 @@ from .records import (
     SessionInfo,
     Skill,
     SkillOutcome,
+    TracePrunePlan,
 )
 from .retrieval.candidates import build_inputs, search_sources
 from .retrieval.pipeline import Retriever
@@ -381,6 +382,12 @@ class MemoryEngine(StoreAdmin):
 
     def delete_trace(self, trace_id: str, user_id: str | None = None) -> None:
         self.traces.delete(trace_id, user_id)
+
+    def prune_traces(self, older_than_days: float, user_id: str | None = None, keep_labelled: bool = True,
+                     apply: bool = False, now: datetime | None = None) -> TracePrunePlan:
+        """Traces older than ``older_than_days`` (one user's or all); deleted only with ``apply``. Labelled traces
+        are kept unless ``keep_labelled`` is false."""
+        return self.traces.prune(older_than_days, user_id, keep_labelled, apply, now)
 
     def export_trace(self, trace_id: str) -> str:
         return json.dumps(self.traces.get(trace_id).to_dict(), ensure_ascii=False, indent=2)

@@ -76,6 +76,20 @@ class PrunePlan:
 
 
 @dataclass(frozen=True)
+class TracePrunePlan:
+    """Stored traces older than a cutoff that pruning would delete (``applied`` says whether it did)."""
+
+    user_id: str | None  # None: every user
+    older_than_days: float
+    cutoff: datetime  # traces created before this
+    count: int
+    bytes: int  # the stored trace bodies' size
+    kept_labelled: int  # older traces kept because a feedback label points to them
+    sample: tuple[dict, ...]  # up to 20 of them, newest first: trace_id, user_id, question, created_at
+    applied: bool
+
+
+@dataclass(frozen=True)
 class SlotEdit:
     id: int
     user_id: str

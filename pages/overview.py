@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import streamlit as st
 
 from engine import MemoryEngine, StoreStats
+from ui.components import flash, show_flash
 from ui.feedback import engine_errors
 from ui.figures import activity_figure
 from ui.nav import page_file
 from ui.resources import get_engine, load_demo_with_progress
 from ui.settings_view import settings_rows
 from ui.sidebar import current_user
-from ui.text import md_escape, when
+from ui.text import counted, md_escape, size_text, when
 
 COUNTS = [("Users", "users"), ("Sessions", "sessions"), ("Messages", "messages"), ("Working slots", "working_slots"),
           ("Semantic items", "items"), ("Categories", "categories"), ("Episodes", "episodes"), ("Skills", "skills"),
@@ -72,6 +75,54 @@ def show_recent_traces(engine: MemoryEngine) -> None:
                      hide_index=True, key="overview_traces")
         st.caption(traces_caption(len(page.rows), page.total))
     st.page_link(page_file("retrieval"), label="Open the Retrieval trace page", icon=":material/manage_search:")
+    if page.total:
+        with st.expander("Delete old traces", expanded="overview_prune_plan" in st.session_state):
+            prune_traces_section(engine)
+
+
+def prune_traces_section(engine: MemoryEngine) -> None:
+    st.caption("Every retrieval stores its trace (tens of kB each). Preview which traces are older than some days, "
+               "then delete them. Feedback labels always stay; the traces they point to are kept unless you untick "
+               "the box.")
+    user = current_user()
+    days = st.number_input("Older than (days)", min_value=0.0, max_value=36500.0, value=30.0, step=1.0,
+                           key="overview_prune_days")
+    scope = st.radio("Whose traces", ["all users"] + ([user] if user else []), horizontal=True,
+                     key="overview_prune_scope", format_func=md_escape)
+    keep = st.checkbox("Keep traces that feedback labels point to", value=True, key="overview_prune_keep")
+    who = None if scope == "all users" else scope
+    if st.button("Preview what would be deleted", key="overview_prune_preview"):
+        with engine_errors("Could not preview"):
+            now = datetime.now(UTC)
+            st.session_state["overview_prune_plan"] = (days, who, keep, now,
+                                                       engine.prune_traces(days, who, keep, apply=False, now=now))
+    saved = st.session_state.get("overview_prune_plan")
+    if not saved or saved[:3] != (days, who, keep):
+        return
+    now, plan = saved[3], saved[4]
+    kept = ""
+    if plan.kept_labelled:
+        kept = f" {counted(plan.kept_labelled, 'older trace')} with feedback labels will be kept."
+    if not plan.count:
+        st.success(f"No trace is older than {days:g} days.{kept}")
+        return
+    st.warning(f"{counted(plan.count, 'trace')} ({size_text(plan.bytes)}) created before {when(plan.cutoff)} UTC would "
+               f"be deleted.{kept} The newest of them:")
+    st.dataframe([{"when": when(t["created_at"]), "user": t["user_id"], "question": t["question"],
+                   "trace id": t["trace_id"]} for t in plan.sample], hide_index=True, key="overview_prune_table")
+    with st.form("overview_prune_form"):
+        sure = st.checkbox(f"I understand: delete these {counted(plan.count, 'trace')} for good",
+                           key="overview_prune_sure")
+        go = st.form_submit_button(f"Delete {counted(plan.count, 'trace')}", type="primary")
+    if go:
+        if not sure:
+            st.error("Tick the confirmation box first; nothing was deleted.")
+            return
+        with engine_errors("Nothing was deleted"):
+            done = engine.prune_traces(days, who, keep, apply=True, now=now)  # the preview's cutoff
+            flash("overview", f"Deleted {counted(done.count, 'trace')} ({size_text(done.bytes)}).")
+            st.session_state.pop("overview_prune_plan", None)
+            st.rerun()
 
 
 def show_settings(engine: MemoryEngine, stats: StoreStats) -> None:
@@ -103,6 +154,7 @@ def traces_caption(shown: int, total: int) -> str:
 def main() -> None:
     engine = get_engine()
     st.title("Overview")
+    show_flash("overview")
     with engine_errors("Could not read the store"):
         stats = engine.stats()
         show_counts(stats)

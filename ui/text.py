@@ -59,3 +59,11 @@ def when(value: Any) -> str:
 def counted(n: int, singular: str, plural: str | None = None) -> str:
     """``1 episode``, ``3 episodes``, ``1 semantic item``: the count with the noun in the number it takes."""
     return f"{n:,} {singular if n == 1 else (plural or singular + 's')}"
+
+
+def size_text(n: int) -> str:
+    """Bytes for people: 950 B, 12.3 kB, 4.5 MB, 2.1 GB."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"

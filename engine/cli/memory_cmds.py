@@ -13,7 +13,7 @@ from ..errors import InvalidInput
 from ..memory.working import check_slot, parse_json_value
 from ..records import KINDS
 from .args import MEMORY_ID, add_page, add_session, add_user, bounded_int, joined
-from .output import Col, Progress, Result, dumps, pairs, plain, table
+from .output import Col, Progress, Result, dumps, pairs, plain, size, table
 
 _PLURAL = {"message": "messages", "item": "items", "category": "category summaries", "episode": "episodes",
            "skill": "skills", "outcome": "skill outcomes", "feedback": "feedback events", "working": "working slots",
@@ -245,15 +245,11 @@ def cmd_optimize(ctx) -> Result:
     before = ctx.engine.disk_bytes()
     built = ctx.engine.optimize()
     after = ctx.engine.disk_bytes()
+    retention = ctx.engine.settings.vector_version_retention_s
     return Result({"vector_indexes_built": built, "store_bytes_before": before, "store_bytes_after": after},
                   lambda d: "Optimized; new vector indexes: " + (", ".join(d["vector_indexes_built"]) or "none")
-                  + f"; store {_mb(d['store_bytes_before'])} -> {_mb(d['store_bytes_after'])} (LanceDB versions "
-                  f"replaced more than vector_version_retention_s = {ctx.engine.settings.vector_version_retention_s:g} s "
-                  "ago are deleted)")
-
-
-def _mb(n: int) -> str:
-    return f"{n / 1e6:.1f} MB"
+                  + f"; store {size(d['store_bytes_before'])} -> {size(d['store_bytes_after'])} (LanceDB versions "
+                  f"replaced more than vector_version_retention_s = {retention:g} s ago are deleted)")
 
 
 # -- the parser -----------------------------------------------------------------------------------------------------

@@ -116,3 +116,15 @@ class Progress:
             self.stream.write("\n")
             self.stream.flush()
             self.dirty = False
+
+
+def size(n: int) -> str:
+    """Bytes for people: 950 B, 12.3 kB, 4.5 MB, 2.1 GB."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def counted(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")

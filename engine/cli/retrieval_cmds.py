@@ -11,7 +11,7 @@ from typing import Any
 
 from ..config import parse_assignments
 from .args import MEMORY_ID, OFFSET, TRACE, add_session, add_user, bounded_int, joined
-from .output import Col, Result, cell, plain, table
+from .output import Col, Result, cell, counted, plain, size, table
 
 
 def _summary(d: dict) -> str:
@@ -64,6 +64,29 @@ def cmd_traces(ctx) -> Result:
     return Result(rows, lambda r: table(r, cols, "(no traces)") + f"\n{len(r)} of {page.total} traces")
 
 
+def cmd_prune_traces(ctx) -> Result:
+    a = ctx.args
+    plan = ctx.engine.prune_traces(a.older_than, a.user, keep_labelled=not a.include_labelled, apply=a.apply)
+    data = plain(plan)
+
+    def human(d: dict) -> str:
+        verb = "Deleted" if d["applied"] else "Would delete"
+        who = f"of {d['user_id']}" if d["user_id"] else "of every user"
+        head = (f"{verb} {counted(d['count'], 'trace')} {who} created before {cell(d['cutoff'], 16)} UTC "
+                f"({size(d['bytes'])} of trace bodies)")
+        if d["kept_labelled"]:
+            head += f"; kept {d['kept_labelled']} older ones that feedback labels point to (--include-labelled)"
+        if not d["count"]:
+            return head
+        cols = [Col("created_at", "at"), Col("trace_id", "trace", 22), Col("user_id", "user", 16),
+                Col("question", "question", 70)]
+        more = f"\n(the {len(d['sample'])} newest shown)" if d["count"] > len(d["sample"]) else ""
+        tail = "" if d["applied"] else "\nRerun with --apply to delete them."
+        return head + "\n" + table(d["sample"], cols) + more + tail
+
+    return Result(data, human)
+
+
 def cmd_feedback(ctx) -> Result:
     a = ctx.args
     events = ctx.engine.report_feedback(a.user, useful=a.useful or (), harmful=a.harmful or (), trace_id=a.trace,
@@ -72,6 +95,16 @@ def cmd_feedback(ctx) -> Result:
     cols = [Col("item_id", "id", 28), Col("label", "label", 7), Col("delta", "delta", 5), Col("trace_id", "trace", 22),
             Col("note", "note", 40)]
     return Result(rows, lambda r: f"Recorded {len(r)} feedback events.\n" + table(r, cols))
+
+
+def days(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of days: {text[:40]!r}") from None
+    if not 0 <= value <= 36_500:  # also refuses nan
+        raise argparse.ArgumentTypeError("use a number of days from 0 to 36500")
+    return value
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -106,6 +139,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     add_user(p, required=False)
     p.add_argument("--limit", type=bounded_int(1, 10_000), default=20, metavar="N", help="rows (default 20)")
     p.add_argument("--offset", type=OFFSET, default=0, metavar="N", help="rows to skip")
+
+    p = add("prune-traces", cmd_prune_traces, "preview (or --apply) deleting stored traces older than some days")
+    p.add_argument("--older-than", required=True, type=days, metavar="DAYS",
+                   help="traces created more than DAYS ago (fractions allowed; 0: all of them)")
+    add_user(p, required=False)
+    p.add_argument("--include-labelled", action="store_true",
+                   help="also delete traces that feedback labels point to (kept by default: they are the labels' "
+                   "evidence)")
+    p.add_argument("--apply", action="store_true", help="delete them (default: preview only)")
 
     p = add("replay", cmd_replay, "re-rank a stored trace under other settings (no new search) and print it")
     p.add_argument("--id", required=True, type=TRACE, metavar="T", help="trace id")

@@ -1,18 +1,21 @@
-"""Traces as stored records in DuckDB: save, fetch, list, delete, and back from JSON."""
+"""Traces as stored records in DuckDB: save, fetch, list, delete, prune by age, and back from JSON."""
 
 from __future__ import annotations
 
 import json
+import math
 import zlib
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
 import zstandard
 
+from ..clock import utcnow
 from ..errors import InvalidInput, NotFound, StoreCorrupt
 from ..ids import check_id
 from ..memory.base import Backends, page_args
-from ..records import Page
+from ..records import Page, TracePrunePlan
 from .trace import OLDER_TRACE_SETTINGS, CandidateTrace, HopTrace, RetrievalTrace
 
 
@@ -122,3 +125,32 @@ class TraceStore:
         with self.b.db.write() as conn:
             if not conn.execute(sql + " RETURNING id", params).fetchall():
                 raise NotFound(f"no trace {trace_id!r}")
+
+    def prune(self, older_than_days: float, user_id: str | None = None, keep_labelled: bool = True,
+              apply: bool = False, now: datetime | None = None) -> TracePrunePlan:
+        """The traces created more than ``older_than_days`` ago (of one user, or every user's); deleted only when
+        ``apply`` is true. A trace a feedback label points to is evidence for that label, so it is kept unless
+        ``keep_labelled`` is false. DuckDB reuses the freed space; the file does not shrink."""
+        if isinstance(older_than_days, bool) or not isinstance(older_than_days, (int, float)) \
+                or not math.isfinite(older_than_days) or older_than_days < 0 or older_than_days > 36_500:
+            raise InvalidInput("older_than_days must be a number of days from 0 to 36500")
+        cutoff = (now or utcnow()) - timedelta(days=float(older_than_days))
+        where, params = "t.created_at < ?", [cutoff]
+        if user_id is not None:
+            where += " AND t.user_id = ?"
+            params.append(check_id(user_id, "user id"))
+        labelled = "EXISTS (SELECT 1 FROM feedback f WHERE f.trace_id = t.id)"
+        chosen = f"{where} AND NOT {labelled}" if keep_labelled else where
+        size = "coalesce(octet_length(t.body_packed), 0) + coalesce(strlen(CAST(t.body AS VARCHAR)), 0)"
+        with self.b.db.write() as conn:
+            count, nbytes = conn.execute(f"SELECT count(*), coalesce(sum({size}), 0) FROM traces t WHERE {chosen}",
+                                         params).fetchone()
+            kept = conn.execute(f"SELECT count(*) FROM traces t WHERE {where} AND {labelled}",
+                                params).fetchone()[0] if keep_labelled else 0
+            rows = conn.execute(f"SELECT t.id, t.user_id, t.question, t.created_at FROM traces t WHERE {chosen} "
+                                "ORDER BY t.created_at DESC, t.id LIMIT 20", params).fetchall()
+            if apply and count:
+                conn.execute(f"DELETE FROM traces t WHERE {chosen}", params)
+        sample = tuple({"trace_id": r[0], "user_id": r[1], "question": r[2], "created_at": r[3]} for r in rows)
+        return TracePrunePlan(user_id, float(older_than_days), cutoff, int(count), int(nbytes), int(kept), sample,
+                              bool(apply and count))

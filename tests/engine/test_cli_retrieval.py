@@ -163,3 +163,25 @@ def test_feedback_with_bad_input_writes_nothing(private_store, embedder, argv, w
     run = cli(private_store, "feedback", "--user", "ada", *argv)
     assert run.code == 2 and run.one_error_line and words in run.err, run.err
     assert snapshot(open_store(private_store, embedder)) == before
+
+
+def test_prune_traces_previews_then_deletes_and_says_what_it_did(demo_store_template, tmp_path):
+    store = copy_store(demo_store_template, tmp_path / "store")
+    asked = cli(store, "retrieve", "--user", "ada", Q["question"]).json()["trace_id"]
+
+    preview = cli(store, "prune-traces", "--older-than", "0")
+    assert preview.code == 0, preview.err
+    assert preview.out.startswith("Would delete 1 trace of every user created before ")
+    assert asked in preview.out and preview.out.rstrip().endswith("Rerun with --apply to delete them.")
+    assert [t["trace_id"] for t in cli(store, "--json", "traces").json()] == [asked]
+
+    done = cli(store, "--json", "prune-traces", "--older-than", "0", "--user", "ada", "--apply").json()
+    assert (done["count"], done["applied"], done["user_id"]) == (1, True, "ada")
+    assert cli(store, "--json", "traces").json() == []
+
+
+@pytest.mark.parametrize("days", ["-1", "nan", "week", "1e9"])
+def test_prune_traces_refuses_a_bad_age_in_one_line(demo_store_template, tmp_path, days):
+    store = copy_store(demo_store_template, tmp_path / "store")
+    run = cli(store, "prune-traces", "--older-than", days, "--apply")
+    assert run.code == 2 and run.err.startswith("error: argument --older-than") and "Traceback" not in run.err

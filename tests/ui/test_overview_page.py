@@ -82,3 +82,28 @@ def test_a_store_from_a_newer_memlens_is_a_readable_message_not_a_traceback(tmp_
     assert not at.exception, [e.value for e in at.exception]
     [message] = values(at, "error")
     assert "could not be used" in message and "newer memlens" in message and "9999" in message
+
+
+def test_old_traces_are_previewed_then_deleted_after_an_explicit_confirm(demo_app):
+    demo_app.prune_traces(0, keep_labelled=False, apply=True)  # other tests' traces
+    kept = demo_app.retrieve("ada", "Who owns the refund reconciliation job?")
+    demo_app.label("ada", kept.context_ids[0], "useful", trace_id=kept.trace_id, hop=1)
+    dropped = demo_app.retrieve("mira", "Who collects the pan traps before the first snow?")
+    at = open_page(PAGE)
+    at.number_input(key="overview_prune_days").set_value(0.0)
+    button(at, "Preview what would be deleted").click().run()
+    no_errors(at)
+    assert any("1 trace (" in v and "would be deleted" in v and "1 older trace with feedback labels will be kept" in v
+               for v in values(at, "warning"))
+    assert {dropped.trace_id} == set(next(df.value for df in at.dataframe if "trace id" in df.value.columns
+                                          and len(df.value) == 1)["trace id"])
+
+    button(at, "Delete 1 trace").click().run()  # without ticking the box
+    assert any("nothing was deleted" in v for v in values(at, "error"))
+    assert demo_app.list_traces().total == 2
+
+    at.checkbox(key="overview_prune_sure").check()
+    button(at, "Delete 1 trace").click().run()
+    no_errors(at)
+    assert any(v.startswith("Deleted 1 trace (") for v in values(at, "success"))
+    assert [t["trace_id"] for t in demo_app.list_traces().rows] == [kept.trace_id]
