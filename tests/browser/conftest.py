@@ -16,10 +16,15 @@ from pathlib import Path
 
 import pytest
 from browser_helpers import run_streamlit, save_screenshot, seed_lab_user
+from playwright.sync_api import expect
 
 from engine import MemoryEngine, Settings
 
 CHROMIUM = Path("/usr/bin/chromium")
+# expect() gives up after 5 s by default. On a busy 2-core machine a rerun of a page can take longer than that to
+# redraw (seen once: the Overview's first metrics not yet back after 5 s); a real failure still fails, just later.
+expect.set_options(timeout=20_000)
+
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run"]
 
