@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import streamlit as st
 
 from engine import MemoryEngine, StoreStats
-from ui.components import flash, show_flash
+from ui.components import confirmed, flash, show_flash
 from ui.feedback import engine_errors
 from ui.figures import activity_figure
 from ui.nav import page_file
@@ -110,14 +110,9 @@ def prune_traces_section(engine: MemoryEngine) -> None:
                f"be deleted.{kept} The newest of them:")
     st.dataframe([{"when": when(t["created_at"]), "user": t["user_id"], "question": t["question"],
                    "trace id": t["trace_id"]} for t in plan.sample], hide_index=True, key="overview_prune_table")
-    with st.form("overview_prune_form"):
-        sure = st.checkbox(f"I understand: delete these {counted(plan.count, 'trace')} for good",
-                           key="overview_prune_sure")
-        go = st.form_submit_button(f"Delete {counted(plan.count, 'trace')}", type="primary")
-    if go:
-        if not sure:
-            st.error("Tick the confirmation box first; nothing was deleted.")
-            return
+    if confirmed("overview_prune_form", "overview_prune_sure",
+                 f"I understand: delete these {counted(plan.count, 'trace')} for good",
+                 f"Delete {counted(plan.count, 'trace')}"):
         with engine_errors("Nothing was deleted"):
             done = engine.prune_traces(days, who, keep, apply=True, now=now)  # the preview's cutoff
             flash("overview", f"Deleted {counted(done.count, 'trace')} ({size_text(done.bytes)}).")

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, time
 import streamlit as st
 
 from engine import MemoryEngine, Message, SessionInfo
-from ui.components import fetch_page, flash, need_user, pager, reset_page_on_change, show_flash
+from ui.components import confirmed, fetch_page, flash, need_user, pager, reset_page_on_change, show_flash
 from ui.feedback import engine_errors
 from ui.resources import get_engine
 from ui.sidebar import current_session, open_session
@@ -106,14 +106,9 @@ def prune_section(engine: MemoryEngine, user: str | None) -> None:
     st.warning(f"The {rule} rule would delete {len(plan['ids'])} session(s) with {plan['messages']:,} message(s) "
                f"of user {md_escape(user)}:")
     session_table(plan["rows"], "sessions_prune_table")
-    with st.form("sessions_prune_form"):
-        sure = st.checkbox(f"I understand: delete these {len(plan['ids'])} session(s) and their messages for good",
-                           key="sessions_prune_sure")
-        go = st.form_submit_button(f"Delete {len(plan['ids'])} session(s)", type="primary")
-    if go:
-        if not sure:
-            st.error("Tick the confirmation box first; nothing was deleted.")
-            return
+    if confirmed("sessions_prune_form", "sessions_prune_sure",
+                 f"I understand: delete these {len(plan['ids'])} session(s) and their messages for good",
+                 f"Delete {len(plan['ids'])} session(s)"):
         with engine_errors("Pruning failed; nothing was deleted"):
             # The preview's clock, so idle/stale select the same sessions (minus any that became active since)
             done = engine.prune_sessions(user, rule, apply=True, now=plan["now"])

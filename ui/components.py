@@ -1,4 +1,4 @@
-"""Small Streamlit pieces the pages share: pagination done in the database, and the "nothing here yet" notes."""
+"""Small Streamlit pieces the pages share: pagination done in the database, "nothing here yet" notes, confirmations."""
 
 from __future__ import annotations
 
@@ -75,3 +75,14 @@ def show_flash(prefix: str) -> None:
     kind, message = st.session_state.pop(f"{prefix}_flash", (None, None))
     if kind:
         getattr(st, kind)(message)
+
+
+def confirmed(form_key: str, sure_key: str, sure_label: str, button_label: str) -> bool:
+    """A form with an "I understand" box and a primary button; True once the button is pressed with the box ticked.
+    Pressed without it, the page says nothing was deleted."""
+    with st.form(form_key):
+        sure = st.checkbox(sure_label, key=sure_key)
+        go = st.form_submit_button(button_label, type="primary")
+    if go and not sure:
+        st.error("Tick the confirmation box first; nothing was deleted.")
+    return bool(go and sure)
