@@ -124,7 +124,7 @@ def show_settings(engine: MemoryEngine, stats: StoreStats) -> None:
     st.subheader("Store and settings in use")
     left, right = st.columns(2)
     with left:
-        st.caption("Store location")
+        st.caption(f"Store location · {size_text(engine.disk_bytes())} on disk")
         st.code(stats.store, language=None, wrap_lines=True)
     with right:
         st.caption("Embedder · LLM")
@@ -132,6 +132,17 @@ def show_settings(engine: MemoryEngine, stats: StoreStats) -> None:
         st.code(f"embedder: {stats.embedder}\nLLM: {llm}", language=None, wrap_lines=True)
     with st.expander("All settings (values in use, defaults, meaning)"):
         st.dataframe(settings_rows(engine.settings), hide_index=True, key="overview_settings")
+    with st.expander("Compact the store"):
+        st.caption("Folds new memories into the full-text and user indexes, merges the vector tables' small files and "
+                   "deletes LanceDB versions replaced more than vector_version_retention_s "
+                   f"({engine.settings.vector_version_retention_s:g} s) ago. Writes do this every few thousand "
+                   "memories; `python -m engine optimize` also builds approximate vector indexes for large tables.")
+        if st.button("Compact now", key="overview_optimize"):
+            with engine_errors("Could not compact the store"), st.spinner("Compacting..."):
+                before = engine.disk_bytes()
+                engine.optimize(vector_index=False)
+                flash("overview", f"Compacted: {size_text(before)} before, {size_text(engine.disk_bytes())} now.")
+                st.rerun()
     usage = engine.usage()
     if usage:
         st.caption("LLM token usage per user and operation")

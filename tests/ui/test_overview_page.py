@@ -107,3 +107,13 @@ def test_old_traces_are_previewed_then_deleted_after_an_explicit_confirm(demo_ap
     no_errors(at)
     assert any(v.startswith("Deleted 1 trace (") for v in values(at, "success"))
     assert [t["trace_id"] for t in demo_app.list_traces().rows] == [kept.trace_id]
+
+
+def test_the_store_size_is_shown_and_compacting_reports_it_before_and_after(demo_app):
+    at = open_page(PAGE)
+    assert any(v.startswith("Store location · ") and v.endswith(" MB on disk") for v in values(at, "caption"))
+
+    button(at, "Compact now").click().run()
+
+    no_errors(at)
+    assert any(v.startswith("Compacted: ") and " MB before, " in v for v in values(at, "success"))
