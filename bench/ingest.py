@@ -78,7 +78,8 @@ def run(size: int, batch: int, embedder: TimedEmbedder) -> list:
         shutil.rmtree(workdir, ignore_errors=True)
     store = total - embed
     return [size, f"{size / total:.0f}", f"{size / embed:.0f}", f"{total:.1f}", f"{embed:.1f}", f"{store:.1f}",
-            f"{100 * store / embed:.1f}%", f"{ann:.1f}", f"{disk / 1e6:.0f} MB", f"{pruned / 1e6:.0f} MB", f"{peak_rss_mb():.0f} MB"]
+            f"{100 * store / embed:.1f}%", f"{ann:.1f}", f"{disk / 1e6:.0f} MB", f"{pruned / 1e6:.0f} MB",
+            f"{peak_rss_mb():.0f} MB"]
 
 
 def main() -> None:

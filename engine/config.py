@@ -72,8 +72,9 @@ class Settings:
     vector_version_retention_s: float = _s(600.0, "optimize() (run by writes every few thousand rows, and by "
                                            "`python -m engine optimize`) deletes LanceDB table versions replaced "
                                            "longer ago than this, with their files; LanceDB alone keeps them 7 days "
-                                           "(a 100k-item store: 2.0 GB of LanceDB files instead of 0.24 GB). 0: keep only the latest, "
-                                           "safe only when no other process uses the store.", lo=0)
+                                           "(a 100k-item store: 2.0 GB of LanceDB files instead of 0.24 GB). 0: "
+                                           "keep only the latest, safe only when no other process uses the store.",
+                                           lo=0)
     db_linger_s: float = _s(1.0, "Keep the DuckDB file open this long after the last operation (0: close after "
                             "each); another memlens process that is waiting gets it within ~20 ms anyway.",
                             lo=0, hi=60)

@@ -28,6 +28,8 @@ _NO_RETENTION = timedelta(milliseconds=1)
 def prune_before(created: Sequence[datetime], now: datetime, retention: timedelta) -> datetime | None:
     """The creation time before which versions can go, given every version's creation time in commit order, or None
     when every version must stay. A version can go when its successor was created before ``now - retention``."""
+    if len(created) < 2:
+        return None
     horizon = now - retention
     keep = len(created) - 1  # the latest always stays
     for i in range(len(created) - 1):

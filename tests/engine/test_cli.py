@@ -334,7 +334,8 @@ def test_optimize_reports_the_store_size_before_and_after(store):
     assert data["vector_indexes_built"] == []  # the demo's tables are far below vector_index_min_rows
     assert data["store_bytes_before"] > 0 and data["store_bytes_after"] > 0
     line = cli(store, "optimize").out
-    assert line.startswith("Optimized; new vector indexes: none; store ") and "vector_version_retention_s = 600 s" in line
+    assert line.startswith("Optimized; new vector indexes: none; store ")
+    assert "vector_version_retention_s = 600 s" in line
 
 
 def test_optimize_with_no_version_retention_shrinks_a_store_with_replaced_versions(store, embedder):

@@ -50,6 +50,7 @@ def test_with_no_retention_everything_but_the_latest_can_go():
 
 def test_a_single_version_always_stays():
     assert prune_before(minutes(0), T0 + timedelta(days=30), timedelta(0)) is None
+    assert prune_before([], T0, timedelta(0)) is None
 
 
 def test_optimize_with_no_retention_deletes_old_versions_and_keeps_every_row(tmp_path):
