@@ -174,4 +174,3 @@ def main() -> None:
 
 
 main()
-
