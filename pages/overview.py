@@ -110,8 +110,8 @@ def prune_traces_section(engine: MemoryEngine) -> None:
                f"be deleted.{kept} The newest of them:")
     st.dataframe([{"when": when(t["created_at"]), "user": t["user_id"], "question": t["question"],
                    "trace id": t["trace_id"]} for t in plan.sample], hide_index=True, key="overview_prune_table")
-    if confirmed("overview_prune_form", "overview_prune_sure",
-                 f"I understand: delete these {counted(plan.count, 'trace')} for good",
+    these = "this trace" if plan.count == 1 else f"these {plan.count:,} traces"
+    if confirmed("overview_prune_form", "overview_prune_sure", f"I understand: delete {these} for good",
                  f"Delete {counted(plan.count, 'trace')}"):
         with engine_errors("Nothing was deleted"):
             done = engine.prune_traces(days, who, keep, apply=True, now=now)  # the preview's cutoff
@@ -121,8 +121,9 @@ def prune_traces_section(engine: MemoryEngine) -> None:
 
 
 @st.cache_data(ttl=60, show_spinner=False)
-def store_size(_engine: MemoryEngine, store: str) -> int:
-    """The store's bytes on disk: a walk over every file (~13 ms for a 100k-item store), so once a minute at most."""
+def store_size(_engine: MemoryEngine, store: str, counts: tuple[int, ...]) -> int:
+    """The store's bytes on disk: a walk over every file (~13 ms for a 100k-item store), so once a minute at most,
+    or at once when the store's record counts have changed."""
     return _engine.disk_bytes()
 
 
@@ -130,7 +131,8 @@ def show_settings(engine: MemoryEngine, stats: StoreStats) -> None:
     st.subheader("Store and settings in use")
     left, right = st.columns(2)
     with left:
-        st.caption(f"Store location · {size_text(store_size(engine, stats.store))} on disk")
+        counts = (stats.messages, stats.items, stats.episodes, stats.skills, stats.traces, stats.feedback_events)
+        st.caption(f"Store location · {size_text(store_size(engine, stats.store, counts))} on disk")
         st.code(stats.store, language=None, wrap_lines=True)
     with right:
         st.caption("Embedder · LLM")
