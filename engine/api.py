@@ -362,10 +362,11 @@ class MemoryEngine(StoreAdmin):
 
     def retrieve(self, user_id: str, question: str, session_id: str | None = None, hops: int | None = None,
                  budget: int | None = None, overrides: Mapping[str, Any] | None = None, reasoner: Any = None,
-                 now: datetime | str | None = None, save: bool = True) -> RetrievalTrace:
-        """The traced pipeline; returns (and stores) the trace, whose ``context`` is what the agent gets."""
+                 now: datetime | str | None = None, save: bool = True, preset: str | None = None) -> RetrievalTrace:
+        """The traced pipeline; returns (and stores) the trace, whose ``context`` is what the agent gets.
+        ``preset`` names a set of overrides (engine.presets; ``llmemory`` for parity), ``overrides`` win over it."""
         return self.retriever.retrieve(user_id, question, session_id, hops, budget, overrides, reasoner, now,
-                                       save=save)
+                                       save=save, preset=preset)
 
     def replay(self, trace_id: str, overrides: Mapping[str, Any] | None = None) -> RetrievalTrace:
         """Re-rank a stored trace under other settings without searching again."""

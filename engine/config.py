@@ -101,6 +101,13 @@ class Settings:
                                       "texts over the candidate set (llmemory's tokenizer). Only items with a "
                                       "preceding text are affected. 0: their own text only.", lo=0, hi=5,
                                       retrieval=True)
+    fusion: str = _s("weighted", "How the cosine and the lexical score (BM25 plus the preceding text's share) become the "
+                     "hybrid score: weighted (llmemory: bm25_weight*bm25_norm + (1-bm25_weight)*cosine) or rrf "
+                     "([memlens] reciprocal rank fusion over the candidates: (1-w)*(k+1)/(k+rank_vector) + "
+                     "w*(k+1)/(k+rank_bm25), 1 for a candidate first on both).", choices=("weighted", "rrf"),
+                     retrieval=True)
+    rrf_k: float = _s(60.0, "[memlens] k in reciprocal rank fusion (fusion=rrf): larger flattens the rank curve.",
+                      lo=1, hi=1000, retrieval=True)
     relevance_filter: str = _s("heuristic", "Relevance filter: heuristic (parity), llm ([memlens] judge, needs "
                                "an LLM; falls back to heuristic), or off.", choices=("heuristic", "llm", "off"),
                                retrieval=True)
@@ -110,8 +117,22 @@ class Settings:
                                     retrieval=True)
     relevance_min_word_chars: int = _s(4, "Heuristic: a shared word must have at least this many characters.",
                                        lo=1, retrieval=True)
+    relevance_words: str = _s("words", "Heuristic filter's shared-word check: words ([memlens] runs of letters and "
+                              "digits, so 'guitar?' is looked for as 'guitar') or raw (llmemory: whitespace-split words, punctuation "
+                              "included; 'guitar?' never matches a memory without the question mark). Both match "
+                              "substrings.", choices=("words", "raw"),
+                              retrieval=True)
+    relevance_protect_top: int = _s(0, "[memlens] The heuristic filter never drops a candidate ranked this high or "
+                                    "higher by the vector or the full-text score among the candidates (0: off, "
+                                    "llmemory).", lo=0, hi=1000, retrieval=True)
     relevance_judge_threshold: float = _s(0.7, "LLM judge: keep relevance >= this.", lo=0, hi=1, retrieval=True)
     half_life_days: float = _s(30.0, "Time-decay half-life in days.", lo=0.001, retrieval=True)
+    decay_floor: float = _s(0.0, "[memlens] decay = floor + (1-floor)*exp(-ln2/half_life*age): above 0, recency "
+                            "is a bounded preference and an old memory keeps at least this share of its score "
+                            "(0: llmemory's decay towards zero).", lo=0, hi=1, retrieval=True)
+    clamp_future_age: bool = _s(True, "A memory dated after `now` counts as age 0 (llmemory floors its negative age, "
+                                "so a future memory decays above 1). False only reproduces traces stored before this "
+                                "setting existed.", retrieval=True)
     importance_weight: float = _s(1.0, "Exponent on importance (0 disables importance).", lo=0, retrieval=True)
     skill_importance: str = _s("success_rate", "Skill importance inside retrieval: success_rate (parity) or "
                                "wilson ([memlens] 95% Wilson lower bound; an untried skill keeps the neutral 0.5).", choices=("success_rate", "wilson"),

@@ -12,7 +12,8 @@ from engine import CandidateTrace, HopTrace, RetrievalTrace
 from .text import one_line
 
 # The columns of the candidates table, in pipeline order (scores keep the names the trace gives them).
-SCORE_COLUMNS = ("vector_similarity", "fts_score", "bm25_raw", "bm25_preceding", "bm25_norm", "hybrid", "age_days",
+SCORE_COLUMNS = ("vector_similarity", "fts_score", "bm25_raw", "bm25_preceding", "bm25_norm", "rank_vector",
+                 "rank_bm25", "hybrid_vector_part", "hybrid_bm25_part", "hybrid", "age_days",
                  "decay", "importance", "importance_factor", "temporal", "feedback_net", "feedback_factor",
                  "hop_factor", "final", "mmr_relevance", "mmr_max_similarity", "mmr_value", "llm_relevance")
 RANK_STAGES = ("hybrid", "filter", "temporal", "feedback", "final", "mmr")
@@ -130,12 +131,16 @@ def trace_label(summary: Mapping[str, Any]) -> str:
 def score_parts(scores: Mapping[str, Any], settings: Mapping[str, Any]) -> list[tuple[str, float]]:
     """How a final score was built, as parts that add up to it.
 
-    The hybrid score is split into its vector part ``(1-w)*similarity`` and its BM25 part ``w*bm25_norm``; decay,
+    The hybrid score is split into its vector part and its BM25 part (as the fusion recorded them; for older traces
+    ``(1-w)*similarity`` and ``w*bm25_norm``); decay,
     importance, feedback and the later-hop discount are multiplicative, so each is shown as the signed change it
     made to the running score.
     """
     hybrid = float(scores.get("hybrid") or 0.0)
-    if settings.get("hybrid_enabled", True):
+    if scores.get("hybrid_bm25_part") is not None:  # recorded by the fusion stage (any fusion) since it has existed
+        bm25_part = float(scores["hybrid_bm25_part"])
+        vector_part = hybrid - bm25_part
+    elif settings.get("hybrid_enabled", True):
         w = float(settings.get("bm25_weight", 0.3))
         bm25_part = w * float(scores.get("bm25_norm") or 0.0)
         vector_part = hybrid - bm25_part  # == (1-w)*similarity, taken from the stored hybrid so the sum is exact

@@ -10,6 +10,7 @@ import argparse
 from typing import Any
 
 from ..config import parse_assignments
+from ..presets import PRESETS
 from .args import MEMORY_ID, OFFSET, TRACE, add_session, add_user, bounded_int, joined
 from .output import Col, Result, cell, counted, plain, size, table
 
@@ -42,7 +43,7 @@ def cmd_retrieve(ctx) -> Result:
     a = ctx.args
     overrides = parse_assignments(a.set)
     trace = ctx.engine.retrieve(a.user, joined(a.question), session_id=a.session, hops=a.hops, budget=a.budget,
-                                overrides=overrides or None, now=a.now)
+                                overrides=overrides or None, now=a.now, preset=a.preset)
     return _trace_result(ctx, trace)
 
 
@@ -126,6 +127,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--hops", type=bounded_int(1, 5), metavar="N", help="hops (default: the hops setting, 1)")
     p.add_argument("--budget", type=bounded_int(1, 10_000_000), metavar="T", help="context token budget")
     p.add_argument("--now", metavar="ISO", help="the time decay is computed at (default: now)")
+    p.add_argument("--preset", choices=sorted(PRESETS), help="a named set of retrieval settings (--set wins over it)")
     add_set(p)
     add_summary(p)
     p.add_argument("question", nargs="+", metavar="QUESTION", help="the question (or message)")

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..clock import parse_time, utcnow
 from ..config import Settings
+from ..presets import preset_overrides
 from ..errors import InvalidInput
 from ..ids import check_id, check_text, new_id
 from ..memory.base import Backends
@@ -44,8 +45,10 @@ class Retriever:
         self.store_trace = store_trace
 
     # -- configuration ---------------------------------------------------------------------------------------------
-    def settings_for(self, overrides: Mapping[str, Any] | None, hops: int | None, budget: int | None) -> Settings:
-        changes = dict(overrides or {})
+    def settings_for(self, overrides: Mapping[str, Any] | None, hops: int | None, budget: int | None,
+                     preset: str | None = None) -> Settings:
+        # A preset is a named set of overrides; the call's own overrides win over it.
+        changes = {**preset_overrides(preset), **dict(overrides or {})}
         if hops is not None:
             changes["hops"] = hops
         if budget is not None:
@@ -71,13 +74,14 @@ class Retriever:
     # -- the live pipeline ------------------------------------------------------------------------------------------
     def retrieve(self, user_id: str, question: str, session_id: str | None = None, hops: int | None = None,
                  budget: int | None = None, overrides: Mapping[str, Any] | None = None, reasoner: Any = None,
-                 now: datetime | None = None, sources: Sequence[str] = SOURCES, save: bool = True) -> RetrievalTrace:
+                 now: datetime | str | None = None, sources: Sequence[str] = SOURCES, save: bool = True,
+                 preset: str | None = None) -> RetrievalTrace:
         t_start = time.perf_counter()
         check_id(user_id, "user id")
         if session_id is not None:
             check_id(session_id, "session id")
         check_text(question, "question", self.b.settings.max_text_chars)
-        settings = self.settings_for(overrides, hops, budget)
+        settings = self.settings_for(overrides, hops, budget, preset)
         now = parse_time(now) if now is not None else utcnow()
         strategies: dict[str, Any] = {}
         timings: dict[str, float] = {}
@@ -148,7 +152,7 @@ class Retriever:
                 query, proposed_by, proposal = prop.query.strip(), prop.proposed_by, prop.details
                 stop_details = {"proposed_by": proposed_by, "query": query, **proposal}
             trace = self._finish(user_id, session_id, question, settings, now, strategies, hop_scored, hop_meta,
-                                 stop_reason, timings, t_start)
+                                 stop_reason, timings, t_start, preset=preset or "default")
             if stop_reason != "max_hops":  # keep the reasoner's explanation of why it stopped
                 trace = dataclasses.replace(trace, stop_details=stop_details)
             if save:
@@ -186,7 +190,8 @@ class Retriever:
     # -- shared by retrieve and replay ------------------------------------------------------------------------------
     def _finish(self, user_id, session_id, question, settings: Settings, now: datetime, strategies: dict,
                 hop_scored: list[list[Scored]], hop_meta: list[dict], stop_reason: str, timings: dict,
-                t_start: float, trace_id: str | None = None, replay_of: str | None = None) -> RetrievalTrace:
+                t_start: float, trace_id: str | None = None, replay_of: str | None = None,
+                preset: str | None = None) -> RetrievalTrace:
         t = time.perf_counter()
         ranked = merge(hop_scored)
         if settings.mmr_enabled and ranked:
@@ -203,6 +208,8 @@ class Retriever:
                          "tokens": s.tokens} for s in ranked)
         used_settings = {**settings.retrieval_dict(), "now": now.isoformat(), "embedder": self.b.embedder.name,
                          "embedding_dim": self.b.embedder.dim, "llm": self.llm.name}
+        if preset is not None:  # replays keep the original trace's preset name
+            used_settings["preset"] = preset
         timings["pipeline"] = _ms(t_start)
         return RetrievalTrace(
             trace_id=trace_id or new_id("tr"), user_id=user_id, session_id=session_id, question=question,
@@ -246,7 +253,7 @@ class Retriever:
         stop = trace.stop_reason if settings.hops >= len(trace.hops) else "max_hops"
         new = self._finish(trace.user_id, trace.session_id, trace.question, settings, now, dict(trace.strategies),
                            hop_scored, hop_meta, stop, {}, t_start, trace_id=f"{trace.trace_id}.replay",
-                           replay_of=trace.trace_id)
+                           replay_of=trace.trace_id, preset=trace.settings.get("preset"))
         old = {r["id"]: r for r in trace.ranking}
         ranking = []
         for r in new.ranking:

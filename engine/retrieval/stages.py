@@ -7,6 +7,7 @@ own settings gives exactly its result. Formulas and defaults follow llmemory 0.2
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -61,7 +62,7 @@ def score_hop(inputs: Sequence[CandidateInput], query: str, relevance_text: str,
                                "llm_relevance": inp.llm_relevance}, {}, {}) for inp in inputs]
     if not items:
         return []
-    # 1. BM25 over the candidate set, then the hybrid blend.
+    # 1. BM25 (over the candidate set, or the index's), the preceding text's words, then the fusion with the cosine.
     if _get(settings, "bm25_source") == "index":
         raw = [s.inp.fts_score or 0.0 for s in items]
     else:
@@ -73,14 +74,11 @@ def score_hop(inputs: Sequence[CandidateInput], query: str, relevance_text: str,
     preceding = bm25_scores(query, before) if any(before) else [0.0] * len(items)
     combined = [r + pw * p for r, p in zip(raw, preceding)]
     top = max(combined) if combined and max(combined) > 0 else 1.0
-    w = float(_get(settings, "bm25_weight"))
-    hybrid_on = bool(_get(settings, "hybrid_enabled"))
     for s, r, p, c in zip(items, raw, preceding, combined):
         s.scores["bm25_raw"] = r
         s.scores["bm25_preceding"] = p if s.inp.preceding_text else None  # None: it has no preceding text
         s.scores["bm25_norm"] = c / top
-        s.scores["hybrid"] = (w * s.scores["bm25_norm"] + (1 - w) * s.inp.vector_similarity) if hybrid_on \
-            else s.inp.vector_similarity
+    fuse(items, combined, settings)
     items = _order(items, "hybrid")
     _rank(items, "hybrid")
     # 2. Relevance filter.
@@ -90,11 +88,16 @@ def score_hop(inputs: Sequence[CandidateInput], query: str, relevance_text: str,
     # 3. Temporal decay and importance.
     half_life = float(_get(settings, "half_life_days"))
     lam = math.log(2) / half_life
+    floor = float(_get(settings, "decay_floor"))
+    # A memory stamped after `now` (clock skew, an imported future date) is as fresh as one from today, never fresher.
+    clamp = bool(_get(settings, "clamp_future_age"))
     weight = max(float(_get(settings, "importance_weight")), 0.0)
     skill_mode = _get(settings, "skill_importance")
     for s in items:
         age = math.floor((now - parse_time(s.inp.created_at)).total_seconds() / 86400)
-        decay = 1.0 if s.inp.evergreen else math.exp(-lam * age)
+        if clamp:
+            age = max(age, 0)
+        decay = 1.0 if s.inp.evergreen else floor + (1.0 - floor) * math.exp(-lam * age)
         importance = candidate_importance(s.inp, skill_mode)
         factor = 1.0 if importance is None else min(max(importance, 0.0), 1.0) ** weight
         s.scores.update(age_days=age, decay=decay, importance=importance, importance_factor=factor,
@@ -118,6 +121,46 @@ def score_hop(inputs: Sequence[CandidateInput], query: str, relevance_text: str,
     for s in dropped:
         s.reason = "filtered"
     return kept + dropped
+
+
+def fuse(items: Sequence[Scored], lexical: Sequence[float], settings: Any) -> None:
+    """The hybrid score from the cosine and the lexical score (BM25 plus the preceding text's share).
+
+    ``weighted`` (llmemory): ``w*bm25_norm + (1-w)*cosine``. ``rrf`` ([memlens]): reciprocal rank fusion over the
+    candidates, ``(1-w)*(k+1)/(k+rank_vector) + w*(k+1)/(k+rank_bm25)`` (1 for a candidate first on both; a
+    candidate without any of the query's words has no BM25 rank and gets no BM25 part). Ranks rather than scores,
+    because a cosine of 0.45 and a BM25 of 12 are on scales that vary per query; ties share the better rank.
+    Both parts are recorded (``hybrid_vector_part``, ``hybrid_bm25_part``) so the breakdown adds up exactly.
+    """
+    w = float(_get(settings, "bm25_weight"))
+    if not bool(_get(settings, "hybrid_enabled")):
+        for s in items:
+            s.scores.update(hybrid=s.inp.vector_similarity, hybrid_vector_part=s.inp.vector_similarity,
+                            hybrid_bm25_part=0.0)
+        return
+    if _get(settings, "fusion") == "weighted":
+        for s in items:
+            vector_part = (1 - w) * s.inp.vector_similarity
+            bm25_part = w * s.scores["bm25_norm"]
+            s.scores.update(hybrid=bm25_part + vector_part, hybrid_vector_part=vector_part, hybrid_bm25_part=bm25_part)
+        return
+    k = float(_get(settings, "rrf_k"))
+    vector_rank = _shared_ranks([s.inp.vector_similarity for s in items])
+    lexical_rank = _shared_ranks(lexical)
+    for s, vr, lr, lex in zip(items, vector_rank, lexical_rank, lexical):
+        vector_part = (1 - w) * (k + 1) / (k + vr)
+        bm25_part = w * (k + 1) / (k + lr) if lex > 0 else 0.0
+        s.scores.update(hybrid=vector_part + bm25_part, hybrid_vector_part=vector_part, hybrid_bm25_part=bm25_part,
+                        rank_vector=vr, rank_bm25=lr if lex > 0 else None)
+
+
+def _shared_ranks(values: Sequence[float]) -> list[int]:
+    """1-based rank of each value, highest first; equal values share the better rank (so replays cannot differ)."""
+    order = sorted(range(len(values)), key=lambda i: -values[i])
+    ranks = [0] * len(values)
+    for pos, i in enumerate(order):
+        ranks[i] = ranks[order[pos - 1]] if pos and values[order[pos - 1]] == values[i] else pos + 1
+    return ranks
 
 
 def candidate_importance(inp: CandidateInput, skill_mode: str) -> float | None:
@@ -153,18 +196,26 @@ def relevance_filter(items: Sequence[Scored], relevance_text: str, settings: Any
         return
     min_score = float(_get(settings, "relevance_min_score"))
     min_chars = int(_get(settings, "relevance_min_word_chars"))
-    words = [w for w in relevance_text.lower().split() if len(w) >= min_chars]
-    for s in items:
+    raw_words = _get(settings, "relevance_words") == "raw"
+    words = _filter_words(relevance_text, min_chars, raw_words)
+    protect = int(_get(settings, "relevance_protect_top"))
+    vector_rank = _shared_ranks([s.inp.vector_similarity for s in items]) if protect else [0] * n
+    lexical_rank = _shared_ranks([s.scores["bm25_norm"] for s in items]) if protect else [0] * n
+    for s, vr, lr in zip(items, vector_rank, lexical_rank):
         if s.scores["hybrid"] >= min_score:
             s.verdicts.update(relevance="kept", rule=f"score {s.scores['hybrid']:.3f} >= {min_score}")
             continue
-        text = s.inp.text.lower()
-        hit, where = next((w for w in words if w in text), None), ""
+        # [memlens] A search's own top results are never second-guessed by a word heuristic: a turn ranked 2nd by
+        # full-text search (or by its vector) is what that search thinks answers the question.
+        if protect and (vr <= protect or (lr <= protect and s.scores["bm25_norm"] > 0)):
+            which, rank = ("vector", vr) if vr <= protect else ("full-text", lr)
+            s.verdicts.update(relevance="kept", rule=f"top_{protect} of {which} search (rank {rank})")
+            continue
+        hit, where = _shared_word(words, s.inp.text), ""
         if hit is None and s.inp.preceding_text:
             # [memlens] An item's preceding text is part of what its vector matched, so the word check reads it too:
             # a reply ("Me, every Monday.") shares its words with the question it answered, not the one asked now.
-            before = s.inp.preceding_text.lower()
-            hit, where = next((w for w in words if w in before), None), " (in its preceding text)"
+            hit, where = _shared_word(words, s.inp.preceding_text), " (in its preceding text)"
         if hit is not None:
             s.verdicts.update(relevance="kept", rule=f"word_overlap {hit!r}{where}")
         else:
@@ -174,6 +225,23 @@ def relevance_filter(items: Sequence[Scored], relevance_text: str, settings: Any
     if mode == "llm":
         for s in items:
             s.verdicts["note"] = "llm judge unavailable: heuristic used"
+
+
+_WORD_CHARS = re.compile(r"[^\W_]+")
+
+
+def _filter_words(text: str, min_chars: int, raw: bool) -> list[str]:
+    """The question's words the filter looks for. ``raw`` (llmemory): whitespace-split, punctuation and all, so
+    "guitar?" can never match; otherwise runs of letters and digits."""
+    if raw:
+        return [w for w in text.lower().split() if len(w) >= min_chars]
+    return list(dict.fromkeys(w for w in _WORD_CHARS.findall(text.lower()) if len(w) >= min_chars))
+
+
+def _shared_word(words: Sequence[str], text: str) -> str | None:
+    """The first of the words found in ``text`` (as a substring: "guitar" is found in "guitars")."""
+    lowered = text.lower()
+    return next((w for w in words if w in lowered), None)
 
 
 def mmr(items: list[Scored], lam: float, similarity: Similarity, stage: str = "mmr") -> list[Scored]:

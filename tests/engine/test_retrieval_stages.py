@@ -21,11 +21,13 @@ from engine.retrieval.stages import (
     similarity_function,
     token_cost,
 )
+from engine.presets import PRESETS
 from engine.retrieval.text import bm25_scores, bm25_tokens, jaccard
 from engine.retrieval.trace import CandidateInput
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
-DEFAULTS = Settings()
+# llmemory's rules and constants are the `llmemory` preset; these tests check them against the reference.
+DEFAULTS = Settings().with_overrides(PRESETS["llmemory"])
 
 
 def cfg(**overrides) -> Settings:
@@ -52,7 +54,7 @@ def plain(text: str, final: float, id: str | None = None) -> Scored:
 
 # --- parity defaults ---------------------------------------------------------------------------------------------
 
-def test_retrieval_defaults_are_llmemorys():
+def test_the_llmemory_preset_holds_llmemorys_constants_and_rules():
     s = DEFAULTS
     assert (s.top_k, s.query_condense_chars, s.hybrid_enabled, s.bm25_weight) == (20, 100, True, 0.3)
     assert (s.relevance_keep_all_max, s.relevance_min_score, s.relevance_min_word_chars) == (5, 0.5, 4)
@@ -60,12 +62,13 @@ def test_retrieval_defaults_are_llmemorys():
     assert (s.feedback_weight, s.feedback_cap) == (0.5, 5)
     assert (s.mmr_enabled, s.mmr_lambda, s.mmr_similarity) == (False, 0.7, "jaccard")
     assert s.budget_tokens == 2000
-    assert s.relevance_filter == "heuristic"
-    # [memlens] defaults that deliberately differ from llmemory are documented as such
-    assert s.assembly_mode == "skip"
+    assert s.relevance_filter == "heuristic" and s.relevance_words == "raw" and s.relevance_protect_top == 0
+    assert (s.fusion, s.bm25_source, s.decay_floor) == ("weighted", "candidates", 0.0)
+    assert s.assembly_mode == "stop"
     assert s.context_max_items == 0
-    # [memlens] additions that leave llmemory's numbers alone: only items with a preceding_text are affected
-    assert s.preceding_bm25_weight == 0.5
+    assert s.preceding_bm25_weight == 0.0 and s.hop_weight == 1.0
+    # the one rule every preset shares: a memory dated after `now` is not fresher than today's
+    assert s.clamp_future_age is True
 
 
 # --- BM25 over the candidate set ---------------------------------------------------------------------------------
@@ -175,7 +178,7 @@ def test_the_query_words_in_a_preceding_text_add_to_bm25_at_preceding_bm25_weigh
     #   d3: 0.693147 * 2.5/(1+1.5*(0.25+0.75*4/2.25))   = 0.693147 * 0.740741 = 0.513442
     # bm25_raw + 0.5*bm25_preceding: 2.776757, 0.364814, 0.256721, 1.0 -> divided by 2.776757
     scored = by_id(score_hop(inputs, "apple cherry", "apple cherry",
-                             cfg(bm25_source="index", relevance_filter="off"), NOW))
+                             cfg(bm25_source="index", relevance_filter="off", preceding_bm25_weight=0.5), NOW))
     ids = ("d1", "d2", "d3", "d4")
     assert [scored[k].scores["bm25_raw"] for k in ids] == [2.0, 0.0, 0.0, 1.0]
     assert [scored[k].scores["bm25_preceding"] for k in ids[:3]] == pytest.approx([1.553514, 0.729628, 0.513442],
@@ -269,10 +272,17 @@ def test_decay_halves_every_30_days_of_whole_age_and_evergreen_never_decays():
     scored = temporal([inp("new", age_days=0), inp("month", age_days=30), inp("partial", age_days=45.9),
                        inp("evergreen", age_days=400, evergreen=True), inp("future", age_days=-0.5)])
     assert {k: s.scores["age_days"] for k, s in scored.items()} == {
-        "new": 0, "month": 30, "partial": 45, "evergreen": 400, "future": -1}
-    # exp(-ln2/30 * 45) = 2^-1.5 = 0.353553; a future timestamp is not clamped (parity): 2^(1/30) = 1.023374
+        "new": 0, "month": 30, "partial": 45, "evergreen": 400, "future": 0}
+    # exp(-ln2/30 * 45) = 2^-1.5 = 0.353553; a memory dated after `now` is as fresh as today's, never fresher
     assert {k: s.scores["decay"] for k, s in scored.items()} == pytest.approx(
-        {"new": 1.0, "month": 0.5, "partial": 0.353553, "evergreen": 1.0, "future": 1.023374}, abs=1e-6)
+        {"new": 1.0, "month": 0.5, "partial": 0.353553, "evergreen": 1.0, "future": 1.0}, abs=1e-6)
+
+
+def test_traces_stored_before_the_age_clamp_replay_with_their_negative_age():
+    # llmemory floors a future age to -1 day: 2^(1/30) = 1.023374. Only old traces (clamp_future_age=False) do.
+    scored = temporal([inp("future", age_days=-0.5)], clamp_future_age=False)
+    assert scored["future"].scores["age_days"] == -1
+    assert scored["future"].scores["decay"] == pytest.approx(1.023374, abs=1e-6)
 
 
 def test_half_life_is_a_setting():
