@@ -144,6 +144,10 @@ class Database:
             self._depth += 1
             try:
                 yield self._conn
+            except duckdb.InvalidInputException as exc:
+                if self.read_only and "read-only" in str(exc):  # a write that did not go through write()
+                    self.refuse_if_read_only()
+                raise
             except (duckdb.FatalException, duckdb.InternalException):
                 # the connection is unusable after these; drop it (once the outermost block ends) and reopen next time
                 self._broken = True
