@@ -171,6 +171,12 @@ async def answering_stdio_server() -> AsyncIterator[tuple[Any, Any]]:
                             if answer is not None:
                                 await emit(encode(answer))
                             continue
+                        if isinstance(message, types.JSONRPCNotification) and request_head(text)[2]:
+                            # {"id": 1.5, "method": ...} reads as a notification, but its sender waits for an answer
+                            await emit(encode(refusal(text, "the id must be an integer or a string")
+                                              or types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
+                                                  code=types.INVALID_REQUEST, message="Invalid request: bad id"))))
+                            continue
                         await read_writer.send(SessionMessage(message))
             except anyio.ClosedResourceError:
                 await anyio.lowlevel.checkpoint()

@@ -155,6 +155,7 @@ class SkillLibrary:
         limit, offset = page_args(limit, offset)
         where, params = ["user_id = ?"], [user_id]
         validation.check_optional_text(query, "query", self.b.settings.max_text_chars)
+        validation.check_optional_text(name, "skill name", 200)
         if query:
             where.append("(name ILIKE ? ESCAPE '\\' OR description ILIKE ? ESCAPE '\\' OR body ILIKE ? ESCAPE '\\')")
             params += [like_pattern(query)] * 3

@@ -100,6 +100,8 @@ class SessionStore:
                          "FROM messages m WHERE m.user_id=s.user_id AND m.session_id=s.session_id "
                          "AND m.content ILIKE ? ESCAPE '\\'))")
             params += [pattern, pattern, pattern]
+        since = parse_time(since, "since") if since else None  # the time rule: ISO text or datetime, 1900-2999
+        until = parse_time(until, "until") if until else None
         if since:
             where.append("s.last_activity_at >= ?")
             params.append(since)

@@ -266,3 +266,28 @@ def test_fuzz_http_every_generated_hostile_argument_is_answered_refused_and_writ
 def test_fuzz_stdio_hostile_working_memory_values(stdio, reader, value):
     ask_stdio(stdio, reader, next(COUNTER), "memory_working_set", f'{{"user_id":"{USER}","slots":{{"goal":{value}}}}}',
               f"slot={value[:60]}")
+
+
+def test_http_answers_a_body_that_is_not_utf8_and_a_body_that_is_not_json(http, reader):
+    before = snapshot(reader)
+    bad_bytes = tool_call(7201, "memory_save", f'{{"user_id":"{USER}","content":"cafe"}}').replace(b"cafe", b"caf\xff")
+    for body in (bad_bytes, b'{"jsonrpc":"2.0","id":7202,"method":"tools/call","params":{"name":', b"not json"):
+        status, answer = http.ask(body)
+        assert status == 400 and answer is not None and refused_text(answer), (status, answer)
+        TALLY[("http", "clean")] += 1
+    assert snapshot(reader) == before
+
+
+def test_stdio_answers_malformed_json_rpc_envelopes(stdio, reader):
+    """A fractional id (which parses as a notification), a batch, params that are a list or nested 150 levels, a
+    tools/call without params: each gets an answer, and the server goes on answering."""
+    before = snapshot(reader)
+    for line in (b'{"jsonrpc":"2.0","id":15.5,"method":"ping"}', b'[{"jsonrpc":"2.0","id":14,"method":"ping"}]',
+                 b'{"jsonrpc":"2.0","id":16,"method":"ping","params":' + b"[" * 150 + b"]" * 150 + b"}",
+                 b'{"jsonrpc":"2.0","id":17,"method":"tools/call"}',
+                 b'{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"memory_stats","arguments":[]}}'):
+        answer = stdio.ask(line)
+        assert answer is not None and refused_text(answer), (line[:60], answer)
+        TALLY[("stdio", "clean")] += 1
+    assert stdio.ask(b'{"jsonrpc":"2.0","id":19,"method":"ping"}')["result"] == {}
+    assert snapshot(reader) == before
