@@ -4,6 +4,7 @@ server and agents need. Only records, plain data and named errors leave it."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -54,6 +55,7 @@ from .retrieval.store import TraceStore, trace_from_dict
 from .retrieval.trace import RetrievalTrace
 from .storage.database import Database, release_under
 from .storage.vectors import VectorIndex
+from .validation import check_int, check_optional_int, parse_json, text_problem
 
 DB_FILE = "memlens.duckdb"
 VECTOR_DIR = "vectors"
@@ -61,6 +63,11 @@ VECTOR_DIR = "vectors"
 
 def store_path(location: str | Path) -> Path:
     text = str(location)
+    if not text.strip():  # "" would silently be the current directory
+        raise InvalidInput("store location is empty: give a folder path (or a file:// URI)")
+    problem = text_problem(text)
+    if problem:
+        raise InvalidInput(f"store location {problem}")
     if text.startswith("file://"):
         text = text[len("file://"):]
     elif "://" in text:
@@ -77,15 +84,18 @@ class MemoryEngine(StoreAdmin):
     def __init__(self, settings: Settings, embedder: Embedder, llm: LLM) -> None:
         self.settings = settings
         self.path = store_path(settings.store)
-        self.path.mkdir(parents=True, exist_ok=True)
-        db = Database(self.path / DB_FILE, settings.lock_timeout_s, settings.db_linger_s)
+        # A folder that cannot be written (a read-only file system) is opened read-only for browsing.
+        self.read_only = settings.read_only or (self.path.is_dir() and not os.access(self.path, os.W_OK))
+        if not self.read_only:
+            self.path.mkdir(parents=True, exist_ok=True)
+        db = Database(self.path / DB_FILE, settings.lock_timeout_s, settings.db_linger_s, self.read_only)
         try:
             db.migrate()
         except BaseException:  # a refused store (newer, corrupt) is let go at once, not after db_linger_s
             db.close()
             raise
         index = VectorIndex(str(self.path / VECTOR_DIR), embedder.name, embedder.dim,
-                            settings.resident_vector_max_rows, settings.vector_version_retention_s)
+                            settings.resident_vector_max_rows, settings.vector_version_retention_s, self.read_only)
         self.embedder = embedder
         self.llm = llm
         b = Backends(db, index, embedder, settings)
@@ -261,6 +271,7 @@ class MemoryEngine(StoreAdmin):
 
     def reflect(self, user_id: str, window: int = 10) -> tuple[list[Item], str]:
         """Insights from the last ``window`` episodes, stored in ``insights``; returns them and the strategy."""
+        check_int(window, "window", "window")
         return self.reflector.reflect(user_id, window)
 
     # -- procedural memory ------------------------------------------------------------------------------------------
@@ -337,8 +348,7 @@ class MemoryEngine(StoreAdmin):
 
         check_text(query, "query", self.settings.max_text_chars)
         kinds = KINDS if kind == "all" else (check_kind(kind),)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise InvalidInput("limit must be an integer from 1 to 1000")
+        check_int(limit, "limit", "search_limit")
         if mode not in ("hybrid", "vector", "fts"):
             raise InvalidInput("search mode must be hybrid, vector or fts")
         qvec = self.embedder.embed([query])[0]
@@ -365,6 +375,8 @@ class MemoryEngine(StoreAdmin):
                  now: datetime | str | None = None, save: bool = True, preset: str | None = None) -> RetrievalTrace:
         """The traced pipeline; returns (and stores) the trace, whose ``context`` is what the agent gets.
         ``preset`` names a set of overrides (engine.presets; ``llmemory`` for parity), ``overrides`` win over it."""
+        check_optional_int(hops, "hops", "hops")
+        check_optional_int(budget, "budget", "budget_tokens")
         return self.retriever.retrieve(user_id, question, session_id, hops, budget, overrides, reasoner, now,
                                        save=save, preset=preset)
 
@@ -396,9 +408,9 @@ class MemoryEngine(StoreAdmin):
     @staticmethod
     def trace_from_json(text: str) -> RetrievalTrace:
         try:
-            data = json.loads(text)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInput(f"not a memlens trace: invalid JSON ({exc})") from None
+            data = parse_json(text, "trace JSON", max_chars=50_000_000)
+        except InvalidInput as exc:
+            raise InvalidInput(f"not a memlens trace: {exc}") from None
         return trace_from_dict(data)
 
 

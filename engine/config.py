@@ -78,6 +78,10 @@ class Settings:
     db_linger_s: float = _s(1.0, "Keep the DuckDB file open this long after the last operation (0: close after "
                             "each); another memlens process that is waiting gets it within ~20 ms anyway.",
                             lo=0, hi=60)
+    read_only: bool = _s(False, "Open the store read-only, for browsing: nothing is written (no migrations, no "
+                         "vectors, no lock flags) and every write is refused with StoreReadOnly. A store whose folder "
+                         "cannot be written (a read-only file system) is opened read-only by itself. "
+                         "Env MEMLENS_READ_ONLY.")
     mcp_token: str = _s("", "Bearer token the MCP HTTP server requires (Authorization: Bearer <token>); needed to "
                         "bind to a non-loopback host. Env MEMLENS_MCP_TOKEN. Never displayed.", secret=True)
     # --- session lifecycle (llmemory §1.6) ---------------------------------------------------------------------
@@ -144,7 +148,8 @@ class Settings:
     mmr_lambda: float = _s(0.7, "MMR lambda: relevance vs diversity.", lo=0, hi=1, retrieval=True)
     mmr_similarity: str = _s("jaccard", "MMR similarity: jaccard (parity) or embedding ([memlens] cosine).",
                              choices=("jaccard", "embedding"), retrieval=True)
-    budget_tokens: int = _s(2000, "Context token budget (max_retrieval_tokens).", lo=1, retrieval=True)
+    budget_tokens: int = _s(2000, "Context token budget (max_retrieval_tokens).", lo=1, hi=1_000_000,
+                            retrieval=True)
     assembly_mode: str = _s("skip", "Budget overflow: skip ([memlens] default, continue with smaller memories) or "
                             "stop (parity: stop at the first memory that does not fit).", choices=("skip", "stop"),
                             retrieval=True)
@@ -172,7 +177,7 @@ class Settings:
             "OPENAI_BASE_URL": "openai_base_url", "MEMLENS_CHAT_MODEL": "chat_model",
             "MEMLENS_EMBEDDING_MODEL": "embedding_model", "MEMLENS_LLM_TIMEOUT": "llm_timeout_s",
             "MEMLENS_LLM_RETRIES": "llm_retries",
-            "MEMLENS_MCP_TOKEN": "mcp_token",
+            "MEMLENS_MCP_TOKEN": "mcp_token", "MEMLENS_READ_ONLY": "read_only",
             "MEMLENS_LLM_BACKOFF": "llm_backoff_s", "MEMLENS_EMBED_PRECISION": "embed_precision",
         }
         for var, name in mapping.items():
@@ -202,9 +207,11 @@ class Settings:
             return self
         fields = {f.name: f for f in dataclasses.fields(self)}
         changes: dict[str, Any] = {}
+        if not isinstance(overrides, Mapping):
+            raise InvalidInput(f"overrides must be a mapping of setting names to values, got {type(overrides).__name__}")
         for key, raw in overrides.items():
-            if key not in fields:
-                shown = key if len(key) <= 60 else key[:57] + "..."
+            if not isinstance(key, str) or key not in fields:
+                shown = _short_repr(key)
                 raise InvalidInput(f"unknown setting {shown!r}; known: {', '.join(sorted(fields))}")
             changes[key] = _coerce(fields[key], raw)
         return dataclasses.replace(self, **changes)
@@ -234,6 +241,20 @@ def parse_assignments(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
+def _short_repr(value: Any) -> str:
+    """A short, recursion-safe repr of a refused value (a 5,000-level list must not raise RecursionError)."""
+    import reprlib
+
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value).bit_length() > 128:
+        return f"an integer of about {int(abs(value).bit_length() * 0.30103) + 1:,} digits"
+    try:
+        r = reprlib.Repr()  # Python 3.11's Repr takes no keyword arguments
+        r.maxlevel, r.maxstring, r.maxother, r.maxlong = 3, 60, 60, 40
+        return r.repr(value)
+    except (ValueError, RecursionError):
+        return f"a {type(value).__name__}"
+
+
 def _coerce(f: dataclasses.Field, raw: Any) -> Any:
     kind = f.type if isinstance(f.type, str) else f.type.__name__
     m = f.metadata
@@ -260,11 +281,19 @@ def _coerce(f: dataclasses.Field, raw: Any) -> Any:
         else:
             value = str(raw)
     except (TypeError, ValueError):
-        raise InvalidInput(f"setting {f.name} expects {kind}, got {str(raw)[:60]!r}") from None
+        raise InvalidInput(f"setting {f.name} expects {kind}, got {_short_repr(raw)}") from None
+    from .validation import text_problem
+
+    if isinstance(value, str) and text_problem(value):
+        raise InvalidInput(f"setting {f.name} {text_problem(value)}")
     if m["choices"] and value not in m["choices"]:
         raise InvalidInput(f"setting {f.name} must be one of {', '.join(m['choices'])}, got {str(value)[:60]!r}")
     if m["lo"] is not None and value < m["lo"]:
-        raise InvalidInput(f"setting {f.name} must be >= {m['lo']}, got {value}")
+        raise InvalidInput(f"setting {f.name} must be >= {m['lo']}, got {_short_repr(value)}")
     if m["hi"] is not None and value > m["hi"]:
-        raise InvalidInput(f"setting {f.name} must be <= {m['hi']}, got {value}")
+        raise InvalidInput(f"setting {f.name} must be <= {m['hi']}, got {_short_repr(value)}")
+    # The validation wall's ceiling for settings without their own maximum: 10**30 never reaches DuckDB or a sleep.
+    if kind in ("int", "float") and m["hi"] is None and value > (1_000_000_000 if kind == "int" else 1e9):
+        raise InvalidInput(f"setting {f.name} must be <= {1_000_000_000 if kind == 'int' else 1e9:g}, "
+                           f"got {_short_repr(value)}")
     return value

@@ -40,3 +40,7 @@ class ModelMismatch(MemlensError, ValueError):
 
 class LLMUnavailable(MemlensError, RuntimeError):
     """An LLM-only operation was asked for while no LLM is configured or the LLM failed."""
+
+
+class StoreReadOnly(MemlensError, PermissionError):
+    """A write was asked of a store opened read-only (``read_only`` setting, or a folder that cannot be written)."""

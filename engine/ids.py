@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import uuid
 
+from . import validation
 from .errors import InvalidInput
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}$")
@@ -44,25 +45,13 @@ def lance_literal(value: str) -> str:
 
 
 def check_text(value: object, what: str, max_chars: int) -> str:
-    """Non-blank text of at most ``max_chars`` characters, without NUL characters."""
-    if not isinstance(value, str):
-        raise InvalidInput(f"{what} must be text, got {type(value).__name__}")
-    if not value.strip():
-        raise InvalidInput(f"{what} is empty")
-    if len(value) > max_chars:
-        raise InvalidInput(f"{what} is {len(value):,} characters; the limit is {max_chars:,}")
-    if "\x00" in value:
-        raise InvalidInput(f"{what} contains a NUL character")
-    return value
+    """Non-blank text of at most ``max_chars`` characters, without NUL or lone surrogates (the validation wall's
+    text rule, :func:`engine.validation.check_text`)."""
+    return validation.check_text(value, what, max_chars)
 
 
 def check_unit(value: object, what: str, default: float) -> float:
     """A number in [0, 1] (``None`` gives the default)."""
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidInput(f"{what} must be a number between 0 and 1")
-    v = float(value)
-    if not 0.0 <= v <= 1.0:  # also refuses NaN
-        raise InvalidInput(f"{what} must be between 0 and 1, got {value}")
-    return v
+    return validation.check_number(value, what, lo=0.0, hi=1.0)

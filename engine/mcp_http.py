@@ -13,10 +13,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .errors import InvalidInput
+from .validation import text_problem
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
+MIN_NETWORK_TOKEN_CHARS = 16  # a short token is guessable over the network; loopback keeps any token
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict]]
@@ -38,11 +40,15 @@ def check_http_binding(host: str, port: int, token: str) -> None:
     """Refuse a non-loopback bind without a token (and nonsense ports) before anything is opened."""
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise InvalidInput(f"port must be an integer from 1 to 65535, got {port!r}")
-    if not host or "\x00" in host:
+    if not isinstance(host, str) or not host or "\x00" in host or text_problem(host):
         raise InvalidInput("give a host to bind to")
     if not is_loopback(host) and not token:
         raise InvalidInput(f"refusing to serve MCP on non-loopback host {host[:60]!r} without a token: "
                            "set MEMLENS_MCP_TOKEN (clients send it as 'Authorization: Bearer <token>')")
+    if not is_loopback(host) and len(token.strip()) < MIN_NETWORK_TOKEN_CHARS:
+        raise InvalidInput(f"refusing to serve MCP on non-loopback host {host[:60]!r} with a token of "
+                           f"{len(token.strip())} characters: a network-facing token needs at least "
+                           f"{MIN_NETWORK_TOKEN_CHARS} (e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')")
 
 
 class BearerAuth:
@@ -72,8 +78,13 @@ class BearerAuth:
 
 
 def run_stdio(server: Any) -> None:
-    """Serve over stdin/stdout until the client closes the pipe."""
-    server.run("stdio")
+    """Serve over stdin/stdout until the client closes the pipe; every request gets an answer, even one that
+    cannot be read (``engine.mcp_stdio``)."""
+    import anyio
+
+    from .mcp_stdio import serve_stdio
+
+    anyio.run(serve_stdio, server)
 
 
 def run_http(server: Any, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, token: str = "") -> None:

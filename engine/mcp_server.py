@@ -12,7 +12,7 @@ import functools
 import json
 import threading
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -24,6 +24,11 @@ from .records import RankedSkill, Skill, to_plain
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# Strict: a JSON true is not the integer 1, 2.0 is not a count and "0.5" is not a number; the engine then checks
+# each value's range (engine.validation), so a refusal always names the field.
+Int = Annotated[int, Field(strict=True)]
+Number = Annotated[float, Field(strict=True)]
+Bool = Annotated[bool, Field(strict=True)]
 Role = Literal["user", "assistant", "system", "tool", "tool_result"]
 Kind = Literal["semantic", "episodic", "procedural"]
 SkillKind = Literal["prompt", "template", "code"]
@@ -85,8 +90,8 @@ def build_server(engine: MemoryEngine) -> MCPServer:
         return f"Message added to session '{msg.session_id}' (#{msg.seq}, {msg.tokens} tokens)."
 
     @tool
-    def memory_save(user_id: str, content: str, category: str = "observations", importance: float | None = None,
-                    evergreen: bool = False, preceding_text: str | None = None) -> str:
+    def memory_save(user_id: str, content: str, category: str = "observations", importance: Number | None = None,
+                    evergreen: Bool = False, preceding_text: str | None = None) -> str:
         """Save one fact to semantic memory directly (no LLM). ``preceding_text``: what came right before it (e.g. the
         question it answers), embedded with it so that question finds it."""
         item = engine.remember(user_id, content, category, importance, evergreen, source="mcp",
@@ -95,7 +100,7 @@ def build_server(engine: MemoryEngine) -> MCPServer:
 
     @tool
     def memory_search(user_id: str, query: str, kind: Literal["all", "semantic", "episodic", "procedural"] = "all",
-                      max_results: int = 10, mode: Literal["hybrid", "vector", "fts"] = "hybrid") -> str:
+                      max_results: Int = 10, mode: Literal["hybrid", "vector", "fts"] = "hybrid") -> str:
         """Plain search over long-term memory (no ranking pipeline, no trace): hybrid, vector or full-text."""
         hits = engine.search(user_id, query, kind, max_results, mode)
         if not hits:
@@ -104,8 +109,8 @@ def build_server(engine: MemoryEngine) -> MCPServer:
         return f"Found {len(hits)} memories:\n" + "\n".join(lines)
 
     @tool
-    def memory_retrieve(user_id: str, query: str, session_id: str | None = None, hops: int | None = None,
-                        max_tokens: int | None = None) -> RetrieveResult:
+    def memory_retrieve(user_id: str, query: str, session_id: str | None = None, hops: Int | None = None,
+                        max_tokens: Int | None = None) -> RetrieveResult:
         """Run the traced retrieval pipeline; returns the context for the prompt and the stored trace's id."""
         trace = engine.retrieve(user_id, query, session_id=session_id, hops=hops, budget=max_tokens)
         return RetrieveResult(trace_id=trace.trace_id, context=trace.context, memory_ids=list(trace.context_ids),
@@ -132,7 +137,7 @@ def build_server(engine: MemoryEngine) -> MCPServer:
 
     @tool
     def memory_episode_record(user_id: str, steps: list[StepInput], summary: str | None = None,
-                              outcome: str | None = None, importance: float | None = None,
+                              outcome: str | None = None, importance: Number | None = None,
                               session_id: str | None = None) -> str:
         """Record an episode (a trajectory of observation/action/result steps) with an optional outcome."""
         ep = engine.record_episode(user_id, [s.model_dump() for s in steps], summary, outcome, importance, session_id)
@@ -140,7 +145,7 @@ def build_server(engine: MemoryEngine) -> MCPServer:
 
     @tool
     def memory_episodes(user_id: str, query: str | None = None, outcome: str | None = None,
-                        limit: int = 10) -> str:
+                        limit: Int = 10) -> str:
         """Recent episodes, or those matching a query/outcome: one line each."""
         page = engine.list_episodes(user_id, outcome=outcome, query=query, limit=limit)
         if not page.rows:
@@ -156,7 +161,7 @@ def build_server(engine: MemoryEngine) -> MCPServer:
         return f"Skill registered: {skill.id} ({skill.name} v{skill.version})"
 
     @tool
-    def memory_skill_report(user_id: str, skill_id: str, success: bool, episode_id: str | None = None) -> str:
+    def memory_skill_report(user_id: str, skill_id: str, success: Bool, episode_id: str | None = None) -> str:
         """Record one success or failure of a skill (optionally linked to the episode it happened in)."""
         s = engine.report_outcome(user_id, skill_id, success, episode_id)
         return (f"Outcome recorded for {s.name} ({s.id}): success {s.success_count} / failure {s.failure_count} "
@@ -164,7 +169,7 @@ def build_server(engine: MemoryEngine) -> MCPServer:
 
     @tool
     def memory_skills(user_id: str, query: str | None = None, kind: SkillKind | None = None,
-                      limit: int = 10) -> str:
+                      limit: Int = 10) -> str:
         """Skills ranked by proven utility (Wilson lower bound of the success rate), one line per skill."""
         ranked: list[RankedSkill] = engine.rank_skills(user_id, query, kind, limit)
         if not ranked:
@@ -182,7 +187,7 @@ def build_server(engine: MemoryEngine) -> MCPServer:
         return text
 
     @tool
-    def memory_reflect(user_id: str, window: int = 10) -> str:
+    def memory_reflect(user_id: str, window: Int = 10) -> str:
         """Derive insights from the last ``window`` episodes and store them in the ``insights`` category."""
         items, strategy = engine.reflect(user_id, window)
         head = f"Reflection ({strategy}): {len(items)} insight(s)."

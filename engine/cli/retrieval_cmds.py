@@ -125,7 +125,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     add_user(p)
     add_session(p, required=False)
     p.add_argument("--hops", type=bounded_int(1, 5), metavar="N", help="hops (default: the hops setting, 1)")
-    p.add_argument("--budget", type=bounded_int(1, 10_000_000), metavar="T", help="context token budget")
+    p.add_argument("--budget", type=bounded_int(1, 1_000_000), metavar="T", help="context token budget")
     p.add_argument("--now", metavar="ISO", help="the time decay is computed at (default: now)")
     p.add_argument("--preset", choices=sorted(PRESETS), help="a named set of retrieval settings (--set wins over it)")
     add_set(p)

@@ -16,6 +16,7 @@ from ..errors import InvalidInput
 from ..providers.embedders import Embedder
 from ..storage.database import Database
 from ..storage.vectors import VectorIndex, check_vectors
+from ..validation import check_int, check_json_value
 
 
 @dataclass
@@ -51,6 +52,7 @@ class Backends:
         DuckDB is the truth: retrieval only returns ids that are active there, so a crash between the two steps
         leaves at worst an invisible vector, never a visible half-written memory.
         """
+        self.db.refuse_if_read_only()  # before any vector is added
         vectors = self.embed_after(texts, preceding)
         self.index.add(kind, ids, user_ids, texts, vectors)
         try:
@@ -108,8 +110,10 @@ def insert_rows(conn, table: str, columns: Sequence[tuple[str, str]], rows: Sequ
         conn.unregister(view)
 
 
-def dumps(value: Any) -> str:
-    """JSON text for storage; NaN/inf and non-JSON values are refused."""
+def dumps(value: Any, field: str = "value") -> str:
+    """JSON text for storage; values breaking the JSON value rule (depth, size, NaN/inf, huge ints, lone
+    surrogates, non-JSON types) are refused with InvalidInput naming ``field``."""
+    check_json_value(value, field)
     try:
         return json.dumps(value, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
@@ -130,8 +134,4 @@ def like_pattern(text: str) -> str:
 
 def page_args(limit: object, offset: object = 0, max_limit: int = 10_000_000) -> tuple[int, int]:
     """Validated ``limit``/``offset`` for a listing (a bad value must not reach SQL as a raw DuckDB error)."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= max_limit:
-        raise InvalidInput(f"limit must be an integer from 1 to {max_limit}")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidInput("offset must be a non-negative integer")
-    return limit, offset
+    return check_int(limit, "limit", lo=1, hi=max_limit), check_int(offset, "offset", "offset")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .. import validation
 from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, check_unit, new_id
@@ -59,10 +60,7 @@ class EpisodicMemory:
                 raise InvalidInput(f"step {n} must be an object with observation, action, result")
             fields = {}
             for key in ("observation", "action", "result"):
-                value = s.get(key) or ""
-                if not isinstance(value, str) or len(value) > limit or "\x00" in value:
-                    raise InvalidInput(f"step {n} {key} must be text of at most {limit:,} characters")
-                fields[key] = value
+                fields[key] = validation.check_optional_text(s.get(key) or None, f"step {n} {key}", limit)
             if not any(v.strip() for v in fields.values()):
                 raise InvalidInput(f"step {n} is empty")
             ts = optional_time(s.get("timestamp"), f"step {n} timestamp")
@@ -70,8 +68,9 @@ class EpisodicMemory:
         if summary is None or (isinstance(summary, str) and not summary.strip()):
             summary = derive_summary(clean)
         summary = check_text(summary, "episode summary", limit)
-        if outcome is not None and (not isinstance(outcome, str) or len(outcome) > 64):
+        if outcome is not None and not isinstance(outcome, str):
             raise InvalidInput("outcome must be a short label such as success or failure")
+        validation.check_optional_text(outcome, "outcome", 64)
         imp = check_unit(importance, "importance", 0.5)
         at = optional_time(created_at, "created_at") or utcnow()
         prov = normalise_provenance(provenance, "episode_recording", imp, at)
@@ -120,6 +119,8 @@ class EpisodicMemory:
         if session_id:
             where.append("session_id = ?")
             params.append(check_id(session_id, "session id"))
+        validation.check_optional_text(query, "query", self.b.settings.max_text_chars)
+        validation.check_optional_text(outcome, "outcome", 64)
         if query:
             where.append("(summary ILIKE ? ESCAPE '\\' OR CAST(steps AS VARCHAR) ILIKE ? ESCAPE '\\')")
             params += [like_pattern(query)] * 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .. import validation
 from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_ids
@@ -36,11 +37,8 @@ class FeedbackLog:
             raise InvalidInput(f"unknown label {str(label)[:20]!r}; use useful or harmful")
         if trace_id is not None:
             check_id(trace_id, "trace id")
-        if hop is not None and (isinstance(hop, bool) or not isinstance(hop, int) or hop < 1):
-            raise InvalidInput("hop must be a positive integer")
-        note = note or ""
-        if not isinstance(note, str) or len(note) > MAX_NOTE_CHARS or "\x00" in note:
-            raise InvalidInput(f"note must be text of at most {MAX_NOTE_CHARS} characters")
+        validation.check_optional_int(hop, "hop", "hop")
+        note = validation.check_optional_text(note or None, "note", MAX_NOTE_CHARS)
         return (user_id, item_id, label, LABELS[label], trace_id, hop, note,
                 optional_time(created_at, "created_at") or utcnow())
 

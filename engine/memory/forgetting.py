@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from .. import validation
 from ..clock import optional_time, utcnow
 from ..errors import InvalidInput
 from ..ids import check_id, check_ids
@@ -41,10 +42,8 @@ class Forgetter:
             raise InvalidInput("give at least one id to forget")
         if mode not in MODES:
             raise InvalidInput(f"unknown forget mode {str(mode)[:20]!r}; use soft or hard")
-        if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON_CHARS or "\x00" in reason:
-            raise InvalidInput("a reason (1-1000 characters, no NUL) is required to forget")
-        if not isinstance(actor, str) or not actor.strip() or len(actor) > 100 or "\x00" in actor:
-            raise InvalidInput("actor must be a short name")
+        validation.check_text(reason, "reason (required to forget)", MAX_REASON_CHARS)
+        validation.check_text(actor, "actor", 100)
         table = TABLES[kind]
         now = utcnow()
         with self.b.db.write() as conn:
@@ -89,10 +88,10 @@ class Forgetter:
         ids = check_ids(ids, "id")
         if mode not in MODES:
             raise InvalidInput(f"unknown forget mode {str(mode)[:20]!r}")
-        if not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS or "\x00" in reason:
-            raise InvalidInput("reason must be text of at most 1000 characters")
-        return [user_id, memory_type, dumps(ids), len(ids) if count is None else int(count), mode, reason,
-                str(actor or "ingest")[:100], optional_time(at, "at") or utcnow()]
+        validation.check_text(reason, "reason", MAX_REASON_CHARS, blank_ok=True)
+        actor = validation.check_optional_text(actor, "actor", 100) or "ingest"
+        count = len(ids) if count is None else validation.check_int(count, "count", "count")
+        return [user_id, memory_type, dumps(ids), count, mode, reason, actor, optional_time(at, "at") or utcnow()]
 
     def insert_entries(self, conn, entries: Sequence[list]) -> None:
         for e in entries:

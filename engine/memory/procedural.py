@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from .. import validation
 from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, new_id
@@ -68,14 +69,10 @@ class SkillLibrary:
         skill_id = check_id(id, "skill id") if id is not None else new_id("skill")
         name = check_text(name, "skill name", 200).strip()
         body = check_text(body, "skill body", self.b.settings.max_text_chars)
-        if description is None:
-            description = ""
-        if not isinstance(description, str) or len(description) > 4000:
-            raise InvalidInput("skill description must be text of at most 4000 characters")
+        description = validation.check_optional_text(description, "skill description", 4000)
         if kind not in SKILL_KINDS:
             raise InvalidInput(f"unknown skill kind {str(kind)[:20]!r}; use prompt, template or code")
-        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
-            raise InvalidInput("version must be a positive integer")
+        validation.check_optional_int(version, "version", "version")
         at = optional_time(created_at, "created_at") or utcnow()
         prov = normalise_provenance(provenance, "registration", None, at)
         return Skill(skill_id, user_id, name, version or 0, kind, description, body, 0, 0, prov, at, at,
@@ -157,6 +154,8 @@ class SkillLibrary:
         check_id(user_id, "user id")
         limit, offset = page_args(limit, offset)
         where, params = ["user_id = ?"], [user_id]
+        validation.check_optional_text(query, "query", self.b.settings.max_text_chars)
+        validation.check_optional_text(name, "skill name", 200)
         if query:
             where.append("(name ILIKE ? ESCAPE '\\' OR description ILIKE ? ESCAPE '\\' OR body ILIKE ? ESCAPE '\\')")
             params += [like_pattern(query)] * 3

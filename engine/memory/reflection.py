@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from .. import validation
+from ..ids import check_id
 from ..providers.llm import LLM
 from ..providers.llm_output import json_array, unit_number
 from ..records import Episode, Item
@@ -74,6 +76,8 @@ class Reflector:
 
     def reflect(self, user_id: str, window: int = 10, category: str = "insights") -> tuple[list[Item], str]:
         """Store insights from the last ``window`` episodes; returns them and the strategy that made them."""
+        check_id(user_id, "user id")
+        validation.check_int(window, "window", "window")  # -1 is refused, not clamped to 1
         episodes = self.episodic.recent(user_id, window)
         if not episodes:
             return [], "none (no episodes)"

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from .. import validation
 from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, check_unit, new_id
@@ -14,6 +15,7 @@ from ..records import Category, Item, Page
 from .base import Backends, dumps, insert_rows, like_pattern, loads, page_args
 
 CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+MAX_PROVENANCE_CHARS = 64_000
 ITEM_COLUMNS = ("id, user_id, category, content, importance, evergreen, provenance, source, created_at, updated_at, "
                 "archived_at, preceding_text")
 
@@ -35,6 +37,7 @@ def normalise_provenance(value: Any, method: str, confidence: float | None, at: 
         value = {}
     if not isinstance(value, Mapping):
         raise InvalidInput("provenance must be an object")
+    validation.check_json_value(value, "provenance", max_chars=MAX_PROVENANCE_CHARS)
     sources = []
     for s in value.get("sources") or []:
         if isinstance(s, Mapping):
@@ -84,7 +87,8 @@ class SemanticMemory:
             raise InvalidInput("item preceding_text must be text")
         before = preceding_text if preceding_text and preceding_text.strip() else ""
         before = check_text(before, "item preceding_text", self.b.settings.max_text_chars) if before else ""
-        return Item(item_id, user_id, category, content, imp, evergreen, prov, str(source or "")[:200], at, at,
+        source = validation.check_optional_text(str(source or "")[:200], "source", 200)
+        return Item(item_id, user_id, category, content, imp, evergreen, prov, source, at, at,
                     optional_time(archived_at, "archived_at"), before)
 
     def add(self, items: Sequence[Item]) -> list[Item]:
@@ -129,6 +133,7 @@ class SemanticMemory:
         if category:
             where.append("category = ?")
             params.append(check_category(category))
+        validation.check_optional_text(query, "query", self.b.settings.max_text_chars)
         if query:
             where.append("content ILIKE ? ESCAPE '\\'")
             params.append(like_pattern(query))
@@ -154,8 +159,7 @@ class SemanticMemory:
     def set_category_summary(self, user_id: str, name: str, summary: str, conn=None) -> None:
         check_id(user_id, "user id")
         check_category(name)
-        if not isinstance(summary, str):
-            raise InvalidInput("category summary must be text")
+        validation.check_text(summary, "category summary", 10**9, blank_ok=True)
         sql = ("INSERT INTO categories VALUES (?, ?, ?, ?) ON CONFLICT (user_id, name) DO UPDATE SET "
                "summary = excluded.summary, updated_at = excluded.updated_at")
         args = [user_id, name, summary[: self.b.settings.max_text_chars], utcnow()]

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..clock import optional_time, utcnow
+from .. import validation
+from ..clock import optional_time, parse_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text
 from ..records import ROLES, Message, Page, PrunePlan, SessionInfo
@@ -92,12 +93,15 @@ class SessionStore:
             check_id(user_id, "user id")
             where.append("s.user_id = ?")
             params.append(user_id)
+        validation.check_optional_text(search, "search", self.b.settings.max_text_chars)
         if search:
             pattern = like_pattern(search)
             where.append("(s.session_id ILIKE ? ESCAPE '\\' OR s.user_id ILIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 "
                          "FROM messages m WHERE m.user_id=s.user_id AND m.session_id=s.session_id "
                          "AND m.content ILIKE ? ESCAPE '\\'))")
             params += [pattern, pattern, pattern]
+        since = parse_time(since, "since") if since else None  # the time rule: ISO text or datetime, 1900-2999
+        until = parse_time(until, "until") if until else None
         if since:
             where.append("s.last_activity_at >= ?")
             params.append(since)
@@ -146,7 +150,7 @@ class SessionStore:
         if rule not in PRUNE_RULES:
             raise InvalidInput(f"unknown prune rule {str(rule)[:30]!r}; use idle, stale or max")
         s = self.b.settings
-        now = now or utcnow()
+        now = parse_time(now, "now") if now is not None else utcnow()
         base = ("SELECT s.user_id, s.session_id, s.created_at, s.last_activity_at, "
                 "(SELECT count(*) FROM messages m WHERE m.user_id=s.user_id AND m.session_id=s.session_id), "
                 "(SELECT coalesce(sum(tokens),0) FROM messages m WHERE m.user_id=s.user_id "
@@ -173,8 +177,4 @@ class SessionStore:
 
 
 def _page_args(limit: int, offset: int) -> tuple[int, int]:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
-        raise InvalidInput("limit must be an integer from 1 to 10000")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidInput("offset must be a non-negative integer")
-    return limit, offset
+    return validation.check_int(limit, "limit", lo=1, hi=10_000), validation.check_int(offset, "offset", "offset")

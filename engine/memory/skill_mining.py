@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import validation
 from ..errors import InvalidInput
 from ..ids import check_id
 from ..providers.llm import LLM
@@ -118,8 +119,7 @@ class SkillMiner:
     def mine(self, user_id: str, window: int = 20, outcomes: Sequence[str] | None = None) -> MiningResult:
         """Proposals from the last ``window`` episodes (optionally only those whose outcome is in ``outcomes``)."""
         check_id(user_id, "user id")
-        if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= 1000:
-            raise InvalidInput("window must be an integer from 1 to 1000")
+        validation.check_int(window, "window", "window")
         allow = None
         if outcomes is not None:
             if isinstance(outcomes, str) or not all(isinstance(o, str) for o in outcomes):

@@ -12,6 +12,7 @@ from ..clock import optional_time
 from ..errors import InvalidInput, MemlensError
 from ..ids import check_id
 from ..records import Episode, Item, Skill
+from ..validation import MAX_JSON_DEPTH, check_text, parse_json
 from .base import Backends
 from .episodic import EpisodicMemory
 from .feedback import FeedbackLog
@@ -21,6 +22,7 @@ from .semantic import SemanticMemory, check_category
 from .sessions import SessionStore
 from .working import WorkingMemory, check_slot
 
+MAX_RECORD_CHARS = 64_000_000  # one JSONL line: an episode of many long steps is far below this
 RECORD_KINDS = ("message", "item", "category", "episode", "skill", "outcome", "feedback", "working", "forget_log")
 
 
@@ -68,10 +70,8 @@ class Transfer:
             if not line.strip():
                 continue
             try:
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InvalidInput(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+                # Depth, size, huge numbers, NaN and lone surrogates; a record holds a slot value one level down.
+                rec = parse_json(line, "the record", max_depth=MAX_JSON_DEPTH + 1, max_chars=MAX_RECORD_CHARS)
                 if not isinstance(rec, dict):
                     raise InvalidInput("each line must be a JSON object")
                 self._add(plan, rec)
@@ -99,9 +99,9 @@ class Transfer:
             plan.items.append(self.semantic.prepare(**r))
         elif kind == "category":
             r = _take(rec, {"user_id", "name", "summary"}, {"user_id", "name", "summary"})
+            check_id(r["user_id"], "user id")
             check_category(r["name"])
-            if not isinstance(r["summary"], str):
-                raise InvalidInput("summary must be text")
+            check_text(r["summary"], "summary", self.b.settings.max_text_chars, blank_ok=True)
             plan.categories.append((r["user_id"], r["name"], r["summary"]))
         elif kind == "episode":
             r = _take(rec, {"user_id", "id", "session_id", "steps", "summary", "outcome", "importance", "created_at",

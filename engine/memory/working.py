@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -11,6 +10,7 @@ from ..clock import utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id
 from ..records import TYPED_SLOTS, SlotEdit
+from ..validation import check_json_value, parse_json
 from .base import Backends, dumps, loads, page_args
 
 SLOT_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -29,14 +29,7 @@ def parse_json_value(text: str, slot: str = "value") -> Any:
     """Parse a slot value typed as JSON; the error names the line and column."""
     if not isinstance(text, str):
         raise InvalidInput("slot value must be JSON text")
-    try:
-        return json.loads(text, parse_constant=_refuse_constant)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"invalid JSON for {slot}: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
-
-
-def _refuse_constant(name: str) -> Any:
-    raise InvalidInput(f"invalid JSON: {name} is not allowed")
+    return parse_json(text, slot, max_chars=MAX_SLOT_JSON_CHARS)
 
 
 class WorkingMemory:
@@ -65,7 +58,9 @@ class WorkingMemory:
         encoded = {}
         for slot, value in slots.items():
             check_slot(slot)
-            text = None if value is None else dumps(value)
+            if value is not None:
+                check_json_value(value, f"slot {slot}", max_chars=MAX_SLOT_JSON_CHARS)
+            text = None if value is None else dumps(value, f"slot {slot}")
             if text is not None and len(text) > MAX_SLOT_JSON_CHARS:
                 raise InvalidInput(f"slot {slot} value is {len(text):,} characters of JSON; the limit is "
                                    f"{MAX_SLOT_JSON_CHARS:,}")

@@ -81,6 +81,8 @@ class Retriever:
         if session_id is not None:
             check_id(session_id, "session id")
         check_text(question, "question", self.b.settings.max_text_chars)
+        if save:  # the trace is written at the end: refuse before the work, not after
+            self.b.db.refuse_if_read_only()
         settings = self.settings_for(overrides, hops, budget, preset)
         now = parse_time(now) if now is not None else utcnow()
         strategies: dict[str, Any] = {}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import zlib
 from datetime import datetime, timedelta
 from typing import Any
@@ -11,7 +10,8 @@ from typing import Any
 import orjson
 import zstandard
 
-from ..clock import utcnow
+from .. import validation
+from ..clock import parse_time, utcnow
 from ..errors import InvalidInput, NotFound, StoreCorrupt
 from ..ids import check_id
 from ..memory.base import Backends, page_args
@@ -131,10 +131,9 @@ class TraceStore:
         """The traces created more than ``older_than_days`` ago (of one user, or every user's); deleted only when
         ``apply`` is true. A trace a feedback label points to is evidence for that label, so it is kept unless
         ``keep_labelled`` is false. DuckDB reuses the freed space; the file does not shrink."""
-        if isinstance(older_than_days, bool) or not isinstance(older_than_days, (int, float)) \
-                or not math.isfinite(older_than_days) or older_than_days < 0 or older_than_days > 36_500:
-            raise InvalidInput("older_than_days must be a number of days from 0 to 36500")
-        cutoff = (now or utcnow()) - timedelta(days=float(older_than_days))
+        validation.check_number(older_than_days, "older_than_days", "older_than_days")
+        now = parse_time(now, "now") if now is not None else utcnow()
+        cutoff = now - timedelta(days=float(older_than_days))
         where, params = "t.created_at < ?", [cutoff]
         if user_id is not None:
             where += " AND t.user_id = ?"

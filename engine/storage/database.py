@@ -29,7 +29,7 @@ from pathlib import Path
 
 import duckdb
 
-from ..errors import StoreBusy, StoreCorrupt, StoreTooNew
+from ..errors import StoreBusy, StoreCorrupt, StoreReadOnly, StoreTooNew
 from .migrations import MIGRATIONS
 
 _LOCK_MARKERS = ("could not set lock", "conflicting lock", "resource temporarily unavailable")
@@ -47,8 +47,10 @@ def _close_all() -> None:  # checkpoint on a clean exit so the next process does
 
 
 class Database:
-    def __init__(self, path: Path, lock_timeout_s: float = 20.0, linger_s: float = 1.0) -> None:
+    def __init__(self, path: Path, lock_timeout_s: float = 20.0, linger_s: float = 1.0,
+                 read_only: bool = False) -> None:
         self.path = Path(path)
+        self.read_only = read_only  # DuckDB read_only: a shared lock, no WAL, no checkpoint, writes refused
         self.lock_timeout_s = lock_timeout_s
         self.linger_s = linger_s
         self._flag = self.path.with_name(self.path.name + ".waiting")
@@ -79,7 +81,7 @@ class Database:
         waited = False
         while True:
             try:
-                conn = duckdb.connect(str(self.path))
+                conn = duckdb.connect(str(self.path), read_only=self.read_only)
                 conn.execute("SET TimeZone = 'UTC'")
                 if waited:
                     self._flag.unlink(missing_ok=True)
@@ -142,6 +144,10 @@ class Database:
             self._depth += 1
             try:
                 yield self._conn
+            except duckdb.InvalidInputException as exc:
+                if self.read_only and "read-only" in str(exc):  # a write that did not go through write()
+                    self.refuse_if_read_only()
+                raise
             except (duckdb.FatalException, duckdb.InternalException):
                 # the connection is unusable after these; drop it (once the outermost block ends) and reopen next time
                 self._broken = True
@@ -172,6 +178,7 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A transaction: committed when the block ends, rolled back (nothing written) when it raises."""
+        self.refuse_if_read_only()
         with self.hold() as conn:
             conn.execute("BEGIN TRANSACTION")
             try:
@@ -181,9 +188,17 @@ class Database:
                 raise
             conn.execute("COMMIT")
 
+    def refuse_if_read_only(self) -> None:
+        if self.read_only:
+            raise StoreReadOnly(f"the store {self.path.parent} is open read-only (the read_only setting, or a folder "
+                                "that cannot be written); nothing was written")
+
     # -- schema -----------------------------------------------------------------------------------------------------
     def migrate(self) -> list[str]:
         """Apply pending migrations in order; return the names applied now."""
+        if self.read_only:
+            self._check_schema_read_only()
+            return []
         self.path.parent.mkdir(parents=True, exist_ok=True)
         applied_now: list[str] = []
         with self.write() as conn:
@@ -207,6 +222,24 @@ class Database:
             with self.hold() as conn:
                 conn.execute("CHECKPOINT")
         return applied_now
+
+    def _check_schema_read_only(self) -> None:
+        """Read-only: nothing may be migrated, so the schema must already be this version's."""
+        if not self.path.is_file():
+            raise StoreReadOnly(f"no store database at {self.path} to open read-only")
+        with self.read() as conn:
+            try:
+                done = {r[0] for r in conn.execute("SELECT name FROM schema_migrations").fetchall()}
+            except duckdb.CatalogException:
+                done = set()
+        unknown = sorted(done - {name for name, _ in MIGRATIONS})
+        if unknown:
+            raise StoreTooNew(f"{self.path} was written by a newer memlens: its schema has migration(s) "
+                              f"{', '.join(unknown)} that this version does not know; upgrade memlens to open it")
+        pending = [name for name, _ in MIGRATIONS if name not in done]
+        if pending:
+            raise StoreReadOnly(f"{self.path} needs {len(pending)} migration(s) ({pending[0]}...) that a read-only "
+                                "open cannot apply; open it read-write once with this memlens")
 
     def migrations(self) -> list[tuple[str, object]]:
         with self.read() as conn:

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS, BTree, HnswSq
 
-from ..errors import InvalidInput, ModelMismatch
+from ..errors import InvalidInput, ModelMismatch, StoreReadOnly
 from ..ids import lance_literal
 from .resident import ResidentVectors
 from .versions import prune_versions
@@ -68,8 +68,9 @@ def check_vectors(vectors: np.ndarray, dim: int, count: int) -> np.ndarray:
 
 class VectorIndex:
     def __init__(self, uri: str, model: str, dim: int, resident_max_rows: int = 0,
-                 version_retention_s: float | None = None) -> None:
+                 version_retention_s: float | None = None, read_only: bool = False) -> None:
         self.uri = uri
+        self.read_only = read_only  # writes (add, delete, optimize, index builds) refused with StoreReadOnly
         self.model = model
         self.dim = dim
         # None keeps LanceDB's own rule (versions older than 7 days); see versions.py.
@@ -129,6 +130,7 @@ class VectorIndex:
     # -- writes -----------------------------------------------------------------------------------------------------
     def add(self, kind: str, ids: Sequence[str], user_ids: Sequence[str], texts: Sequence[str],
             vectors: np.ndarray) -> None:
+        self._refuse_if_read_only()
         if not ids:
             return
         vectors = check_vectors(vectors, self.dim, len(ids))
@@ -142,7 +144,12 @@ class VectorIndex:
         tb.add(data)
         self._maintain(tb)
 
+    def _refuse_if_read_only(self) -> None:
+        if self.read_only:
+            raise StoreReadOnly(f"the vector index {self.uri} is open read-only; nothing was written")
+
     def delete(self, kind: str, ids: Sequence[str]) -> None:
+        self._refuse_if_read_only()
         tb = self.table(kind, create=False)
         if tb is None or not ids:
             return
@@ -167,6 +174,7 @@ class VectorIndex:
         """Give every table of at least ``min_rows`` rows an HNSW-SQ vector index (one graph, cosine); return the
         tables indexed now. Slow (~40 s per 100k rows on 2 cores), so only explicit maintenance calls it; later
         optimize() runs fold new rows into the index."""
+        self._refuse_if_read_only()
         built = []
         for kind in KINDS:
             tb = self.table(kind, create=False)
@@ -193,6 +201,7 @@ class VectorIndex:
     def optimize(self, tb=None) -> None:
         """Fold new rows into the indexes, compact, and delete the versions no reader can still be on (older than
         ``version_retention_s``). Another process may commit meanwhile: refresh and retry."""
+        self._refuse_if_read_only()
         tables = [tb] if tb is not None else [t for t in (self.table(k, create=False) for k in KINDS) if t is not None]
         for t in tables:
             for attempt in range(3):

@@ -107,3 +107,22 @@ def test_custom_slots_can_be_added_and_removed(demo_app):
     button(at, "Remove slot").click().run()
     no_errors(at)
     assert "review_budget" not in demo_app.working_get(user, session)
+
+
+def test_hostile_json_typed_into_the_editor_is_a_readable_error_and_changes_nothing(demo_app):
+    """5,000 levels of nesting (RecursionError before the validation wall), a 5,000-digit integer, a lone surrogate
+    escape and NaN: each an error box naming the problem, no exception, the store's contents unchanged."""
+    from tests.support.store_snapshot import snapshot
+
+    user, session = "ada", "ada-s06"
+    before = snapshot(demo_app)
+    at = open_page(PAGE, user=user, session=session)
+    for text, expected in [("[" * 5000 + "]" * 5000, "nested more than 64 levels"),
+                           ("9" * 5000, "invalid JSON for goals"),
+                           ('"tea \\ud800"', "lone surrogate"),
+                           ('{"budget": NaN}', "NaN is not allowed")]:
+        save(at, text)
+        assert not at.exception, at.exception
+        errors = values(at, "error")
+        assert errors and "Not saved" in errors[0] and expected in errors[0], (text[:20], errors)
+    assert snapshot(demo_app) == before
