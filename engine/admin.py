@@ -134,11 +134,6 @@ class StoreAdmin:
             if found["duplicated"]:
                 warnings.append(f"{kind}: {len(found['duplicated'])} memories have more than one vector "
                                 f"({_some(found['duplicated'])}); run `python -m engine repair`")
-        owed = self.purges.owed()
-        if owed:
-            warnings.append("a purge of hard-forgotten rows from old LanceDB versions is owed for "
-                            f"{', '.join(k for k, _ in owed)} (it runs within forget_purge_grace_s, or at the next "
-                            "open)")
         return StoreStats(str(self.path), f"{self.embedder.name} ({self.embedder.dim}d)", self.embedder.dim,
                           self.llm.name, len(per_user), counts["sessions"], counts["messages"],
                           counts["working_slots"], counts["items"], counts["categories"], counts["episodes"],
