@@ -151,6 +151,7 @@ class StoreAdmin:
                 users = [r[0] for r in conn.execute(f"SELECT DISTINCT user_id FROM {table}").fetchall()]
             records = [r for u in users for r in module.list(u, limit=10_000_000).rows]
             with self._b.intent(kind, [r.id for r in records]):
+                self._b.index.delete(kind, [r.id for r in records])  # duplicates too; a crash here is journalled
                 self._index_records(kind, module, records, progress)
             done[kind] = len(records)
         return done
@@ -220,8 +221,7 @@ class StoreAdmin:
         gone = [i for i in ids if i not in active]
         with self._b.intent(kind, ids):
             self._b.index.delete(kind, gone)
-            # An id with several vectors: delete them all, then write one (merge_insert refuses a target that
-            # matches one source row twice).
+            # An id with several vectors: delete them all, then write one (merge_insert would update each copy).
             self._b.index.delete(kind, list(active))
             records = [module.get(active[i], i) for i in sorted(active)]
             self._index_records(kind, module, records, progress)
