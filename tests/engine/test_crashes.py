@@ -108,3 +108,17 @@ def test_kill_9_during_multi_slot_working_memory_updates_leaves_no_half_update(t
                   for s in ("a", "b", "c", "goals")}
         assert len(set(counts.values())) == 1 and counts["a"] == i + 1, counts
         engine.close()
+
+
+def test_a_truncated_duckdb_file_is_store_corrupt_naming_it(tmp_path, embedder):
+    from engine import StoreCorrupt
+
+    store = tmp_path / "store"
+    engine = open_store(store, embedder)
+    engine.remember_many([{"user_id": "u1", "content": f"fact {n}"} for n in range(50)])
+    engine.close()
+    path = store / "memlens.duckdb"
+    with open(path, "r+b") as f:
+        f.truncate(path.stat().st_size // 2)
+    with pytest.raises(StoreCorrupt, match="memlens.duckdb is truncated"):
+        open_store(store, embedder)
