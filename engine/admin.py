@@ -7,7 +7,7 @@ A mixin so the facade stays one front door while each file keeps one responsibil
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +16,12 @@ from .config import DEMO_DIR
 from .errors import StoreCorrupt
 from .ids import check_id
 from .records import KINDS, StoreStats
+
+_TABLES = {"semantic": "items", "episodic": "episodes", "procedural": "skills"}
+
+
+def _some(ids: Sequence[str], n: int = 5) -> str:
+    return ", ".join(ids[:n]) + (f" and {len(ids) - n} more" if len(ids) > n else "")
 
 
 class StoreAdmin:
@@ -110,18 +116,31 @@ class StoreAdmin:
         for user_id, kind, n in per_user_rows:
             per_user.setdefault(user_id, {})[kind] = n
         warnings = []
-        indexed = sum(self._b.index.count(k) for k in KINDS)
-        active = counts["items"] + counts["episodes"] + counts["skills"]
         others = {n: c for n, c in self._b.index.other_models().items() if c}
-        if active and indexed < active:
-            hint = f" (vectors exist for other models: {', '.join(others)})" if others else ""
-            warnings.append(f"{active - indexed} memories have no {self.embedder.name} vectors{hint}; "
-                            "run `python -m engine reindex` to build them")
+        orphans = self.orphans()
+        for kind, found in orphans.items():
+            if "unreadable" in found:
+                warnings.append(f"{kind}: {found['unreadable']}")
+                continue
+            if found["without_vector"]:
+                hint = f" (vectors exist for other models: {', '.join(others)})" if others else ""
+                warnings.append(f"{kind}: {len(found['without_vector'])} memories have no {self.embedder.name} "
+                                f"vector ({_some(found['without_vector'])}){hint}; run `python -m engine repair` "
+                                "(or `reindex`) to build them")
+            if found["without_row"]:
+                warnings.append(f"{kind}: {len(found['without_row'])} vectors have no active memory "
+                                f"({_some(found['without_row'])}), e.g. left by a crash mid-write; run "
+                                "`python -m engine repair` to remove them")
+            if found["duplicated"]:
+                warnings.append(f"{kind}: {len(found['duplicated'])} memories have more than one vector "
+                                f"({_some(found['duplicated'])}); run `python -m engine repair`")
         return StoreStats(str(self.path), f"{self.embedder.name} ({self.embedder.dim}d)", self.embedder.dim,
                           self.llm.name, len(per_user), counts["sessions"], counts["messages"],
                           counts["working_slots"], counts["items"], counts["categories"], counts["episodes"],
                           counts["skills"], counts["feedback_events"], counts["forget_log_entries"],
-                          counts["traces"], per_user, tuple(warnings))
+                          counts["traces"], per_user, tuple(warnings),
+                          {k: {n: list(v) if isinstance(v, list) else v for n, v in f.items()}
+                           for k, f in orphans.items()})
 
     def reindex(self, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
         """(Re)build this model's vector tables from the active memories in DuckDB."""
@@ -131,15 +150,97 @@ class StoreAdmin:
             with self._b.db.read() as conn:
                 users = [r[0] for r in conn.execute(f"SELECT DISTINCT user_id FROM {table}").fetchall()]
             records = [r for u in users for r in module.list(u, limit=10_000_000).rows]
-            self._b.index.delete(kind, [r.id for r in records])
-            for start in range(0, len(records), 512):
-                chunk = records[start:start + 512]
-                texts, vectors = self._b.record_vectors(module, chunk)
-                self._b.index.add(kind, [r.id for r in chunk], [r.user_id for r in chunk], texts, vectors)
-                if progress:
-                    progress(kind, start + len(chunk), len(records))
+            with self._b.intent(kind, [r.id for r in records]):
+                self._b.index.delete(kind, [r.id for r in records])  # duplicates too; a crash here is journalled
+                self._index_records(kind, module, records, progress)
             done[kind] = len(records)
         return done
+
+    def _index_records(self, kind: str, module: Any, records: list, progress=None) -> None:
+        """(Re)write the vectors of ``records``, upserted by id: never two vectors for one memory."""
+        for start in range(0, len(records), 512):
+            chunk = records[start:start + 512]
+            texts, vectors = self._b.record_vectors(module, chunk)
+            self._b.index.add(kind, [r.id for r in chunk], [r.user_id for r in chunk], texts, vectors, upsert=True)
+            if progress:
+                progress(kind, start + len(chunk), len(records))
+
+    # -- crash consistency ------------------------------------------------------------------------------------------
+    def orphans(self, kinds: Iterable[str] = KINDS) -> dict[str, dict[str, Any]]:
+        """Per memory kind, what the two stores disagree on: ``without_row`` (vector ids with no active memory:
+        left by a crash, or by a forget that did not reach LanceDB), ``without_vector`` (active memories with no
+        vector for this embedder), ``duplicated`` (memories with more than one vector); or ``unreadable`` (the
+        LanceDB table cannot be read, and why). Compares ids, not totals, so one kind of orphan cannot hide
+        another. Reads the id columns only (~1 s per million ids)."""
+        out: dict[str, dict[str, Any]] = {}
+        for kind in kinds:
+            table = _TABLES[kind]
+            with self._b.db.read() as conn:
+                active = {r[0] for r in conn.execute(f"SELECT id FROM {table} WHERE archived_at IS NULL").fetchall()}
+            try:
+                vector_ids = self._b.index.ids(kind)
+            except StoreCorrupt as exc:
+                out[kind] = {"unreadable": str(exc)}
+                continue
+            seen: dict[str, int] = {}
+            for i in vector_ids:
+                seen[i] = seen.get(i, 0) + 1
+            out[kind] = {"without_row": sorted(set(seen) - active), "without_vector": sorted(active - set(seen)),
+                         "duplicated": sorted(i for i, n in seen.items() if n > 1 and i in active)}
+        return out
+
+    def repair(self, progress: Callable[[str, int, int], None] | None = None) -> dict[str, dict[str, int]]:
+        """Make LanceDB agree with DuckDB (the truth): rebuild an unreadable table from DuckDB, remove vectors with
+        no active memory, and give every active memory exactly one vector. Returns per kind what was done."""
+        done: dict[str, dict[str, int]] = {}
+        for kind in KINDS:
+            rebuilt = 0
+            try:
+                self._b.index.check_readable(kind)
+            except StoreCorrupt:
+                self._b.index.drop(kind)
+                rebuilt = 1
+            found = self.orphans([kind])[kind]
+            if "unreadable" in found:
+                raise StoreCorrupt(found["unreadable"])
+            done[kind] = self.repair_ids(kind, found["without_row"] + found["without_vector"] + found["duplicated"],
+                                         progress)
+            done[kind]["table_rebuilt"] = rebuilt
+        return done
+
+    def repair_ids(self, kind: str, ids: Sequence[str], progress=None) -> dict[str, int]:
+        """Make the vectors of ``ids`` match DuckDB: none for an id with no active row, exactly one otherwise."""
+        ids = sorted(set(ids))
+        if not ids:
+            return {"vectors_removed": 0, "vectors_written": 0}
+        table, module = _TABLES[kind], self._module(kind)
+        with self._b.db.read() as conn:
+            rows = conn.execute(f"SELECT id, user_id FROM {table} WHERE archived_at IS NULL AND id IN "
+                                "(SELECT unnest(?))", [ids]).fetchall()
+        active = {r[0]: r[1] for r in rows}
+        gone = [i for i in ids if i not in active]
+        with self._b.intent(kind, ids):
+            self._b.index.delete(kind, gone)
+            # An id with several vectors: delete them all, then write one (merge_insert would update each copy).
+            self._b.index.delete(kind, list(active))
+            records = [module.get(active[i], i) for i in sorted(active)]
+            self._index_records(kind, module, records, progress)
+        return {"vectors_removed": len(gone), "vectors_written": len(records)}
+
+    def _module(self, kind: str) -> Any:
+        return {"semantic": self.semantic, "episodic": self.episodic, "procedural": self.skills}[kind]
+
+    def _recover_at_open(self) -> None:
+        """Cheap recovery at open: the ids a crashed process noted in the write journal are repaired (nothing is
+        scanned when there are none), and purges a crashed forget still owes are started. A read-only store is
+        browsed as it is: its next writable open recovers it."""
+        if self._b.db.read_only:
+            return
+        for path, kind, ids in self._b.journal.leftovers() if self._b.journal is not None else ():
+            if kind in _TABLES:
+                self.repair_ids(kind, ids)
+            path.unlink(missing_ok=True)
+        self.purges.start_owed()
 
     def optimize(self, vector_index: bool = True) -> list[str]:
         """Fold new rows into the vector and full-text indexes and compact the tables; with ``vector_index``, give

@@ -54,11 +54,14 @@ from .retrieval.pipeline import Retriever
 from .retrieval.store import TraceStore, trace_from_dict
 from .retrieval.trace import RetrievalTrace
 from .storage.database import Database, release_under
+from .storage.journal import WriteJournal
+from .storage.purges import VectorPurges
 from .storage.vectors import VectorIndex
 from .validation import check_int, check_optional_int, parse_json, text_problem
 
 DB_FILE = "memlens.duckdb"
 VECTOR_DIR = "vectors"
+JOURNAL_DIR = "journal"
 
 
 def store_path(location: str | Path) -> Path:
@@ -98,7 +101,7 @@ class MemoryEngine(StoreAdmin):
                             settings.resident_vector_max_rows, settings.vector_version_retention_s, self.read_only)
         self.embedder = embedder
         self.llm = llm
-        b = Backends(db, index, embedder, settings)
+        b = Backends(db, index, embedder, settings, WriteJournal(self.path / JOURNAL_DIR))
         self._b = b
         self.sessions = SessionStore(b)
         self.working = WorkingMemory(b)
@@ -106,8 +109,9 @@ class MemoryEngine(StoreAdmin):
         self.episodic = EpisodicMemory(b)
         self.skills = SkillLibrary(b)
         self.feedback = FeedbackLog(b)
-        self.forgetter = Forgetter(b)
         self.traces = TraceStore(b)
+        self.purges = VectorPurges(db, index, settings.forget_purge_grace_s)
+        self.forgetter = Forgetter(b, self.traces.mark_forgotten, self.purges)
         self.transfer = Transfer(b, self.sessions, self.working, self.semantic, self.episodic, self.skills,
                                  self.feedback, self.forgetter)
         self.reflector = Reflector(self.episodic, self.semantic, llm)
@@ -115,6 +119,7 @@ class MemoryEngine(StoreAdmin):
         self.miner = SkillMiner(self.episodic, self.skills, llm)
         self.reasoning = Reasoner(self.working, llm)
         self.retriever = Retriever(b, llm, self.traces.save)
+        self._recover_at_open()
 
     @classmethod
     def open(cls, path: str | Path | None = None, settings: Settings | None = None, *,
@@ -382,10 +387,14 @@ class MemoryEngine(StoreAdmin):
 
     def replay(self, trace_id: str, overrides: Mapping[str, Any] | None = None) -> RetrievalTrace:
         """Re-rank a stored trace under other settings without searching again."""
-        return self.retriever.replay(self.traces.get(trace_id), overrides)
+        return self.replay_trace(self.traces.get(trace_id), overrides)
 
     def replay_trace(self, trace: RetrievalTrace, overrides: Mapping[str, Any] | None = None) -> RetrievalTrace:
-        return self.retriever.replay(trace, overrides)
+        """Replay a trace (stored, or read from JSON); memories forgotten in this store since are left out of the
+        context and reported with reason ``forgotten``."""
+        ids = sorted({c.id for h in trace.hops for c in h.candidates})
+        forgotten = self.forgetter.tombstones(trace.user_id, ids) if ids else {}
+        return self.retriever.replay(trace, overrides, forgotten)
 
     def get_trace(self, trace_id: str, user_id: str | None = None) -> RetrievalTrace:
         return self.traces.get(trace_id, user_id)

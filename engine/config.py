@@ -82,6 +82,11 @@ class Settings:
                          "vectors, no lock flags) and every write is refused with StoreReadOnly. A store whose folder "
                          "cannot be written (a read-only file system) is opened read-only by itself. "
                          "Env MEMLENS_READ_ONLY.")
+    forget_purge_grace_s: float = _s(10.0, "A hard forget rewrites the LanceDB files that still hold the memory at "
+                                     "once, and deletes the table versions that hold it this long after they were "
+                                     "replaced (no query runs that long; see Forgetting). A process exiting sooner "
+                                     "waits for it. 0: at once, safe only when no other process uses the store.",
+                                     lo=0, hi=3600)
     mcp_token: str = _s("", "Bearer token the MCP HTTP server requires (Authorization: Bearer <token>); needed to "
                         "bind to a non-loopback host. Env MEMLENS_MCP_TOKEN. Never displayed.", secret=True)
     # --- session lifecycle (llmemory §1.6) ---------------------------------------------------------------------

@@ -276,3 +276,5 @@ class StoreStats:
     traces: int
     per_user: dict = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    # per memory kind: without_row / without_vector / duplicated ids, or unreadable (admin.StoreAdmin.orphans)
+    orphans: dict = field(default_factory=dict)

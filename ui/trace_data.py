@@ -39,10 +39,31 @@ def candidate_rows(hop: HopTrace, text_chars: int = 200) -> list[dict[str, Any]]
             row[key] = c.scores.get(key)
         for stage in RANK_STAGES:
             row[f"rank_{stage}"] = c.ranks.get(stage)
-        row["text"] = shorten(c.text, text_chars)
+        row["text"] = forgotten_label(c.forgotten) if c.forgotten and not c.text else shorten(c.text, text_chars)
         row["preceded_by"] = shorten(c.preceding_text, text_chars) if c.preceding_text else ""
+        row["forgotten"] = forgotten_label(c.forgotten) if c.forgotten else ""
         rows.append(row)
     return rows
+
+
+def forgotten_label(tombstone: Mapping[str, Any] | None) -> str:
+    """A forgotten memory's tombstone in a trace, for a table cell: how, when, by whom and why (the forget log's
+    entry). A hard-forgotten memory's text is gone from the trace; this is what stands in its place."""
+    if not tombstone:
+        return ""
+    mode = tombstone.get("mode", "?")
+    what = "[forgotten: text deleted]" if mode == "hard" else "[forgotten: archived]"
+    when = str(tombstone.get("at") or "")[:19].replace("T", " ")
+    who = tombstone.get("actor") or "?"
+    why = tombstone.get("reason") or ""
+    return one_line(f"{what} {mode} forget {when} by {who}" + (f": {why}" if why else ""), 200)
+
+
+def forgotten_rows(trace: RetrievalTrace) -> list[dict[str, Any]]:
+    """One row per memory of the trace forgotten since it was stored: its tombstone."""
+    return [{"id": i, "mode": t.get("mode"), "forgotten_at": t.get("at"), "by": t.get("actor"),
+             "reason": t.get("reason"), "forget_log_id": t.get("forget_log_id")}
+            for i, t in sorted((trace.forgotten or {}).items())]
 
 
 def used_score_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -53,6 +74,9 @@ def used_score_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 def ranking_rows(trace: RetrievalTrace) -> list[dict[str, Any]]:
     """The merged final order of the trace with each memory's outcome."""
     texts = candidate_texts(trace)
+    for item_id, tomb in (trace.forgotten or {}).items():
+        if not texts.get(item_id):
+            texts[item_id] = forgotten_label(tomb)
     return [{"rank": r["rank"], "id": r["id"], "kind": r["kind"], "hop": r["hop"], "final": r["final"],
              "in_context": r["in_context"], "outcome": STAGE_NAMES.get(r["reason"], r["reason"]),
              "tokens": r.get("tokens"), "text": shorten(texts.get(r["id"], ""), 120)} for r in trace.ranking]
@@ -86,7 +110,8 @@ def dropped_rows(trace: RetrievalTrace, hop: HopTrace) -> list[dict[str, Any]]:
             continue
         rows.append({"id": c.id, "kind": c.kind, "stage": STAGE_NAMES.get(c.context_reason, c.context_reason),
                      "rule": _drop_rule(trace, c, winner_hop, budget), "hybrid": c.scores.get("hybrid"),
-                     "final": c.scores.get("final"), "text": shorten(c.text, 160)})
+                     "final": c.scores.get("final"),
+                     "text": forgotten_label(c.forgotten) if c.forgotten and not c.text else shorten(c.text, 160)})
     return rows
 
 

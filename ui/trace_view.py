@@ -20,6 +20,7 @@ from .trace_data import (
     budget_share,
     candidate_rows,
     dropped_rows,
+    forgotten_rows,
     has_preceding_texts,
     ranking_rows,
     used_score_columns,
@@ -73,6 +74,10 @@ def trace_header(trace: RetrievalTrace) -> None:
     cols[3].metric("Context tokens", f"{trace.context_tokens} / {trace.settings.get('budget_tokens')}")
     total = trace.timings_ms.get("pipeline") or trace.timings_ms.get("total") or trace.timings_ms.get("replay")
     cols[4].metric("Pipeline time", f"{total:.0f} ms" if isinstance(total, (int, float)) else "—")
+    if trace.forgotten:
+        st.warning(f"{len(trace.forgotten)} memor{'y' if len(trace.forgotten) == 1 else 'ies'} of this trace "
+                   "was forgotten since it was stored (hard: its text is deleted from the trace too).")
+        table(forgotten_rows(trace), key="trace_forgotten")
     st.caption(f"Trace {md_escape(trace.trace_id)} · user {md_escape(trace.user_id)} · session "
                f"{md_escape(trace.session_id or '—')} · {md_escape(trace.created_at[:19])} · strategies: "
                + md_escape(", ".join(f"{k}={v}" for k, v in trace.strategies.items())))
@@ -98,7 +103,7 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int) -> None:
         return
     columns = ["rank_final", "rank_feedback", "id", "kind", "found_by", "relevance", "outcome",
                *used_score_columns(rows), "rule", "rank_hybrid", "rank_filter", "rank_temporal", "rank_mmr",
-               "tokens", "text"]
+               "tokens", "text"] + (["forgotten"] if any(r["forgotten"] for r in rows) else [])
     note = ""
     if any(r["preceded_by"] for r in rows):
         columns.append("preceded_by")

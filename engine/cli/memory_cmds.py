@@ -221,7 +221,7 @@ def cmd_stats(ctx) -> Result:
     data = plain(ctx.engine.stats())
 
     def human(d: dict) -> str:
-        top = pairs({k: v for k, v in d.items() if k not in ("per_user", "warnings")})
+        top = pairs({k: v for k, v in d.items() if k not in ("per_user", "warnings", "orphans")})
         rows = [{"user": u, **c} for u, c in d["per_user"].items()]
         cols = [Col("user", "user", 40)] + [Col(k, k, 10) for k in ("sessions", "messages", "items", "episodes",
                                                                      "skills", "traces")]
@@ -239,6 +239,18 @@ def cmd_reindex(ctx) -> Result:
     finally:
         progress.close()
     return Result(counts, lambda d: f"Reindexed {_counts_line(d)} with {engine.embedder.name}.")
+
+
+def cmd_repair(ctx) -> Result:
+    engine = ctx.engine
+    progress = Progress(ctx.stderr, "repair")
+    try:
+        done = engine.repair(progress=progress)
+    finally:
+        progress.close()
+    return Result(done, lambda d: "Repaired: " + "; ".join(
+        f"{k}: {v['vectors_removed']} stray vector(s) removed, {v['vectors_written']} vector(s) written"
+        + (", table rebuilt from DuckDB" if v.get("table_rebuilt") else "") for k, v in d.items()))
 
 
 def cmd_optimize(ctx) -> Result:
@@ -329,6 +341,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
     add("stats", cmd_stats, "counts per memory kind and user, backends, warnings")
     add("reindex", cmd_reindex, "rebuild this embedding model's vectors from the stored memories")
+    add("repair", cmd_repair, "make the vectors agree with the stored memories after a crash: remove vectors "
+        "without a memory, write missing or duplicated ones, rebuild an unreadable vector table")
     p = add("optimize", cmd_optimize, "compact the vector tables, fold new rows into their indexes, delete old "
             "LanceDB versions and give large tables (vector_index_min_rows) an approximate vector index")
     p.add_argument("--version-retention", type=float, default=None, metavar="SECONDS", dest="version_retention",

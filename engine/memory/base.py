@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ from ..config import Settings
 from ..errors import InvalidInput
 from ..providers.embedders import Embedder
 from ..storage.database import Database
+from ..storage.journal import WriteJournal
 from ..storage.vectors import VectorIndex, check_vectors
 from ..validation import check_int, check_json_value
 
@@ -25,6 +27,11 @@ class Backends:
     index: VectorIndex
     embedder: Embedder
     settings: Settings
+    journal: WriteJournal | None = None  # notes two-store writes in flight, for repair after a crash
+
+    def intent(self, kind: str, ids: Sequence[str]):
+        """Note a write touching ``ids`` of ``kind`` in both stores for its duration (storage/journal.py)."""
+        return self.journal.intent(kind, ids) if self.journal is not None else nullcontext()
 
     def check_new_ids(self, table: str, noun: str, ids: Sequence[str]) -> None:
         """Refuse duplicate ids within one write and ids that already exist in ``table``."""
@@ -54,13 +61,14 @@ class Backends:
         """
         self.db.refuse_if_read_only()  # before any vector is added
         vectors = self.embed_after(texts, preceding)
-        self.index.add(kind, ids, user_ids, texts, vectors)
-        try:
-            with self.db.write() as conn:
-                return write_rows(conn)
-        except BaseException:
-            self.index.delete(kind, list(ids))
-            raise
+        with self.intent(kind, ids):
+            self.index.add(kind, ids, user_ids, texts, vectors)
+            try:
+                with self.db.write() as conn:
+                    return write_rows(conn)
+            except BaseException:
+                self.index.delete(kind, list(ids))
+                raise
 
     def embed_after(self, texts: Sequence[str], preceding: Sequence[str] | None = None) -> np.ndarray:
         """One unit vector per text; a text with a preceding text gets ``normalise(e(text) + w * e(preceding))``, w

@@ -42,21 +42,25 @@ class FeedbackLog:
         return (user_id, item_id, label, LABELS[label], trace_id, hop, note,
                 optional_time(created_at, "created_at") or utcnow())
 
-    def record(self, rows: Sequence[tuple], conn=None, check_traces: bool = True) -> list[FeedbackEvent]:
+    def record(self, rows: Sequence[tuple], conn=None, check_traces: bool = True,
+               forgotten: set[tuple[str, str]] = frozenset()) -> list[FeedbackEvent]:
         """Append prepared events after checking every item (and trace) exists for that user.
 
         Imports pass ``check_traces=False``: an exported label keeps pointing at its trace even where the trace
-        itself was not carried over.
+        itself was not carried over; and ``forgotten``, the (user, id) pairs of hard-forgotten memories whose
+        labels an export carries (the label points at the tombstone in the forget log).
         """
         if conn is None:
             with self.b.db.write() as c:
-                return self._insert(c, rows, check_traces)
-        return self._insert(conn, rows, check_traces)
+                return self._insert(c, rows, check_traces, forgotten)
+        return self._insert(conn, rows, check_traces, forgotten)
 
-    def _insert(self, conn, rows: Sequence[tuple], check_traces: bool) -> list[FeedbackEvent]:
+    def _insert(self, conn, rows: Sequence[tuple], check_traces: bool,
+                forgotten: set[tuple[str, str]] = frozenset()) -> list[FeedbackEvent]:
         by_user: dict[str, set[str]] = {}
         for r in rows:
-            by_user.setdefault(r[0], set()).add(r[1])
+            if (r[0], r[1]) not in forgotten:
+                by_user.setdefault(r[0], set()).add(r[1])
         for user_id, ids in by_user.items():
             missing = ids - self.existing_ids(conn, user_id, sorted(ids))
             if missing:

@@ -8,7 +8,7 @@ actually affected; unknown ids are reported back, not logged.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import validation
@@ -30,8 +30,12 @@ def check_kind(kind: object) -> str:
 
 
 class Forgetter:
-    def __init__(self, b: Backends) -> None:
+    def __init__(self, b: Backends, mark_traces: Callable[[Any, str, Sequence[str], dict], int] | None = None,
+                 purges: Any = None) -> None:
         self.b = b
+        # Called inside the forget's transaction with (conn, user_id, ids, tombstone): the traces (retrieval/store.py)
+        self.mark_traces = mark_traces
+        self.purges = purges  # storage.purges.VectorPurges: removes a hard-forgotten text from LanceDB's files
 
     def forget(self, user_id: str, kind: str, ids: Sequence[str], reason: str, mode: str = "soft",
                actor: str = "api") -> ForgetResult:
@@ -46,27 +50,74 @@ class Forgetter:
         validation.check_text(actor, "actor", 100)
         table = TABLES[kind]
         now = utcnow()
-        with self.b.db.write() as conn:
-            rows = conn.execute(f"SELECT id, archived_at FROM {table} WHERE user_id=? AND id IN (SELECT unnest(?))",
-                                [user_id, ids]).fetchall()
-            state = {r[0]: r[1] for r in rows}
-            if mode == "soft":
-                affected = [i for i in ids if i in state and state[i] is None]
-                if affected:
-                    conn.execute(f"UPDATE {table} SET archived_at=? WHERE user_id=? AND id IN (SELECT unnest(?))",
-                                 [now, user_id, affected])
-            else:
-                affected = [i for i in ids if i in state]
-                if affected:
-                    conn.execute(f"DELETE FROM {table} WHERE user_id=? AND id IN (SELECT unnest(?))",
-                                 [user_id, affected])
-            conn.execute("INSERT INTO forget_log (user_id, memory_type, ids, count, mode, reason, actor, occurred_at) "
-                         "VALUES (?,?,?,?,?,?,?,?)", [user_id, kind, dumps(affected), len(affected), mode,
-                                                      reason.strip(), actor.strip(), now])
-        # After the commit: retrieval also checks DuckDB, so even if this step failed nothing forgotten returns.
-        self.b.index.delete(kind, affected)
+        with self.b.intent(kind, ids):
+            with self.b.db.write() as conn:
+                rows = conn.execute(f"SELECT id, archived_at FROM {table} WHERE user_id=? AND id IN (SELECT unnest(?))",
+                                    [user_id, ids]).fetchall()
+                state = {r[0]: r[1] for r in rows}
+                if mode == "soft":
+                    affected = [i for i in ids if i in state and state[i] is None]
+                    if affected:
+                        conn.execute(f"UPDATE {table} SET archived_at=? WHERE user_id=? AND id IN (SELECT unnest(?))",
+                                     [now, user_id, affected])
+                else:
+                    affected = [i for i in ids if i in state]
+                    if affected:
+                        conn.execute(f"DELETE FROM {table} WHERE user_id=? AND id IN (SELECT unnest(?))",
+                                     [user_id, affected])
+                log_id = conn.execute(
+                    "INSERT INTO forget_log (user_id, memory_type, ids, count, mode, reason, actor, occurred_at) "
+                    "VALUES (?,?,?,?,?,?,?,?) RETURNING id", [user_id, kind, dumps(affected), len(affected), mode,
+                                                              reason.strip(), actor.strip(), now]).fetchone()[0]
+                if affected and self.mark_traces is not None:
+                    self.mark_traces(conn, user_id, affected, tombstone(log_id, mode, now, actor, reason, kind))
+                if affected and mode == "hard" and self.purges is not None:
+                    self.purges.owe(conn, kind, now)
+            # After the commit: retrieval also checks DuckDB, so even if this step failed nothing forgotten
+            # returns; the journal (written before the transaction) lets the next open finish it after a crash.
+            self.b.index.delete(kind, affected, every_model=True)
+            if affected and mode == "hard" and self.purges is not None:
+                self.purges.start(kind)
         unknown = tuple(i for i in ids if i not in state)
         return ForgetResult(kind, mode, tuple(affected), unknown)
+
+    def tombstones(self, user_id: str, ids: Sequence[str], conn=None) -> dict[str, dict]:
+        """The forgotten ones among ``ids`` of a user, each with its tombstone: hard (no row, named by a hard
+        forget-log entry: the newest) or soft (archived; the newest soft entry naming it, if any)."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+
+        def query(c) -> tuple[list, list]:
+            logged = c.execute(
+                "SELECT f.id, f.memory_type, f.mode, f.reason, f.actor, f.occurred_at, u.mid FROM forget_log f, "
+                "unnest(CAST(f.ids AS VARCHAR[])) AS u(mid) WHERE f.user_id=? AND u.mid IN (SELECT unnest(?)) "
+                "ORDER BY f.occurred_at, f.id", [user_id, ids]).fetchall()
+            state = c.execute(
+                "SELECT id, archived_at FROM items WHERE user_id=? AND id IN (SELECT unnest(?)) UNION ALL "
+                "SELECT id, archived_at FROM episodes WHERE user_id=? AND id IN (SELECT unnest(?)) UNION ALL "
+                "SELECT id, archived_at FROM skills WHERE user_id=? AND id IN (SELECT unnest(?))",
+                [user_id, ids] * 3).fetchall()
+            return logged, state
+
+        if conn is not None:
+            logged, state = query(conn)
+        else:
+            with self.b.db.read() as c:
+                logged, state = query(c)
+        rows = {r[0]: r[1] for r in state}
+        entries: dict[str, dict] = {}
+        for log_id, kind, mode, reason, actor, at, mid in logged:
+            entries.setdefault(mid, {})[mode] = tombstone(log_id, mode, at, actor, reason, kind)
+        out: dict[str, dict] = {}
+        for i in ids:
+            if i not in rows:
+                if "hard" in entries.get(i, {}):
+                    out[i] = entries[i]["hard"]
+            elif rows[i] is not None:
+                out[i] = entries.get(i, {}).get("soft") or {"mode": "soft", "at": rows[i].isoformat(),
+                                                             "actor": None, "reason": None, "forget_log_id": None}
+        return out
 
     def log(self, user_id: str | None = None, limit: int = 1000) -> list[ForgetLogEntry]:
         """Audit entries, newest first."""
@@ -97,3 +148,9 @@ class Forgetter:
         for e in entries:
             conn.execute("INSERT INTO forget_log (user_id, memory_type, ids, count, mode, reason, actor, occurred_at) "
                          "VALUES (?,?,?,?,?,?,?,?)", e)
+
+
+def tombstone(log_id: int | None, mode: str, at: Any, actor: str, reason: str, kind: str | None = None) -> dict:
+    """What a forgotten memory leaves in a trace: the forget log's entry (when, by whom, why)."""
+    return {"mode": mode, "at": at.isoformat() if hasattr(at, "isoformat") else str(at), "actor": actor.strip(),
+            "reason": reason.strip(), "forget_log_id": log_id, **({"kind": kind} if kind else {})}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,24 +165,50 @@ class Transfer:
                         "SELECT 1 FROM skills WHERE user_id=? AND id=?", [user_id, skill_id]).fetchone() is None:
                     raise InvalidInput(f"line {plan.lines.get(('outcome', n), 0)}: outcome names unknown skill "
                                        f"{skill_id!r} for user {user_id!r}")
+            forgotten = self._hard_forgotten(conn, plan)
             for n, f in enumerate(plan.feedback):
-                if (f[0], f[1]) not in memories and not self.feedback.existing_ids(conn, f[0], [f[1]]):
+                if (f[0], f[1]) not in memories and (f[0], f[1]) not in forgotten \
+                        and not self.feedback.existing_ids(conn, f[0], [f[1]]):
                     raise InvalidInput(f"line {plan.lines.get(('feedback', n), 0)}: feedback names unknown memory "
                                        f"{f[1]!r} for user {f[0]!r}")
+
+    def _hard_forgotten(self, conn, plan: IngestPlan) -> set[tuple[str, str]]:
+        """(user, id) of the memories the file's or the store's forget log names as hard-forgotten. A label stays
+        when its memory is hard-forgotten (the label is the researcher's record, the tombstone says what it was
+        about), so an export carries it and an import must accept it."""
+        named = {(e[0], i) for e in plan.forget_log if e[4] == "hard" for i in json.loads(e[2])}
+        users = sorted({f[0] for f in plan.feedback})
+        if users:
+            rows = conn.execute("SELECT f.user_id, u.mid FROM forget_log f, unnest(CAST(f.ids AS VARCHAR[])) AS "
+                                "u(mid) WHERE f.mode = 'hard' AND f.user_id IN (SELECT unnest(?))",
+                                [users]).fetchall()
+            named |= {(r[0], r[1]) for r in rows}
+        return named
 
     def apply(self, plan: IngestPlan, progress=None) -> dict[str, int]:
         """Write a validated plan: vectors first, then one DuckDB transaction; vectors are removed if it fails."""
         skills = self.skills.resolve(plan.skills)
         added: list[tuple[str, list[str]]] = []
+        sources = (("semantic", plan.items, self.semantic), ("episodic", plan.episodes, self.episodic),
+                   ("procedural", skills, self.skills))
+        with ExitStack() as intents:
+            # Noted before the first vector: a crash part-way leaves vectors whose rows never committed, and the
+            # next open removes exactly those. Vectors are upserted by id, so importing the file again after such a
+            # crash can never leave two vectors for one memory.
+            for kind, records, _ in sources:
+                intents.enter_context(self.b.intent(kind, [r.id for r in records if r.archived_at is None]))
+            return self._apply(plan, sources, added, progress)
+
+    def _apply(self, plan: IngestPlan, sources, added: list[tuple[str, list[str]]], progress) -> dict[str, int]:
+        skills = sources[2][1]
         try:
-            for kind, records, module in (("semantic", plan.items, self.semantic),
-                                          ("episodic", plan.episodes, self.episodic),
-                                          ("procedural", skills, self.skills)):
+            for kind, records, module in sources:
                 active = [r for r in records if r.archived_at is None]
                 for start in range(0, len(active), 512):
                     chunk = active[start:start + 512]
                     texts, vectors = self.b.record_vectors(module, chunk)
-                    self.b.index.add(kind, [r.id for r in chunk], [r.user_id for r in chunk], texts, vectors)
+                    self.b.index.add(kind, [r.id for r in chunk], [r.user_id for r in chunk], texts, vectors,
+                                     upsert=True)
                     added.append((kind, [r.id for r in chunk]))
                     if progress:
                         progress(kind, start + len(chunk), len(active))
@@ -195,7 +222,8 @@ class Transfer:
                 for user_id, skill_id, success, episode_id, at in plan.outcomes:
                     self.skills.report_outcome(user_id, skill_id, success, episode_id, at, conn=conn)
                 if plan.feedback:
-                    self.feedback.record(plan.feedback, conn=conn, check_traces=False)
+                    self.feedback.record(plan.feedback, conn=conn, check_traces=False,
+                                         forgotten=self._hard_forgotten(conn, plan))
                 for (user_id, session_id), slots in plan.working.items():
                     self.working.update(user_id, session_id, slots, source="ingest", conn=conn)
                 self.forgetter.insert_entries(conn, plan.forget_log)

@@ -236,8 +236,16 @@ class Retriever:
                         timings_ms=meta["timings"], similarity=meta["pairs"])
 
     # -- replay ---------------------------------------------------------------------------------------------------
-    def replay(self, trace: RetrievalTrace, overrides: Mapping[str, Any] | None = None) -> RetrievalTrace:
-        """Re-rank a stored trace's candidates under other settings: no embedding, no search, no LLM call."""
+    def replay(self, trace: RetrievalTrace, overrides: Mapping[str, Any] | None = None,
+               forgotten: Mapping[str, dict] | None = None) -> RetrievalTrace:
+        """Re-rank a stored trace's candidates under other settings: no embedding, no search, no LLM call.
+
+        A forgotten memory never enters the replayed context: the candidates the trace marks as forgotten and those
+        in ``forgotten`` (id -> tombstone: the store's current state) are left out, and the ranking reports each of
+        them with reason ``forgotten`` and its tombstone."""
+        gone = {c.id: c.forgotten for h in trace.hops for c in h.candidates if c.forgotten}
+        gone.update(trace.forgotten or {})
+        gone.update(forgotten or {})
         t_start = time.perf_counter()
         base = {k: trace.settings[k] for k in Settings.retrieval_keys() if k in trace.settings}
         settings = self.b.settings.with_overrides({**base, **dict(overrides or {})})
@@ -247,7 +255,8 @@ class Retriever:
         now = parse_time(trace.settings["now"])
         hop_scored, hop_meta = [], []
         for hop in trace.hops[: settings.hops]:
-            inputs = [candidate_input(c) for c in sorted(hop.candidates, key=lambda c: c.search_order)]
+            inputs = [candidate_input(c) for c in sorted(hop.candidates, key=lambda c: c.search_order)
+                      if c.id not in gone]
             hop_scored.append(score_hop(inputs, hop.query, hop.relevance_text, settings, now, hop.hop))
             hop_meta.append({"query": hop.query, "proposed_by": hop.proposed_by, "proposal": hop.proposal,
                              "relevance_text": hop.relevance_text, "timings": {}, "pairs": hop.similarity,
@@ -267,13 +276,17 @@ class Retriever:
         new_ids = {r["id"] for r in new.ranking}
         for o in trace.ranking:
             if o["id"] not in new_ids:
-                reason = "hop_not_replayed" if o["hop"] > settings.hops else "filtered"
+                reason = ("forgotten" if o["id"] in gone else
+                          "hop_not_replayed" if o["hop"] > settings.hops else "filtered")
                 ranking.append({"id": o["id"], "kind": o["kind"], "hop": o["hop"], "final": None, "rank": None,
                                 "in_context": False, "reason": reason, "tokens": o.get("tokens", 0),
                                 "old_rank": o["rank"], "rank_change": None, "old_in_context": o["in_context"],
-                                "context_change": _context_change(o["in_context"], False)})
+                                "context_change": _context_change(o["in_context"], False),
+                                **({"forgotten": gone[o["id"]]} if o["id"] in gone else {})})
         timings = {"replay": _ms(t_start)}
-        return dataclasses.replace(new, ranking=tuple(ranking), timings_ms=timings)
+        seen = {c.id for h in trace.hops for c in h.candidates}
+        return dataclasses.replace(new, ranking=tuple(ranking), timings_ms=timings,
+                                   forgotten={i: t for i, t in gone.items() if i in seen})
 
 
 def _context_change(before: bool, after: bool) -> str:

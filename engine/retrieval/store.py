@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
+import math
 import zlib
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -17,6 +20,8 @@ from ..ids import check_id
 from ..memory.base import Backends, page_args
 from ..records import Page, TracePrunePlan
 from .trace import OLDER_TRACE_SETTINGS, CandidateTrace, HopTrace, RetrievalTrace
+
+log = logging.getLogger(__name__)
 
 
 def trace_from_dict(data: dict[str, Any]) -> RetrievalTrace:
@@ -55,6 +60,97 @@ def unpack_body(packed: bytes) -> bytes:
     return zlib.decompress(packed)
 
 
+def _body_data(trace_id: str, body: Any, packed: bytes | None) -> dict[str, Any]:
+    try:
+        raw = unpack_body(packed) if packed is not None else body
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:  # written by the json module before orjson: it may hold NaN or Infinity
+            return json.loads(raw)
+    except (zstandard.ZstdError, zlib.error, ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
+        raise StoreCorrupt(f"trace {trace_id!r} is stored but unreadable ({type(exc).__name__}: "
+                           f"{str(exc)[:120]}); delete it with delete_trace") from None
+
+
+# What a hard-forgotten memory's text becomes in a trace's assembled context.
+FORGOTTEN_TEXT = "[forgotten memory {id}]"
+REDACTED_PROPOSAL = "made from a forgotten memory's text"
+REDACTED_QUERY = "[query made from a forgotten memory]"
+
+
+def redact_trace(data: dict[str, Any], ids: set[str], tombstone: dict[str, Any]) -> None:
+    """Mark the candidates ``ids`` of a trace (its plain JSON form) as forgotten with ``tombstone``.
+
+    Soft (archived): only the mark; the text stays, as it does in the store. Hard: every copy of the memory's text
+    goes: the candidates' ``text`` and ``preceding_text``, its block in the assembled ``context`` (the context is
+    rebuilt from the ranking with a placeholder), and what the offline bridge reasoner quoted from it (``from_text``,
+    the names and terms it took, and the later hop's query made of them). Scores, ranks and ids stay, so the trace
+    still explains the retrieval. A hard tombstone is never downgraded by a later soft one."""
+    hard = tombstone.get("mode") == "hard"
+    texts: dict[str, str] = {}
+    forgotten = data.setdefault("forgotten", {})
+    for hop in data.get("hops", ()):
+        for c in hop.get("candidates", ()):
+            if c["id"] not in ids or (c.get("forgotten") or {}).get("mode") == "hard":
+                continue
+            c["forgotten"] = dict(tombstone)
+            forgotten[c["id"]] = dict(tombstone)
+            if hard:
+                texts.setdefault(c["id"], c.get("text") or "")
+                c["text"], c["preceding_text"] = "", ""
+    if not hard or not texts:
+        return
+    data["context"] = _redacted_context(data, texts)
+    quoted = [t for t in texts.values() if t]
+    # A hop's proposal is what made its query; the offline bridge reasoner's quotes the memory it took names from
+    # (from_text), and the query is made of those names.
+    for hop in data.get("hops", ()):
+        if hop.get("hop", 1) > 1 and _quotes(hop.get("proposal"), quoted):
+            hop["proposal"] = {"redacted": REDACTED_PROPOSAL}
+            hop["query"] = hop["relevance_text"] = REDACTED_QUERY
+    if _quotes(data.get("stop_details"), quoted):
+        data["stop_details"] = {"redacted": REDACTED_PROPOSAL}
+
+
+def _quotes(details: Any, texts: Sequence[str]) -> bool:
+    if not isinstance(details, dict):
+        return False
+    quoted = details.get("from_text")
+    return bool(quoted) and any(quoted in t or t.startswith(str(quoted)) for t in texts)
+
+
+def _redacted_context(data: dict[str, Any], texts: Mapping[str, str]) -> str:
+    """The context rebuilt from the trace's ranking with each forgotten memory's text replaced (the format of
+    stages.render_context). When the rebuild with the original texts does not give back the stored context (a
+    format from another version), the texts are replaced where they stand instead."""
+    context = data.get("context") or ""
+    if not context:
+        return context
+    by_hop = {(h.get("hop"), c["id"]): c for h in data.get("hops", ()) for c in h.get("candidates", ())}
+
+    def render(replace: bool) -> str:
+        parts = ["=== RELEVANT MEMORIES ===", ""]
+        for r in data.get("ranking", ()):
+            if not r.get("in_context"):
+                continue
+            c = by_hop.get((r.get("hop"), r["id"]))
+            if c is None:
+                return ""
+            text = texts.get(r["id"], c.get("text") or "")
+            if replace and r["id"] in texts:
+                text = FORGOTTEN_TEXT.format(id=r["id"])
+            parts += [f"[{c.get('created_at')}] (confidence: {float(r.get('final') or 0):.2f})", text, ""]
+        parts.append("=== END MEMORIES ===")
+        return "\n".join(parts)
+
+    if render(False) == context:
+        return render(True)
+    for item_id, text in texts.items():
+        if text:
+            context = context.replace(text, FORGOTTEN_TEXT.format(id=item_id))
+    return context
+
+
 class TraceStore:
     def __init__(self, b: Backends) -> None:
         self.b = b
@@ -63,9 +159,10 @@ class TraceStore:
         body = pack_body(trace_json_bytes(trace))
         args = [trace.trace_id, trace.user_id, trace.session_id, trace.question, len(trace.hops), trace.stop_reason,
                 trace.settings.get("embedder"), trace.strategies.get("reasoner"),
-                trace.timings_ms.get("pipeline"), json.dumps(list(trace.context_ids)), body, trace.created_at]
+                trace.timings_ms.get("pipeline"), json.dumps(list(trace.context_ids)), body, trace.created_at,
+                sorted({c.id for hop in trace.hops for c in hop.candidates})]
         sql = ("INSERT INTO traces (id, user_id, session_id, question, hops, stop_reason, embedder, strategy, total_ms, "
-               "context_ids, body_packed, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)")
+               "context_ids, body_packed, created_at, memory_ids) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)")
         if conn is not None:
             conn.execute(sql, args)
         else:
@@ -82,16 +179,38 @@ class TraceStore:
             row = conn.execute(sql, params).fetchone()
         if row is None:
             raise NotFound(f"no trace {trace_id!r}")
-        try:
-            body = unpack_body(row[1]) if row[1] is not None else row[0]
+        return trace_from_dict(_body_data(trace_id, row[0], row[1]))
+
+    def mark_forgotten(self, conn, user_id: str, ids: Sequence[str], tombstone: dict[str, Any]) -> int:
+        """Put a forget's tombstone into every stored trace of ``user_id`` that has one of ``ids`` among its
+        candidates, inside the forget's own transaction (so the forget and the traces change together or not at
+        all). A hard forget also blanks the memories' texts: see :func:`redact_trace`. Returns the traces changed.
+
+        Traces stored before migration 0005 have no ``memory_ids`` yet: they are unpacked here once and get it."""
+        wanted = set(ids)
+        if not wanted:
+            return 0
+        rows = conn.execute("SELECT id, body, body_packed, memory_ids FROM traces WHERE user_id=? AND "
+                            "(memory_ids IS NULL OR list_has_any(memory_ids, ?::VARCHAR[]))",
+                            [user_id, sorted(wanted)]).fetchall()
+        changed = 0
+        for trace_id, body, packed, memory_ids in rows:
             try:
-                data = orjson.loads(body)
-            except orjson.JSONDecodeError:  # written by the json module before orjson: it may hold NaN or Infinity
-                data = json.loads(body)
-        except (zstandard.ZstdError, zlib.error, ValueError) as exc:  # JSONDecodeError is a ValueError
-            raise StoreCorrupt(f"trace {trace_id!r} is stored but unreadable ({type(exc).__name__}: "
-                               f"{str(exc)[:120]}); delete it with delete_trace") from None
-        return trace_from_dict(data)
+                data = _body_data(trace_id, body, packed)
+            except StoreCorrupt as exc:  # nothing readable to redact; say so rather than stop the forget
+                log.warning("forget could not rewrite %s", exc)
+                continue
+            listed = sorted({c["id"] for h in data.get("hops", ()) for c in h.get("candidates", ())})
+            if wanted.isdisjoint(listed):
+                if memory_ids is None:
+                    conn.execute("UPDATE traces SET memory_ids=? WHERE id=?", [listed, trace_id])
+                continue
+            redact_trace(data, wanted, tombstone)
+            conn.execute("UPDATE traces SET body=NULL, body_packed=?, memory_ids=? WHERE id=?",
+                         [pack_body(orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)),
+                          listed, trace_id])
+            changed += 1
+        return changed
 
     def list(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> Page:
         """Trace summaries (no bodies) newest first, paginated in the database."""

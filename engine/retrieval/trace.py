@@ -64,6 +64,9 @@ class CandidateTrace:
     context_reason: str  # context | filtered | budget | budget_stop | cap | merged
     tokens: int
     preceding_text: str = ""  # items: what came right before it, which its vector_similarity also reflects
+    # Set when the memory was forgotten after this trace was stored: the forget log's entry (mode, at, actor, reason,
+    # forget_log_id). A hard forget also blanks ``text`` and ``preceding_text`` (see store.py).
+    forgotten: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,7 @@ class RetrievalTrace:
     timings_ms: dict
     replay_of: str | None = None
     stop_details: dict = field(default_factory=dict)  # the reasoner's last proposal when it stopped the hops
+    forgotten: dict = field(default_factory=dict)  # memory id -> tombstone, for memories forgotten since (store.py)
 
     def to_dict(self) -> dict[str, Any]:
         return to_plain(self)

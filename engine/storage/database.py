@@ -38,6 +38,9 @@ _FLAG_FRESH_S = 1.0
 _REAPER_TICK_S = 0.02
 _STEP_ASIDE_MAX_S = 0.5
 _OPEN_DATABASES: weakref.WeakSet = weakref.WeakSet()
+# A DuckDB file starts with a 4 KiB main header and two 4 KiB database headers, then its blocks.
+_HEADER_BYTES = 3 * 4096
+_DAMAGE_MARKERS = ("could not read enough bytes", "checksum", "corrupt")
 
 
 @atexit.register
@@ -82,7 +85,12 @@ class Database:
         while True:
             try:
                 conn = duckdb.connect(str(self.path), read_only=self.read_only)
-                conn.execute("SET TimeZone = 'UTC'")
+                try:
+                    conn.execute("SET TimeZone = 'UTC'")
+                    self._check_complete(conn)
+                except BaseException:
+                    conn.close()
+                    raise
                 if waited:
                     self._flag.unlink(missing_ok=True)
                 return conn
@@ -100,6 +108,18 @@ class Database:
                 raise StoreCorrupt(f"cannot open {self.path}: {str(exc).splitlines()[0]}") from None
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 0.05)
+
+    def _check_complete(self, conn: duckdb.DuckDBPyConnection) -> None:
+        """A file cut short (a copy or disk that ended early) opens fine and fails only on the first read of a
+        missing block, as a raw IOException; every used block must lie inside the file, so say so at once."""
+        row = conn.execute("SELECT block_size, used_blocks FROM pragma_database_size()").fetchone()
+        try:
+            size = os.path.getsize(self.path)
+        except OSError:
+            return
+        if row and size and size < _HEADER_BYTES + int(row[0]) * int(row[1]):
+            raise StoreCorrupt(f"{self.path} is truncated: {size} bytes, but its {row[1]} used blocks need at "
+                               f"least {_HEADER_BYTES + int(row[0]) * int(row[1])}; restore it from a backup")
 
     def _step_aside(self) -> None:
         """Another process asked for the file: close, and give it a moment to take the lock before we reopen."""
@@ -152,6 +172,12 @@ class Database:
                 # the connection is unusable after these; drop it (once the outermost block ends) and reopen next time
                 self._broken = True
                 raise
+            except duckdb.IOException as exc:  # a block that cannot be read back: the file is damaged
+                text = str(exc)
+                if not any(m in text.lower() for m in _DAMAGE_MARKERS):
+                    raise
+                self._broken = True
+                raise StoreCorrupt(f"{self.path} is damaged: {text.splitlines()[0][:200]}") from None
             finally:
                 self._depth -= 1
                 if self._depth == 0:

@@ -77,4 +77,12 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0004_item_preceding_text", """
     ALTER TABLE items ADD COLUMN preceding_text VARCHAR DEFAULT '';
     """),
+    # Forgetting reaches traces: each trace lists the memories among its candidates, so a forget finds the traces to
+    # redact (hard) or mark (soft) without unpacking every body; NULL for traces stored before this migration (a
+    # forget unpacks those and fills the column in). A hard forget owes LanceDB a purge of the versions that still
+    # hold the text: the owed purge is recorded in the forget's own transaction, so a crash cannot lose it.
+    ("0005_forget_tombstones", """
+    ALTER TABLE traces ADD COLUMN memory_ids VARCHAR[];
+    CREATE TABLE vector_purges (kind VARCHAR PRIMARY KEY, requested_at TIMESTAMPTZ NOT NULL);
+    """),
 )

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS, BTree, HnswSq
 
-from ..errors import InvalidInput, ModelMismatch, StoreReadOnly
+from ..errors import InvalidInput, ModelMismatch, StoreCorrupt, StoreReadOnly
 from ..ids import lance_literal
 from .resident import ResidentVectors
 from .versions import prune_versions
@@ -41,6 +41,7 @@ _INDEX_CACHE_S = 10.0
 # A user_id prefilter costs ~5 ms per search at 100k rows (bench/latency.py) and nothing measurable at 10k. Tables this
 # big are checked once per version for a single owner; a search of that owner's rows then skips the filter.
 SOLE_OWNER_MIN_ROWS = 20_000
+_PURGE_GAP_S = 1.2
 
 
 @dataclass(frozen=True)
@@ -101,8 +102,13 @@ class VectorIndex:
         if name in self._tables:
             return self._tables[name]
         if name in self.table_names():
-            tb = self.db.open_table(name)
-            meta = tb.schema.metadata or {}
+            try:
+                tb = self.db.open_table(name)
+                meta = tb.schema.metadata or {}
+            except Exception as exc:  # a missing or garbled manifest
+                raise StoreCorrupt(f"LanceDB table {name} in {self.uri} cannot be opened ({type(exc).__name__}: "
+                                   f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); run "
+                                   "`python -m engine repair` to rebuild it from DuckDB") from None
             model = meta.get(b"model", b"").decode()
             dim = int(meta.get(b"dim", b"0") or 0)
             if model != self.model or dim != self.dim:
@@ -129,10 +135,14 @@ class VectorIndex:
 
     # -- writes -----------------------------------------------------------------------------------------------------
     def add(self, kind: str, ids: Sequence[str], user_ids: Sequence[str], texts: Sequence[str],
-            vectors: np.ndarray) -> None:
+            vectors: np.ndarray, upsert: bool = False) -> None:
+        """Append the rows; with ``upsert``, replace any row that already has one of the ids (ingest and repair:
+        a file imported again after a crash must not leave two vectors for one memory)."""
         self._refuse_if_read_only()
         if not ids:
             return
+        if len(set(ids)) != len(ids):
+            raise InvalidInput("duplicate ids in one vector write")
         vectors = check_vectors(vectors, self.dim, len(ids))
         data = pa.table({
             "id": pa.array(list(ids), pa.string()),
@@ -141,21 +151,116 @@ class VectorIndex:
             "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), self.dim),
         })
         tb = self.table(kind)
-        tb.add(data)
+        if upsert:
+            tb.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
+        else:
+            tb.add(data)
         self._maintain(tb)
 
     def _refuse_if_read_only(self) -> None:
         if self.read_only:
             raise StoreReadOnly(f"the vector index {self.uri} is open read-only; nothing was written")
 
-    def delete(self, kind: str, ids: Sequence[str]) -> None:
+    def delete(self, kind: str, ids: Sequence[str], every_model: bool = False) -> None:
+        """Delete the rows of ``ids``; with ``every_model`` from the kind's tables of other embedding models too
+        (a forget: the text is in each of them)."""
         self._refuse_if_read_only()
-        tb = self.table(kind, create=False)
-        if tb is None or not ids:
+        if not ids:
             return
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            tb.delete("id IN (" + ", ".join(lance_literal(i) for i in chunk) + ")")
+        tables = [self.table(kind, create=False)]
+        if every_model:
+            tables += [self.db.open_table(n) for n in self.kind_tables(kind) if n != table_name(kind, self.model)]
+        for tb in tables:
+            if tb is None:
+                continue
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                tb.delete("id IN (" + ", ".join(lance_literal(i) for i in chunk) + ")")
+
+    def kind_tables(self, kind: str) -> list[str]:
+        """The names of the kind's tables, of every embedding model."""
+        return [n for n in self.table_names() if n.startswith(f"{kind}__")]
+
+    # -- purging forgotten rows -------------------------------------------------------------------------------------
+    def materialize_deletions(self, name: str) -> int:
+        """Rewrite every data file of table ``name`` that still holds deleted rows, and rebuild its full-text index
+        (its token dictionary would keep a deleted text's words); return the version that no longer holds them.
+        Readers are unaffected: this commits a new version, the old files stay until prune_versions removes them.
+        LanceDB's own optimize() rewrites a file only once a tenth of its rows are deleted, so this goes through
+        Lance directly (pylance) with a threshold of 0."""
+        tb = self.db.open_table(name)
+        if any(f.metadata.deletion_file is not None for f in tb.to_lance().get_fragments()):
+            for attempt in range(3):
+                try:
+                    tb.to_lance().optimize.compact_files(materialize_deletions=True,
+                                                         materialize_deletions_threshold=0.0)
+                    break
+                except Exception as exc:  # a commit conflict with another process: refresh and try again
+                    if "conflict" not in str(exc).lower() or attempt == 2:
+                        raise
+                    tb.checkout_latest()
+                    time.sleep(0.05 * (attempt + 1))
+        tb.checkout_latest()
+        clean = tb.version
+        # The next commit comes more than prune_versions' slack (1 s) later, so once it is the first version to keep,
+        # every version up to the compaction is old enough to go.
+        time.sleep(_PURGE_GAP_S)
+        if any(tuple(ix.columns) == ("text",) for ix in tb.list_indices()):
+            tb.create_index("text", config=FTS(), replace=True)
+        else:
+            tb.create_index("user_id", config=BTree(), replace=True)
+        self._tables.pop(name, None)
+        return clean
+
+    def prune_old_versions(self, name: str, retention_s: float, since_version: int) -> bool:
+        """Delete the table's versions replaced more than ``retention_s`` ago (versions.py); True once no version
+        older than ``since_version`` is left."""
+        tb = self.db.open_table(name)
+        prune_versions(tb, retention_s)
+        return min(v["version"] for v in tb.list_versions()) >= since_version
+
+    def ids(self, kind: str) -> list[str]:
+        """Every id in the kind's table (a duplicate appears twice), for orphan checks."""
+        tb = self.table(kind, create=False)
+        if tb is None:
+            return []
+        return self._read(tb, lambda: tb.search().select(["id"]).limit(max(tb.count_rows(), 1))
+                          .to_arrow().column("id").to_pylist())
+
+    def check_readable(self, kind: str) -> None:
+        """Read every column of every row of the kind's table once; StoreCorrupt naming the table if any part of
+        it cannot be read."""
+        tb = self.table(kind, create=False)
+        if tb is not None:
+            self._read(tb, lambda: tb.search().limit(max(tb.count_rows(), 1)).to_arrow())
+
+    def drop(self, kind: str) -> None:
+        """Drop this model's table of the kind (an unreadable one, before repair rebuilds it from DuckDB)."""
+        name = table_name(kind, self.model)
+        self._tables.pop(name, None)
+        self.resident = ResidentVectors(self.resident.max_rows)
+        if name in self.table_names():
+            self.db.drop_table(name)
+
+    def _read(self, tb, fn):
+        """Run a read of ``tb``. A reader whose version was pruned under it (another process purged a forgotten
+        memory's versions: LanceDB then fails to find that version's files) moves to the latest version and
+        reads once more; anything else that cannot be read is StoreCorrupt naming the table."""
+        try:
+            return fn()
+        except (InvalidInput, ModelMismatch, StoreCorrupt):
+            raise
+        except Exception as exc:
+            first = exc
+        try:
+            tb.checkout_latest()
+            return fn()
+        except (InvalidInput, ModelMismatch, StoreCorrupt):
+            raise
+        except Exception:
+            raise StoreCorrupt(f"LanceDB table {tb.name} in {self.uri} is unreadable "
+                               f"({type(first).__name__}: {str(first).splitlines()[0][:200] if str(first) else ''}); "
+                               "run `python -m engine repair` to rebuild it from DuckDB") from None
 
     def _maintain(self, tb) -> None:
         indices = {tuple(ix.columns): ix for ix in tb.list_indices()}
@@ -222,7 +327,8 @@ class VectorIndex:
         tb = self.table(kind, create=False)
         if tb is None:
             return 0
-        return tb.count_rows(None if user_id is None else f"user_id = {lance_literal(user_id)}")
+        return self._read(tb, lambda: tb.count_rows(None if user_id is None
+                                                   else f"user_id = {lance_literal(user_id)}"))
 
     def vector_search(self, kind: str, user_id: str, query_vector: np.ndarray, k: int,
                       exact: bool = False) -> list[VectorHit]:
@@ -230,6 +336,13 @@ class VectorIndex:
 
     def search_vectors(self, kind: str, user_id: str, query_vector: np.ndarray, k: int,
                        exact: bool = False) -> tuple[list[VectorHit], str]:
+        tb = self.table(kind, create=False)
+        if tb is None:
+            return [], "exact"
+        return self._read(tb, lambda: self._search_vectors(kind, user_id, query_vector, k, exact))
+
+    def _search_vectors(self, kind: str, user_id: str, query_vector: np.ndarray, k: int,
+                        exact: bool = False) -> tuple[list[VectorHit], str]:
         """The user's k nearest rows by cosine, and how they were found: ``in memory (exact)`` for small tables
         (see resident.py), ``approximate (HNSW-SQ)`` with a vector index unless ``exact``, else ``exact``. When the
         graph walk finds fewer than k rows (a user with few rows among many rarely meets them) the search is
@@ -282,6 +395,12 @@ class VectorIndex:
         return self.search_text(kind, user_id, query, k)[0]
 
     def search_text(self, kind: str, user_id: str, query: str, k: int) -> tuple[list[VectorHit], str]:
+        tb = self.table(kind, create=False)
+        if tb is None:
+            return [], "LanceDB index"
+        return self._read(tb, lambda: self._search_text(kind, user_id, query, k))
+
+    def _search_text(self, kind: str, user_id: str, query: str, k: int) -> tuple[list[VectorHit], str]:
         """The user's k best rows by BM25 (LanceDB's scoring, over the whole table), and where they were scored:
         ``in memory (BM25)`` for a held table whose index resident_text.py reproduces, else ``LanceDB index``."""
         tb = self.table(kind, create=False)
@@ -322,8 +441,8 @@ class VectorIndex:
         tb = self.table(kind, create=False)
         if tb is None or not ids:
             return {}
-        rows = (tb.search().where("id IN (" + ", ".join(lance_literal(i) for i in ids) + ")")
-                .select(["id", "vector"]).limit(len(ids) + 10).to_arrow())
+        rows = self._read(tb, lambda: tb.search().where("id IN (" + ", ".join(lance_literal(i) for i in ids) + ")")
+                          .select(["id", "vector"]).limit(len(ids) + 10).to_arrow())
         vecs = _vectors(rows)
         return {i: vecs[n] for n, i in enumerate(rows.column("id").to_pylist())}
 

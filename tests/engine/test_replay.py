@@ -129,11 +129,17 @@ def test_replay_does_not_search_or_embed_again(world):
     engine, _, gone_ids, now, _ = world
     original = engine.retrieve(GONE, QUESTION, now=now, hops=2)
     assert original.context_ids
-    engine.forget(GONE, "semantic", gone_ids, reason="test: replay must not search", mode="hard")
+    # Without their vectors, search finds none of them: a replay that searched again would come back empty.
+    engine._b.index.delete("semantic", gone_ids)
     assert engine.retrieve(GONE, QUESTION, now=now, save=False).context_ids == ()
     same_result(original, engine.replay(original.trace_id))
     changed = engine.replay(original.trace_id, {"half_life_days": 1000})
     assert set(changed.context_ids) <= set(gone_ids)
+    # Forgotten memories, though, never come back through a replay (issue 17): reported as forgotten instead.
+    engine.forget(GONE, "semantic", gone_ids, reason="test: replay leaves them out", mode="hard")
+    after = engine.replay(original.trace_id)
+    assert after.context_ids == ()
+    assert {r["id"] for r in after.ranking if r["reason"] == "forgotten"} == set(original.context_ids)
 
 
 # --- changed settings ---------------------------------------------------------------------------------------------

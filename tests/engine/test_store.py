@@ -250,10 +250,14 @@ def test_another_model_uses_its_own_tables_warns_about_missing_vectors_and_reind
     minilm_tables = set(original._b.index.table_names())
 
     other = open_store(tmp_path / "store", WrappedEmbedder(embedder, name="other-model"))
-    [warning] = other.stats().warnings
-    assert "3 memories have no other-model vectors" in warning
-    assert "semantic__all-minilm-l6-v2" in warning
-    assert "reindex" in warning
+    # per kind, naming the memories (issue 17: ids, not totals)
+    warnings = other.stats().warnings
+    assert len(warnings) == 3
+    for kind, warning in zip(("semantic", "episodic", "procedural"), warnings, strict=True):
+        assert warning.startswith(f"{kind}: 1 memories have no other-model vector")
+        assert "semantic__all-minilm-l6-v2" in warning
+        assert "reindex" in warning
+    assert len(other.stats().orphans["semantic"]["without_vector"]) == 1
     assert other.search(U, "Lisbon office") == []
 
     assert other.reindex() == {"semantic": 1, "episodic": 1, "procedural": 1}

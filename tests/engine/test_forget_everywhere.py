@@ -1,0 +1,171 @@
+"""Issue 17 (part B): a forgotten memory is forgotten everywhere (traces, replay, the trace tables, old LanceDB
+versions), exports round-trip in every state, and the two stores are checked and repaired by id."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine import MemoryEngine, Settings
+from ui.trace_data import candidate_rows, forgotten_rows, ranking_rows
+
+SECRET = "Zorblax keeps the vault code 4471 under the blue lamp"
+
+
+@pytest.fixture
+def engine(tmp_path, embedder) -> MemoryEngine:
+    settings = Settings.from_env({}, store=str(tmp_path / "store"), lock_timeout_s=30, forget_purge_grace_s=0.5)
+    return MemoryEngine.open(settings=settings, embedder=embedder)
+
+
+def _setup(engine: MemoryEngine):
+    secret = engine.remember("u1", SECRET, preceding_text="where is the vault code kept?")
+    policy = engine.remember("u1", "The vault code is rotated every month")
+    engine.remember("u1", "Lunch is served at noon in the canteen")
+    trace = engine.retrieve("u1", "where is the vault code")
+    assert secret.id in trace.context_ids and SECRET in trace.context
+    return secret, policy, trace
+
+
+def _versions_holding(engine: MemoryEngine, item_id: str) -> list[int]:
+    index = engine._b.index
+    name = index.table("semantic").name
+    holding = []
+    for v in index.table("semantic").list_versions():
+        tb = index.db.open_table(name)
+        tb.checkout(v["version"])
+        if tb.count_rows(f"id = '{item_id}'"):
+            holding.append(v["version"])
+    return holding
+
+
+def test_hard_forget_redacts_every_trace_and_replay_leaves_it_out(engine):
+    secret, policy, trace = _setup(engine)
+    engine.label("u1", secret.id, "useful", trace_id=trace.trace_id)
+    assert _versions_holding(engine, secret.id)
+    engine.forget("u1", "semantic", [secret.id], reason="privacy request", mode="hard", actor="tester")
+
+    stored = engine.get_trace(trace.trace_id)
+    body = json.dumps(stored.to_dict())
+    assert "Zorblax" not in body and "blue lamp" not in body and "vault code kept" not in body
+    tomb = stored.forgotten[secret.id]
+    assert tomb["mode"] == "hard" and tomb["actor"] == "tester" and tomb["reason"] == "privacy request"
+    assert tomb["forget_log_id"] == engine.forget_log("u1")[0].id
+    assert f"[forgotten memory {secret.id}]" in stored.context
+    cand = next(c for h in stored.hops for c in h.candidates if c.id == secret.id)
+    assert cand.text == "" and cand.preceding_text == "" and cand.forgotten == tomb
+
+    replayed = engine.replay(trace.trace_id)
+    assert secret.id not in replayed.context_ids and "Zorblax" not in replayed.context
+    row = next(r for r in replayed.ranking if r["id"] == secret.id)
+    assert row["reason"] == "forgotten" and row["context_change"] == "left" and row["forgotten"] == tomb
+    # a copy of the trace taken before the forget (JSON) is checked against the store when replayed
+    old_copy = MemoryEngine.trace_from_json(json.dumps(trace.to_dict()))
+    assert secret.id not in engine.replay_trace(old_copy).context_ids
+
+    # the trace tables show the tombstone where the text was
+    labels = [r["text"] for r in ranking_rows(stored) if r["id"] == secret.id]
+    assert labels and "forgotten" in labels[0] and "privacy request" in labels[0] and "Zorblax" not in labels[0]
+    assert any(r["forgotten"] for r in candidate_rows(stored.hops[0]))
+    assert forgotten_rows(stored)[0]["reason"] == "privacy request"
+
+    # old LanceDB versions: pruned by the forget itself once the grace has passed
+    assert engine.purges.wait(60)
+    assert engine.purges.owed() == []
+    assert _versions_holding(engine, secret.id) == []
+
+
+def test_soft_forget_marks_traces_without_redacting_and_replay_leaves_it_out(engine):
+    secret, policy, trace = _setup(engine)
+    engine.forget("u1", "semantic", [policy.id], reason="outdated", mode="soft")
+    stored = engine.get_trace(trace.trace_id)
+    assert stored.forgotten[policy.id]["mode"] == "soft"
+    cand = next(c for h in stored.hops for c in h.candidates if c.id == policy.id)
+    assert cand.text == "The vault code is rotated every month" and cand.forgotten["reason"] == "outdated"
+    assert SECRET in stored.context  # nothing else changed
+    replayed = engine.replay(trace.trace_id)
+    assert policy.id not in replayed.context_ids
+    assert next(r for r in replayed.ranking if r["id"] == policy.id)["reason"] == "forgotten"
+    # then hard: the mark becomes a hard tombstone and the text goes
+    engine.forget("u1", "semantic", [policy.id], reason="gone for good", mode="hard")
+    stored = engine.get_trace(trace.trace_id)
+    assert stored.forgotten[policy.id]["mode"] == "hard" and "rotated every month" not in stored.context
+    engine.purges.wait(60)
+
+
+def _export(engine: MemoryEngine, user: str = "u1") -> list[dict]:
+    return list(engine.export(user))
+
+
+def test_export_ingest_round_trips_forgotten_labelled_archived_and_trace_references(engine, tmp_path, embedder):
+    secret, policy, trace = _setup(engine)
+    lunch = next(i for i in engine.list_items("u1").rows if "Lunch" in i.content)
+    engine.label("u1", secret.id, "useful", trace_id=trace.trace_id, hop=1, note="answered it")
+    engine.label("u1", policy.id, "harmful", trace_id=trace.trace_id)
+    engine.label("u1", lunch.id, "useful")
+    engine.forget("u1", "semantic", [secret.id], reason="privacy", mode="hard")
+    engine.forget("u1", "semantic", [policy.id], reason="stale", mode="soft")
+    engine.ingest_lines([json.dumps({"kind": "item", "user_id": "u1", "id": "archived-1", "content": "old note",
+                                     "archived_at": "2026-01-02T00:00:00+00:00"})])
+    engine.purges.wait(60)
+    first = _export(engine)
+    assert any(r["kind"] == "feedback" and r["item_id"] == secret.id for r in first)
+
+    other = MemoryEngine.open(settings=Settings.from_env({}, store=str(tmp_path / "b"), forget_purge_grace_s=0.5),
+                              embedder=embedder)
+    other.ingest_lines([json.dumps(r) for r in first])
+    second = _export(other)
+    assert second == first
+    assert {f.trace_id for f in other.feedback_events("u1")} == {trace.trace_id, None}
+    assert other.stats().orphans["semantic"] == {"without_row": [], "without_vector": [], "duplicated": []}
+    # the forgotten memory's label still counts nowhere in retrieval: it has no row
+    assert secret.id not in {i.id for i in other.list_items("u1", include_archived=True).rows}
+
+
+def test_stats_names_orphans_by_id_and_repair_fixes_them(engine):
+    a = engine.remember("u1", "alpha memory about rivers")
+    b = engine.remember("u1", "beta memory about mountains")
+    index = engine._b.index
+    vec = engine.embedder.embed(["ghost"])
+    index.add("semantic", ["ghost-1"], ["u1"], ["ghost text"], vec)  # a vector whose row never committed
+    index.delete("semantic", [b.id])  # a row without its vector
+    index.add("semantic", [a.id], ["u1"], ["alpha memory about rivers"], engine.embedder.embed(["x"]))  # doubled
+    found = engine.stats().orphans["semantic"]
+    assert found == {"without_row": ["ghost-1"], "without_vector": [b.id], "duplicated": [a.id]}
+    warnings = " ".join(engine.stats().warnings)
+    assert "ghost-1" in warnings and b.id in warnings and a.id in warnings
+    done = engine.repair()
+    assert done["semantic"]["vectors_removed"] == 1
+    assert engine.stats().orphans["semantic"] == {"without_row": [], "without_vector": [], "duplicated": []}
+    assert [h.id for h in engine.search("u1", "mountains", limit=1)] == [b.id]
+
+
+def test_ingest_again_after_a_crash_between_vectors_and_rows_never_doubles_vectors(engine):
+    lines = [json.dumps({"kind": "item", "user_id": "u1", "id": f"it-{n}", "content": f"imported fact {n}"})
+             for n in range(30)]
+    plan = engine.transfer.plan(lines)
+    # the vectors of a crashed import (what kill -9 between the two stores leaves)
+    texts, vectors = engine._b.record_vectors(engine.semantic, plan.items[:12])
+    engine._b.index.add("semantic", [i.id for i in plan.items[:12]], ["u1"] * 12, texts, vectors)
+    assert len(engine.stats().orphans["semantic"]["without_row"]) == 12
+    engine.ingest_lines(lines)
+    assert engine.stats().orphans["semantic"] == {"without_row": [], "without_vector": [], "duplicated": []}
+    hits = engine.search("u1", "imported fact", limit=20)
+    assert len({h.id for h in hits}) == len(hits) == 20
+
+
+def test_a_corrupted_lancedb_table_is_store_corrupt_and_repair_rebuilds_it(engine):
+    from engine import StoreCorrupt
+
+    engine.remember("u1", "a memory about the sea")
+    engine.optimize()
+    data = sorted((engine.path / "vectors").glob("semantic__*/data/*.lance"))
+    assert data
+    for f in data:
+        f.write_bytes(b"garbage" * 10)
+    with pytest.raises(StoreCorrupt, match="semantic__"):
+        engine.search("u1", "sea")
+    assert any("unreadable" in w for w in engine.stats().warnings)
+    engine.repair()
+    assert [h.text for h in engine.search("u1", "sea", limit=1)] == ["a memory about the sea"]
