@@ -42,6 +42,7 @@ from .records import (
 )
 from .retrieval.reasoners import CallableReasoner, OfflineBridgeReasoner, Proposal
 from .retrieval.trace import CandidateTrace, HopTrace, RetrievalTrace
+from .retrieval.why_not import STAGE_NAMES, MemoryState, WhyNot, drop_rule, why_not
 
 __all__ = [
     "MemoryEngine", "AgentMemory", "Settings", "MemlensError", "InvalidInput", "NotFound", "StoreBusy", "StoreCorrupt",
@@ -51,4 +52,5 @@ __all__ = [
     "to_plain",
     "CallableReasoner", "OfflineBridgeReasoner", "Proposal", "CandidateTrace", "HopTrace", "RetrievalTrace",
     "MemorizeResult", "ReasonResult", "MiningResult", "SkillProposal",
+    "STAGE_NAMES", "MemoryState", "WhyNot", "drop_rule", "why_not",
 ]
