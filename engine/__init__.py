@@ -13,6 +13,7 @@ from .errors import (
                      StoreCorrupt,
                      StoreTooNew,
 )
+from .evaluation import CaseResult, Comparison, EvalCase, EvalRun, EvalSet
 from .memory.memorize import MemorizeResult
 from .memory.reasoning import ReasonResult
 from .memory.skill_mining import MiningResult, SkillProposal
@@ -53,4 +54,5 @@ __all__ = [
     "CallableReasoner", "OfflineBridgeReasoner", "Proposal", "CandidateTrace", "HopTrace", "RetrievalTrace",
     "MemorizeResult", "ReasonResult", "MiningResult", "SkillProposal",
     "STAGE_NAMES", "MemoryState", "WhyNot", "drop_rule", "why_not",
+    "EvalSet", "EvalCase", "EvalRun", "CaseResult", "Comparison",
 ]

@@ -14,6 +14,7 @@ from typing import Any
 from .admin import StoreAdmin
 from .config import Settings
 from .errors import InvalidInput
+from .evaluation import EvalRun, Evaluations
 from .ids import check_id
 from .memory.base import Backends
 from .memory.episodic import EpisodicMemory
@@ -106,6 +107,7 @@ class MemoryEngine(StoreAdmin):
         self.miner = SkillMiner(self.episodic, self.skills, llm)
         self.reasoning = Reasoner(self.working, llm)
         self.retriever = Retriever(b, llm, self.traces.save)
+        self.evals = Evaluations(b, self)  # expectation sets, runs, comparisons (engine/evaluation)
 
     @classmethod
     def open(cls, path: str | Path | None = None, settings: Settings | None = None, *,
@@ -408,6 +410,13 @@ class MemoryEngine(StoreAdmin):
         seen = any(c.id == item_id for h in trace.hops for c in h.candidates)
         state = None if seen else self.memory_states(trace.user_id, [item_id])[item_id]
         return why_not(trace, item_id, state)
+
+    def evaluate(self, set_name: str, preset: str | None = None, overrides: Mapping[str, Any] | None = None,
+                 hops: int | None = None, label: str | None = None, method: str = "memlens",
+                 progress: Callable[[int, int], None] | None = None) -> EvalRun:
+        """Run an expectation set through traced retrieval (``method`` memlens) or a plain ``vector`` / ``bm25``
+        ranking and store the run; ``engine.evals`` has the sets, runs, results and comparisons."""
+        return self.evals.evaluate(set_name, method, preset, overrides, hops, label, progress)
 
     @staticmethod
     def trace_from_json(text: str) -> RetrievalTrace:
