@@ -8,6 +8,8 @@ from typing import Any
 
 from ..memory.base import Backends
 from .compare import compare
+from .demo import load_demo_evaluation
+from .importers import ImportProgress, import_benchmark
 from .metrics import funnel, loss_counts
 from .records import CaseResult, Comparison, EvalCase, EvalRun, EvalSet
 from .runs import Evaluator, Progress
@@ -95,6 +97,17 @@ class Evaluations:
         memories per stage and rule)."""
         results = self.results(run_id)
         return {"funnel": funnel(results), "losses": loss_counts(results)}
+
+    # -- benchmarks ---------------------------------------------------------------------------------------------
+    def import_benchmark(self, kind: str, path: str, set_name: str, limit: int | None = None,
+                         preceding: bool = True, progress: ImportProgress | None = None) -> dict[str, Any]:
+        """Import a LoCoMo or LongMemEval file (users, one item per turn, the expectation set); idempotent.
+        ``preceding=False`` stores bare turns (no previous turn as preceding text)."""
+        return import_benchmark(self.engine.semantic, self._sets, kind, path, set_name, limit, preceding, progress)
+
+    def load_demo(self, run: bool = True) -> str | None:
+        """The demo's expectation set ('demo') and one run of it (when it has none); needs the demo dataset."""
+        return load_demo_evaluation(self, run)
 
     def compare(self, run_a: str, run_b: str, metric: str = "recall@10") -> Comparison:
         return compare(self.get_run(run_a), self.results(run_a), self.get_run(run_b), self.results(run_b), metric)
