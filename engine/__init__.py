@@ -14,9 +14,11 @@ from .errors import (
                      StoreTooNew,
 )
 from .evaluation import CaseResult, Comparison, EvalCase, EvalRun, EvalSet
+from .evaluation.metrics import rule_family
 from .memory.memorize import MemorizeResult
 from .memory.reasoning import ReasonResult
 from .memory.skill_mining import MiningResult, SkillProposal
+from .presets import PRESETS
 from .records import (
                      KINDS,
                      ROLES,
@@ -54,5 +56,5 @@ __all__ = [
     "CallableReasoner", "OfflineBridgeReasoner", "Proposal", "CandidateTrace", "HopTrace", "RetrievalTrace",
     "MemorizeResult", "ReasonResult", "MiningResult", "SkillProposal",
     "STAGE_NAMES", "MemoryState", "WhyNot", "drop_rule", "why_not",
-    "EvalSet", "EvalCase", "EvalRun", "CaseResult", "Comparison",
+    "EvalSet", "EvalCase", "EvalRun", "CaseResult", "Comparison", "rule_family", "PRESETS",
 ]

@@ -12,6 +12,7 @@ import streamlit as st
 from engine import InvalidInput, MemlensError
 from ui.components import need_user
 from ui.feedback import engine_errors, error_text
+from ui.pin_expectation import pin_expectation
 from ui.resources import get_engine
 from ui.text import md_escape
 from ui.trace_data import (
@@ -124,6 +125,7 @@ trace_header(trace)
 st.download_button("Export trace JSON", data=lambda: engine.export_trace(trace.trace_id),
                    file_name=f"{trace.trace_id}.json", mime="application/json", on_click="ignore",
                    key="trace_export")
+pin_expectation(engine, trace)
 tab_hops, tab_context, tab_whatif, tab_whynot = st.tabs(["Hops", "Context", "What-if", "Why not?"])
 
 with tab_hops:
@@ -174,6 +176,9 @@ with tab_whatif:
 with tab_whynot:
     st.caption("Pick any memory of this user (or type its exact id) and see where this trace lost it, that search "
                "never found it, or that it was forgotten.")
+    prefill = st.session_state.pop("trace_wn_prefill", None)  # a memory id sent by another page (Evaluations)
+    if prefill:
+        st.session_state["trace_wn_query"] = prefill
     query = st.text_input("Find a memory (search text or an id)", key="trace_wn_query")
     options: dict[str, str] = {}
     exact: str | None = None
