@@ -9,7 +9,7 @@ import streamlit as st
 
 from engine import PRESETS
 from ui.components import confirmed, flash, show_flash
-from ui.eval_data import FOUND, case_rows, delta_rows, metric_rows, parse_overrides, run_label
+from ui.eval_data import FOUND, TABLE_METRICS, case_rows, delta_rows, metric_rows, parse_overrides, run_label
 from ui.eval_figures import ab_scatter, category_bars, funnel_figure, loss_bars, loss_label
 from ui.feedback import engine_errors
 from ui.resources import get_engine
@@ -90,7 +90,9 @@ with tab_runs:
                    f"overrides {md_escape(str(run.overrides or '{}'))} · code {run.code_version} · "
                    f"store {md_escape(str(run.store_counts))}")
         results = results_of(run)
-        st.dataframe(metric_rows(run.metrics), key="ev_metrics", hide_index=True)
+        st.dataframe(metric_rows(run.metrics), key="ev_metrics", hide_index=True, column_config={
+            k: st.column_config.NumberColumn(format="%.0f" if k.startswith("latency") else "%.3f")
+            for k in TABLE_METRICS})
         st.plotly_chart(category_bars(run.metrics), key="ev_bars")
         losses = engine.evals.losses(run.run_id)
         left, right = st.columns(2)
