@@ -51,12 +51,18 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="write the results as JSON here")
     ap.add_argument("--preset", choices=sorted(PRESETS), help="a named retrieval preset for the memlens methods")
     ap.add_argument("--limit", type=int, help="only the first N questions")
+    ap.add_argument("--per-type", type=int, help="only the first N questions of each question type (a quick sample)")
     ap.add_argument("--preceding", choices=("previous-turn", "none"), default="previous-turn")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args()
     methods = args.methods.split(",")
     units = json.loads(args.path.read_text())[: args.limit or None]
+    if args.per_type:
+        by_type: dict[str, list] = defaultdict(list)
+        for u in units:
+            by_type[u["question_type"]].append(u)
+        units = [u for group in by_type.values() for u in group[: args.per_type]]
     result = run_units("longmemeval", args.path, units, args.preset, methods, parse_assignments(args.set) or None,
                        args.preceding == "previous-turn", "longmemeval")
     rows = result.pop("_results")
