@@ -13,9 +13,12 @@ from .errors import (
                      StoreCorrupt,
                      StoreTooNew,
 )
+from .evaluation import CaseResult, Comparison, EvalCase, EvalRun, EvalSet
+from .evaluation.metrics import rule_family
 from .memory.memorize import MemorizeResult
 from .memory.reasoning import ReasonResult
 from .memory.skill_mining import MiningResult, SkillProposal
+from .presets import PRESETS
 from .records import (
                      KINDS,
                      ROLES,
@@ -42,6 +45,7 @@ from .records import (
 )
 from .retrieval.reasoners import CallableReasoner, OfflineBridgeReasoner, Proposal
 from .retrieval.trace import CandidateTrace, HopTrace, RetrievalTrace
+from .retrieval.why_not import STAGE_NAMES, MemoryState, WhyNot, drop_rule, why_not
 
 __all__ = [
     "MemoryEngine", "AgentMemory", "Settings", "MemlensError", "InvalidInput", "NotFound", "StoreBusy", "StoreCorrupt",
@@ -51,4 +55,6 @@ __all__ = [
     "to_plain",
     "CallableReasoner", "OfflineBridgeReasoner", "Proposal", "CandidateTrace", "HopTrace", "RetrievalTrace",
     "MemorizeResult", "ReasonResult", "MiningResult", "SkillProposal",
+    "STAGE_NAMES", "MemoryState", "WhyNot", "drop_rule", "why_not",
+    "EvalSet", "EvalCase", "EvalRun", "CaseResult", "Comparison", "rule_family", "PRESETS",
 ]

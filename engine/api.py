@@ -15,6 +15,7 @@ from typing import Any
 from .admin import StoreAdmin
 from .config import Settings
 from .errors import InvalidInput
+from .evaluation import EvalRun, Evaluations
 from .ids import check_id
 from .memory.base import Backends
 from .memory.episodic import EpisodicMemory
@@ -53,6 +54,7 @@ from .retrieval.candidates import build_inputs, search_sources
 from .retrieval.pipeline import Retriever
 from .retrieval.store import TraceStore, trace_from_dict
 from .retrieval.trace import RetrievalTrace
+from .retrieval.why_not import MemoryState, WhyNot, why_not
 from .storage.database import Database, release_under
 from .storage.journal import WriteJournal
 from .storage.purges import VectorPurges
@@ -119,6 +121,7 @@ class MemoryEngine(StoreAdmin):
         self.miner = SkillMiner(self.episodic, self.skills, llm)
         self.reasoning = Reasoner(self.working, llm)
         self.retriever = Retriever(b, llm, self.traces.save)
+        self.evals = Evaluations(b, self)  # expectation sets, runs, comparisons (engine/evaluation)
         self._recover_at_open()
 
     @classmethod
@@ -413,6 +416,29 @@ class MemoryEngine(StoreAdmin):
 
     def export_trace(self, trace_id: str) -> str:
         return json.dumps(self.traces.get(trace_id).to_dict(), ensure_ascii=False, indent=2)
+
+    def memory_states(self, user_id: str, ids: Sequence[str]) -> dict[str, MemoryState]:
+        """Whether each memory id of a user is active, archived, hard-forgotten (with the forget log's date and
+        reason) or not in the store."""
+        from .memory.whereabouts import memory_states
+
+        return memory_states(self._b, user_id, ids)
+
+    def why_not(self, trace: RetrievalTrace | str, item_id: str) -> WhyNot:
+        """Where a trace (or a stored trace's id) lost a memory: per hop the stage and rule; for a memory no hop saw,
+        whether it was forgotten or is not in the store."""
+        trace = self.traces.get(trace) if isinstance(trace, str) else trace
+        check_id(item_id, "memory id")
+        seen = any(c.id == item_id for h in trace.hops for c in h.candidates)
+        state = None if seen else self.memory_states(trace.user_id, [item_id])[item_id]
+        return why_not(trace, item_id, state)
+
+    def evaluate(self, set_name: str, preset: str | None = None, overrides: Mapping[str, Any] | None = None,
+                 hops: int | None = None, label: str | None = None, method: str = "memlens",
+                 progress: Callable[[int, int], None] | None = None) -> EvalRun:
+        """Run an expectation set through traced retrieval (``method`` memlens) or a plain ``vector`` / ``bm25``
+        ranking and store the run; ``engine.evals`` has the sets, runs, results and comparisons."""
+        return self.evals.evaluate(set_name, method, preset, overrides, hops, label, progress)
 
     @staticmethod
     def trace_from_json(text: str) -> RetrievalTrace:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine import MemlensError
+from engine import InvalidInput, MemlensError
 from ui.components import need_user
 from ui.feedback import engine_errors, error_text
+from ui.pin_expectation import pin_expectation
 from ui.resources import get_engine
 from ui.text import md_escape
 from ui.trace_data import (
@@ -21,7 +22,6 @@ from ui.trace_data import (
     trace_label,
     whatif_summary,
     whatif_tables,
-    why_not,
 )
 from ui.trace_figures import rank_shift_figure
 from ui.trace_view import (
@@ -125,6 +125,7 @@ trace_header(trace)
 st.download_button("Export trace JSON", data=lambda: engine.export_trace(trace.trace_id),
                    file_name=f"{trace.trace_id}.json", mime="application/json", on_click="ignore",
                    key="trace_export")
+pin_expectation(engine, trace)
 tab_hops, tab_context, tab_whatif, tab_whynot = st.tabs(["Hops", "Context", "What-if", "Why not?"])
 
 with tab_hops:
@@ -173,25 +174,50 @@ with tab_whatif:
         st.plotly_chart(rank_shift_figure(replayed.ranking), key="trace_wi_fig")
 
 with tab_whynot:
-    st.caption("Pick any memory of this user and see where this trace lost it, or that search never found it.")
-    query = st.text_input("Find a memory (search text or part of an id)", key="trace_wn_query")
+    st.caption("Pick any memory of this user (or type its exact id) and see where this trace lost it, that search "
+               "never found it, or that it was forgotten.")
+    prefill = st.session_state.pop("trace_wn_prefill", None)  # a memory id sent by another page (Evaluations)
+    if prefill:
+        st.session_state["trace_wn_query"] = prefill
+    query = st.text_input("Find a memory (search text or an id)", key="trace_wn_query")
     options: dict[str, str] = {}
+    exact: str | None = None
     if query.strip():
+        wanted = query.strip()
+        texts = candidate_texts(trace)
+        if wanted in texts:
+            exact = wanted
+            options[wanted] = f"{wanted} · {shorten(texts[wanted], 90)}"
+        else:  # an exact id of a stored (or forgotten) memory wins over the full-text hits for its words
+            try:
+                state = engine.memory_states(user, [wanted])[wanted]
+            except InvalidInput:  # search words, not an id
+                state = None
+            if state is not None and state.status != "missing":
+                exact = wanted
+                options[wanted] = f"{wanted} · {state.kind} · {state.status}"
         cached = st.session_state.get("trace_wn_hits")
         if not cached or cached[0] != (user, query):
             with engine_errors("Search failed"):
                 hits = engine.search(user, query, limit=10)
                 st.session_state["trace_wn_hits"] = ((user, query), [(h.id, h.kind, h.text) for h in hits])
         for hit_id, kind, text in st.session_state.get("trace_wn_hits", (None, []))[1]:
-            options[hit_id] = f"{hit_id} · {kind} · {shorten(text, 90)}"
-        for cid, text in candidate_texts(trace).items():
-            if query.strip().lower() in cid.lower():
+            options.setdefault(hit_id, f"{hit_id} · {kind} · {shorten(text, 90)}")
+        for cid, text in texts.items():
+            if wanted.lower() in cid.lower():
                 options.setdefault(cid, f"{cid} · {shorten(text, 90)}")
+    if st.session_state.get("trace_wn_for") != (trace.trace_id, query):
+        # A new search selects its exact id (or its first hit), not what the previous search had selected.
+        st.session_state["trace_wn_for"] = (trace.trace_id, query)
+        st.session_state.pop("trace_wn_item", None)
+        if exact is not None:
+            st.session_state["trace_wn_item"] = exact
     if options:
         item = st.selectbox("Memory", list(options), format_func=lambda i: options[i], key="trace_wn_item")
-        verdict = why_not(trace, item)
-        show = {"context": st.success, "never": st.info}.get(verdict.status, st.warning)  # st.error: engine errors
-        show(md_escape(verdict.headline))
-        table(list(verdict.rows), key="trace_wn_rows")
+        with engine_errors("Why-not failed"):
+            verdict = engine.why_not(trace, item)
+            show = {"context": st.success, "never": st.info}.get(verdict.status, st.warning)  # st.error: engine errors
+            show(md_escape(verdict.headline))
+            table(list(verdict.rows), key="trace_wn_rows")
     elif query.strip():
         st.info("No memory matches that search.")

@@ -59,6 +59,9 @@ def load_demo_with_progress(engine: MemoryEngine) -> dict[str, int]:
                      text=f"Embedding demo {kind} memories: {done}/{total}")
 
     counts = engine.load_demo(progress=progress)
+    if counts:  # the demo's expectation set and one stored run of it, for the Evaluations page
+        bar.progress(1.0, text="Running the demo evaluation...")
+        engine.evals.load_demo()
     bar.empty()
     return counts
 

@@ -4,10 +4,10 @@ memory was lost, what-if comparisons. No streamlit and no plotly here, so all of
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from engine import CandidateTrace, HopTrace, RetrievalTrace
+from engine import STAGE_NAMES, HopTrace, MemoryState, RetrievalTrace, WhyNot, drop_rule
+from engine import why_not as engine_why_not
 
 from .text import one_line
 
@@ -17,8 +17,6 @@ SCORE_COLUMNS = ("vector_similarity", "fts_score", "bm25_raw", "bm25_preceding",
                  "decay", "importance", "importance_factor", "temporal", "feedback_net", "feedback_factor",
                  "hop_factor", "final", "mmr_relevance", "mmr_max_similarity", "mmr_value", "llm_relevance")
 RANK_STAGES = ("hybrid", "filter", "temporal", "feedback", "final", "mmr")
-STAGE_NAMES = {"filtered": "relevance filter", "merged": "multi-hop merge", "budget": "token budget",
-               "budget_stop": "token budget (stop mode)", "cap": "context item cap", "context": "in context"}
 
 
 def shorten(text: str, limit: int = 160) -> str:
@@ -96,42 +94,18 @@ def candidate_texts(trace: RetrievalTrace) -> dict[str, str]:
     return out
 
 
-def _used_before(trace: RetrievalTrace, rank: int) -> int:
-    return sum(r.get("tokens") or 0 for r in trace.ranking if r["in_context"] and r["rank"] < rank)
-
-
 def dropped_rows(trace: RetrievalTrace, hop: HopTrace) -> list[dict[str, Any]]:
     """Candidates of this hop that did not reach the context, with the stage and the rule that stopped them."""
     winner_hop = {r["id"]: r["hop"] for r in trace.ranking}
-    budget = int(trace.settings.get("budget_tokens") or 0)
     rows = []
     for c in hop.candidates:
         if c.in_context:
             continue
         rows.append({"id": c.id, "kind": c.kind, "stage": STAGE_NAMES.get(c.context_reason, c.context_reason),
-                     "rule": _drop_rule(trace, c, winner_hop, budget), "hybrid": c.scores.get("hybrid"),
+                     "rule": drop_rule(trace, c, winner_hop), "hybrid": c.scores.get("hybrid"),
                      "final": c.scores.get("final"),
                      "text": forgotten_label(c.forgotten) if c.forgotten and not c.text else shorten(c.text, 160)})
     return rows
-
-
-def _drop_rule(trace: RetrievalTrace, c: CandidateTrace, winner_hop: Mapping[str, int], budget: int) -> str:
-    reason = c.context_reason
-    if reason == "filtered":
-        return c.verdicts.get("rule", "dropped by the relevance filter")
-    if reason == "merged":
-        other = winner_hop.get(c.id)
-        return f"the copy found at hop {other} scored higher" if other else "another copy scored higher"
-    rank = c.ranks.get("final")
-    if reason == "budget":
-        used = _used_before(trace, rank) if rank else None
-        left = f"; {budget - used} of {budget} tokens were left" if used is not None else ""
-        return f"needs {c.tokens} tokens{left}"
-    if reason == "budget_stop":
-        return "assembly_mode=stop: an earlier memory did not fit, so assembly ended there"
-    if reason == "cap":
-        return f"context_max_items={trace.settings.get('context_max_items')} reached"
-    return reason
 
 
 def budget_share(trace: RetrievalTrace) -> float:
@@ -191,55 +165,9 @@ def feedback_factor(net: int, settings: Mapping[str, Any]) -> float:
 
 
 # -- why not? ---------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class WhyNot:
-    status: str  # context | budget | budget_stop | cap | filtered | never
-    headline: str
-    rows: tuple[dict, ...]  # one per hop: what happened to the memory there
-
-
-def why_not(trace: RetrievalTrace, item_id: str) -> WhyNot:
-    """Where a memory was lost in a trace: at which hop and stage, by which rule, or that search never found it."""
-    rows = []
-    top_k = trace.settings.get("top_k")
-    ranked = next((r for r in trace.ranking if r["id"] == item_id), None)
-    winner_hop = {r["id"]: r["hop"] for r in trace.ranking}
-    budget = int(trace.settings.get("budget_tokens") or 0)
-    for hop in trace.hops:
-        c = next((c for c in hop.candidates if c.id == item_id), None)
-        if c is None:
-            rows.append({"hop": hop.hop, "query": shorten(hop.query, 80), "stage": "search",
-                         "what happened": f"not among the top {top_k} vector or full-text results"})
-            continue
-        rank_h = c.ranks.get("hybrid")
-        if c.verdicts.get("relevance") == "dropped":
-            what = f"found by {c.found_by} (hybrid rank {rank_h}), dropped: {c.verdicts.get('rule', '')}"
-            stage = "relevance filter"
-        elif c.context_reason == "merged":
-            what = f"kept (final {c.scores.get('final', 0):.4f}) but {_drop_rule(trace, c, winner_hop, budget)}"
-            stage = "multi-hop merge"
-        else:
-            stage = STAGE_NAMES.get(c.context_reason, c.context_reason)
-            detail = "" if c.in_context else f": {_drop_rule(trace, c, winner_hop, budget)}"
-            what = f"found by {c.found_by}, final rank {c.ranks.get('final')}{detail}"
-        rows.append({"hop": hop.hop, "query": shorten(hop.query, 80), "stage": stage, "what happened": what})
-    if ranked is not None:
-        if ranked["in_context"]:
-            status, headline = "context", f"In the context at rank {ranked['rank']} (from hop {ranked['hop']})."
-        else:
-            status = ranked["reason"]
-            c = next(c for h in trace.hops if h.hop == ranked["hop"] for c in h.candidates if c.id == item_id)
-            headline = (f"Lost at the {STAGE_NAMES.get(status, status)} (final rank {ranked['rank']}, hop "
-                        f"{ranked['hop']}): {_drop_rule(trace, c, winner_hop, budget)}.")
-    elif any(r["stage"] != "search" for r in rows):
-        first = next(r for r in rows if r["stage"] == "relevance filter")
-        status = "filtered"
-        headline = f"Filtered out by the relevance filter at hop {first['hop']}: {first['what happened']}."
-    else:
-        status = "never"
-        headline = (f"Never a candidate: no hop's search (top {top_k} per source, vector and full text) "
-                    "returned it.")
-    return WhyNot(status, headline, tuple(rows))
+def why_not(trace: RetrievalTrace, item_id: str, state: MemoryState | None = None) -> WhyNot:
+    """Where a memory was lost in a trace (the engine's analysis, :func:`engine.why_not`)."""
+    return engine_why_not(trace, item_id, state)
 
 
 # -- what-if ----------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from ..errors import MemlensError
-from . import mcp_cmd, memory_cmds, retrieval_cmds
+from . import eval_cmds, mcp_cmd, memory_cmds, retrieval_cmds
 from .output import Result, dumps, one_line
 
 PROG = "python -m engine"
@@ -50,6 +50,7 @@ def build_parser() -> Parser:
     memory_cmds.register(sub, common)
     retrieval_cmds.register(sub, common)
     mcp_cmd.register(sub, common)
+    eval_cmds.register(sub, common)
     return parser
 
 
@@ -104,7 +105,7 @@ def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None
                 text = result.human(result.data)
                 out.write(text + ("\n" if text and not text.endswith("\n") else ""))
         out.flush()
-        return EXIT_OK
+        return result.exit_code if result is not None else EXIT_OK
     except (UsageError, MemlensError) as exc:
         err.write(f"error: {one_line(str(exc))}\n")
         return EXIT_ERROR

@@ -91,6 +91,7 @@ class Result:
 
     data: Any
     human: Callable[[Any], str] | None = None
+    exit_code: int = 0  # non-zero when the command ran but a check it was asked for failed (eval's gate)
 
 
 class Progress:

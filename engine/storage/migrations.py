@@ -85,4 +85,25 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ALTER TABLE traces ADD COLUMN memory_ids VARCHAR[];
     CREATE TABLE vector_purges (kind VARCHAR PRIMARY KEY, requested_at TIMESTAMPTZ NOT NULL);
     """),
+    # Evaluations: named expectation sets of cases (a question and the memories it should recall), runs of a set
+    # through retrieval (settings, code version, store counts, metrics) and each case's result in a run (the trace it
+    # produced, the ranks of its expected memories, where each miss was lost). Independent of 0005.
+    ("0006_evaluations", """
+    CREATE TABLE eval_sets (
+        name VARCHAR PRIMARY KEY, description VARCHAR NOT NULL, created_at TIMESTAMPTZ NOT NULL);
+    CREATE TABLE eval_cases (
+        set_name VARCHAR NOT NULL, case_id VARCHAR NOT NULL, user_id VARCHAR NOT NULL, question VARCHAR NOT NULL,
+        session_id VARCHAR, now TIMESTAMPTZ, expected JSON NOT NULL, category VARCHAR, source VARCHAR NOT NULL,
+        added_at TIMESTAMPTZ NOT NULL, PRIMARY KEY (set_name, case_id));
+    CREATE TABLE eval_runs (
+        id VARCHAR PRIMARY KEY, set_name VARCHAR NOT NULL, label VARCHAR NOT NULL, method VARCHAR NOT NULL,
+        preset VARCHAR, overrides JSON, hops INTEGER, settings JSON, code_version VARCHAR, store_counts JSON,
+        metrics JSON, status VARCHAR NOT NULL, cases INTEGER NOT NULL, started_at TIMESTAMPTZ NOT NULL,
+        finished_at TIMESTAMPTZ);
+    CREATE TABLE eval_results (
+        run_id VARCHAR NOT NULL, case_id VARCHAR NOT NULL, user_id VARCHAR NOT NULL, question VARCHAR NOT NULL,
+        category VARCHAR, expected JSON NOT NULL, trace_id VARCHAR, ranks JSON NOT NULL, in_context JSON NOT NULL,
+        lost JSON NOT NULL, scores JSON NOT NULL, latency_ms DOUBLE, top_ids JSON NOT NULL,
+        PRIMARY KEY (run_id, case_id));
+    """),
 )

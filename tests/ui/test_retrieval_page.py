@@ -185,3 +185,22 @@ def test_without_preceding_texts_the_table_has_no_such_column(demo_app: MemoryEn
     assert "preceded_by" not in at.dataframe[0].value.columns
     assert "bm25_preceding" not in at.dataframe[0].value.columns
     assert not [w for w in at.slider if w.label == "preceding_bm25_weight"]
+
+
+def test_typing_an_exact_memory_id_selects_that_memory_not_the_top_search_hit(demo_app: MemoryEngine):
+    q = TWO_HOP[1]  # ada: fact A is ada-item-027
+    at = ask(open_page(PAGE, user=q["user_id"]), q["question"], hops=1)
+    trace = demo_app.get_trace(at.session_state["trace_current_id"])
+    at.text_input(key="trace_wn_query").input(q["fact_b"]).run()
+    no_errors(at)
+    assert at.selectbox(key="trace_wn_item").value == q["fact_b"]
+    shown = values(at, "success") + values(at, "warning") + values(at, "info")
+    assert md_escape(demo_app.why_not(trace, q["fact_b"]).headline) in shown
+    # Another exact id typed next is selected in its turn (the previous choice does not stick).
+    at.text_input(key="trace_wn_query").input(q["fact_a"]).run()
+    assert at.selectbox(key="trace_wn_item").value == q["fact_a"]
+    # A soft-forgotten memory, found by its id only: the forget log's reason is shown.
+    at.text_input(key="trace_wn_query").input("ada-item-049").run()
+    no_errors(at)
+    assert at.selectbox(key="trace_wn_item").value == "ada-item-049"
+    assert any("archived" in v and "ruff replaced black" in v for v in values(at, "warning"))

@@ -1,0 +1,52 @@
+"""The Evaluations page in headless Chromium on the demo store: a person runs the demo's expectation set, follows a
+missed case to its trace's "Why not?" on the Retrieval trace page, and pins that trace's question as an expectation.
+Screenshots go to test-artifacts/screenshots/."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from browser_helpers import settle
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.browser
+
+
+def test_run_the_demo_set_follow_a_miss_to_why_not_and_pin_an_expectation(page, app_url: str, screenshot):
+    page.goto(app_url, wait_until="domcontentloaded")
+    page.get_by_role("link", name=re.compile("Evaluations")).first.click(timeout=120_000)
+    page.get_by_role("heading", name="Evaluations", exact=True).wait_for(timeout=120_000)
+    settle(page)
+    create = page.get_by_role("button", name="Create the demo expectation set and run it")
+    if create.count():
+        create.click()
+    else:  # the set exists already (a rerun against the same server): run it again from the form
+        page.get_by_text("Start a run").click()
+        page.get_by_role("button", name="Run evaluation").click()
+    page.get_by_role("heading", name="Cases", exact=True).wait_for(timeout=300_000)
+    settle(page)
+    expect(page.get_by_text("Where the misses were lost").first).to_be_visible()
+    expect(page.get_by_text("14 of 14 cases")).to_be_visible()
+    screenshot("evaluations_run")
+
+    # The first case is a two-hop question whose fact B was lost: open its trace at "Why not?".
+    expect(page.get_by_role("combobox", name="Open a case")).to_have_value(re.compile("demo-two-hop-1"))
+    memory = page.get_by_role("combobox", name="Expected memory").input_value().split(" · ")[0]
+    assert memory == "ada-item-033"
+    page.get_by_role("button", name="Open trace at Why not?").click()
+    page.get_by_role("heading", name="Retrieval trace", exact=True).wait_for(timeout=120_000)
+    settle(page)
+    assert "tab=why-not" in page.url and f"memory={memory}" in page.url
+    page.get_by_role("tab", name="Why not?").click()
+    expect(page.get_by_role("combobox", name="Memory")).to_have_value(re.compile(memory))
+    expect(page.get_by_text(re.compile("Filtered out by the relevance filter at hop 1")).first).to_be_visible()
+    screenshot("evaluations_why_not")
+
+    # Pin this trace's question as an expectation, with the lost memory added to its context.
+    page.get_by_text("Pin as expectation").first.click()
+    page.get_by_role("textbox", name=re.compile("More memory ids")).fill(memory)
+    page.get_by_role("textbox", name="New set name").fill("browser-pins")
+    page.get_by_role("button", name="Pin as expectation").click()
+    expect(page.get_by_text(re.compile("Pinned as case .* of set browser-pins")).first).to_be_visible()
+    screenshot("evaluations_pinned")

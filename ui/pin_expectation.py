@@ -1,0 +1,45 @@
+"""'Pin as expectation' on the Retrieval trace page: keep this trace's question, with the memories that should be
+recalled for it, as a case of an expectation set (evaluations). By default the memories that reached the context;
+any candidate of the trace, or any memory id typed in (a searched one), can be added."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from engine import MemoryEngine, RetrievalTrace
+
+from .feedback import engine_errors
+from .text import md_escape
+from .trace_data import candidate_texts, shorten
+
+NEW_SET = "(new set)"
+
+
+def pin_expectation(engine: MemoryEngine, trace: RetrievalTrace) -> None:
+    with st.expander("Pin as expectation"):
+        st.caption("Keep this question as a case of an expectation set, with the memories it should recall; the "
+                   "Evaluations page then runs the set and shows where each of them is lost.")
+        texts = candidate_texts(trace)
+        options = list(dict.fromkeys([*trace.context_ids, *texts]))
+        sets = [s.name for s in engine.evals.sets()]
+        with st.form(f"pin_form_{trace.trace_id}"):
+            chosen = st.multiselect("Memories that should be recalled", options, default=list(trace.context_ids),
+                                    key=f"pin_ids_{trace.trace_id}",
+                                    format_func=lambda i: f"{i} · {shorten(texts.get(i, ''), 70)}")
+            extra = st.text_input("More memory ids (e.g. one found with 'Why not?'; comma-separated)",
+                                  key="pin_extra")
+            c1, c2, c3 = st.columns(3)
+            target = c1.selectbox("Set", [NEW_SET, *sets], key="pin_set")
+            new_name = c2.text_input("New set name", key="pin_new_set", placeholder="e.g. regressions")
+            category = c3.text_input("Category (optional)", key="pin_category")
+            go = st.form_submit_button("Pin as expectation")
+        if go:
+            ids = list(dict.fromkeys([*chosen, *(x.strip() for x in extra.split(",") if x.strip())]))
+            name = new_name.strip() if target == NEW_SET else target
+            if not name:
+                st.warning("Name the new set (or pick an existing one).")
+                return
+            with engine_errors("Could not pin"):
+                case = engine.evals.pin(trace.trace_id, ids, name, category=category.strip() or None)
+                st.success(f"Pinned as case {case.case_id} of set {md_escape(name)} with "
+                           f"{len(case.expected)} expected memor{'y' if len(case.expected) == 1 else 'ies'}.")
