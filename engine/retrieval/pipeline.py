@@ -10,10 +10,10 @@ from typing import Any
 
 from ..clock import parse_time, utcnow
 from ..config import Settings
-from ..presets import preset_overrides
 from ..errors import InvalidInput
 from ..ids import check_id, check_text, new_id
 from ..memory.base import Backends
+from ..presets import preset_overrides
 from ..providers.llm import LLM
 from ..providers.llm_output import parse_number_list
 from ..records import KINDS

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import zlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta

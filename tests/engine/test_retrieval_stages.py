@@ -11,6 +11,7 @@ import pytest
 
 from engine import Settings
 from engine.errors import InvalidInput
+from engine.presets import PRESETS
 from engine.retrieval.stages import (
     Scored,
     assemble,
@@ -21,7 +22,6 @@ from engine.retrieval.stages import (
     similarity_function,
     token_cost,
 )
-from engine.presets import PRESETS
 from engine.retrieval.text import bm25_scores, bm25_tokens, jaccard
 from engine.retrieval.trace import CandidateInput
 
