@@ -115,3 +115,30 @@ def test_hard_forget_of_an_episode_by_id_deletes_it(demo_app):
     entry = demo_app.forget_log(user)[0]
     assert (entry.memory_type, entry.mode, entry.ids) == ("episodic", "hard", (ep.id,))
     assert any("Unknown ids (ignored)" in v for v in values(at, "success"))
+
+
+def test_a_saved_memory_empties_the_form_so_a_second_click_stores_no_duplicate(demo_app):
+    at = open_page(PAGE, user="tomas")
+    text = "Tomas waters the fern on Thursdays."
+    at.text_area(key="memories_new_content").input(text)
+    at.text_input(key="memories_new_category").input("chores")
+    button(at, "Add memory").click().run()
+    no_errors(at)
+    assert at.text_area(key="memories_new_content").value == "", "the saved text is gone from the form"
+    button(at, "Add memory").click().run()  # a second click: nothing to save
+    assert [i.content for i in demo_app.list_items("tomas", category="chores").rows] == [text]
+
+
+def test_the_open_tab_is_kept_in_the_url_and_survives_a_message_above_the_tabs(demo_app):
+    at = open_page(PAGE, user="tomas")
+    assert at.query_params["tab"] == "browse"
+    at.session_state["memories_tab"] = "Add a memory"  # what clicking the tab does
+    at.run()
+    assert at.query_params["tab"] == "add-a-memory"
+    at.text_area(key="memories_new_content").input("Tomas keeps the spare key under the blue pot.")
+    at.text_input(key="memories_new_category").input("chores")
+    button(at, "Add memory").click().run()
+    no_errors(at)
+    assert any("Added" in v for v in values(at, "success"))  # a message appeared above the tabs
+    assert at.session_state["memories_tab"] == "Add a memory"
+    assert at.query_params["tab"] == "add-a-memory"
