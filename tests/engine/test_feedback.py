@@ -97,12 +97,14 @@ def test_report_feedback_without_ids_is_refused(store):
 
 def test_unlabel_deletes_that_event_and_the_net_goes_back(store):
     engine, items, episode, skill, trace = store
+    before = engine.feedback_net(U, [items[5]]).get(items[5], 0)
+    earlier = [e.id for e in engine.feedback_events(U, item_id=items[5])]
     kept = engine.label(U, items[5], "useful", trace_id=trace.trace_id, hop=1)
     undone = engine.label(U, items[5], "harmful", trace_id=trace.trace_id, hop=1)
-    assert engine.feedback_net(U, [items[5]]) == {items[5]: 0}  # +1 -1
+    assert engine.feedback_net(U, [items[5]]) == {items[5]: before}  # +1 -1
     assert engine.unlabel(U, undone.id) == undone
-    assert engine.feedback_net(U, [items[5]]) == {items[5]: 1}
-    assert [e.id for e in engine.feedback_events(U, item_id=items[5])] == [kept.id]
+    assert engine.feedback_net(U, [items[5]]) == {items[5]: before + 1}
+    assert [e.id for e in engine.feedback_events(U, item_id=items[5])] == [kept.id, *earlier]
     with pytest.raises(NotFound):
         engine.unlabel(U, undone.id)  # already gone
     with pytest.raises(NotFound):
@@ -110,7 +112,7 @@ def test_unlabel_deletes_that_event_and_the_net_goes_back(store):
     for bad in (0, -1, "1", True):
         with pytest.raises(InvalidInput):
             engine.unlabel(U, bad)
-    assert engine.feedback_net(U, [items[5]]) == {items[5]: 1}
+    assert engine.feedback_net(U, [items[5]]) == {items[5]: before + 1}
 
 
 def test_memory_texts_of_every_kind_in_one_call(store):
@@ -129,5 +131,6 @@ def test_events_come_newest_first_by_their_time_not_their_insertion_order(store)
     newer = engine.label(U, items[7], "harmful")
     imported_late_but_old = engine.feedback.record([engine.feedback.prepare(
         U, items[7], "useful", created_at="2019-06-01T00:00:00+00:00")])[0]
-    assert [e.id for e in engine.feedback_events(U, item_id=items[7])] == [newer.id, older.id,
-                                                                            imported_late_but_old.id]
+    mine = {newer.id, older.id, imported_late_but_old.id}
+    assert [e.id for e in engine.feedback_events(U, item_id=items[7]) if e.id in mine] == [
+        newer.id, older.id, imported_late_but_old.id]
