@@ -98,3 +98,34 @@ def test_pruning_previews_then_deletes_only_after_explicit_confirmation(demo_app
     no_errors(at)
     assert demo_app.list_sessions("mira").total == before - len(plan.sessions)
     assert any(f"Deleted {len(plan.sessions)} session(s)" in v for v in values(at, "success"))
+
+
+def test_the_user_filter_follows_the_sidebar_user_after_the_first_load(demo_app):
+    at = open_page(PAGE, user="ada")
+    assert at.selectbox(key="sessions_user").value == "ada"
+    at.selectbox(key="app_user_select").set_value("mira").run()
+    no_errors(at)
+    assert at.selectbox(key="sessions_user").value == "mira"
+    assert session_rows(at) == [s.session_id for s in demo_app.list_sessions("mira").rows]
+    at.selectbox(key="sessions_user").set_value("(all users)").run()  # the page's own choice holds meanwhile
+    at.run()
+    assert at.selectbox(key="sessions_user").value == "(all users)"
+
+
+def test_a_reload_keeps_the_user_and_session_named_in_the_url(demo_app):
+    from streamlit.testing.v1 import AppTest
+
+    from apptest_helpers import ENTRY, ROOT
+
+    at = AppTest.from_file(str(ENTRY), default_timeout=60)
+    at.session_state["app_demo_checked"] = True
+    at.query_params["user"] = "mira"
+    at.query_params["session"] = "mira-s01"
+    at.switch_page(str(ROOT / PAGE))
+    at.run()
+    no_errors(at)
+    assert at.selectbox(key="app_user_select").value == "mira"
+    assert at.selectbox(key="app_session_select").value == "mira-s01"
+    assert (at.query_params["user"], at.query_params["session"]) == ("mira", "mira-s01")
+    at.selectbox(key="app_user_select").set_value("ada").run()
+    assert at.query_params["user"] == "ada" and at.query_params["session"] == demo_app.list_sessions("ada").rows[0].session_id
