@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -86,3 +87,17 @@ def url_tabs(labels: Sequence[str], key: str) -> tuple:
 def open_tab(key: str, label: str) -> None:
     """Switch the tabs under ``key`` to ``label`` on the next run (call from a callback or before the tabs)."""
     st.session_state[key] = label
+
+
+def trace_url(trace_id: str, user: str | None = None, tab: str = "hops", memory: str | None = None) -> str:
+    """A link (relative to the current page, so it works under any base path) opening a trace on the Retrieval
+    trace page: for ``st.column_config.LinkColumn`` cells and anything else that wants a plain URL."""
+    params = {"user": user, "trace": trace_id, "tab": tab, "memory": memory}
+    return "./retrieval?" + urlencode({k: v for k, v in params.items() if v})
+
+
+def trace_params(trace_id: str, user: str | None = None, tab: str = "hops", memory: str | None = None
+                 ) -> dict[str, str]:
+    """The same as query params for ``st.page_link(page_file("retrieval"), query_params=...)``."""
+    params = {"user": user, "trace": trace_id, "tab": tab, "memory": memory}
+    return {k: v for k, v in params.items() if v}
