@@ -10,6 +10,7 @@ import streamlit as st
 from engine import MemlensError, MemoryEngine, NotFound, Settings
 from ui.components import need_user
 from ui.feedback import engine_errors, error_text
+from ui.nav import page_file
 from ui.resources import get_engine
 from ui.text import md_escape
 from ui.trace_data import (
@@ -21,7 +22,6 @@ from ui.trace_data import (
     trace_label,
     unlabelled_queue,
 )
-from ui.nav import page_file
 from ui.trace_view import cached_trace, table
 from ui.url_state import incoming, trace_params, trace_url, url_tabs, write
 

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from apptest_helpers import button, markdown_texts, no_errors, open_page, plain_texts, values
+from apptest_helpers import button, markdown_texts, no_errors, open_link, open_page, plain_texts, values
 
 from engine import MemoryEngine, RetrievalTrace
 from ui.trace_data import shorten
@@ -170,14 +170,7 @@ def test_the_ledger_shows_each_memory_s_text_and_all_labels_newest_first_with_a_
 
 def test_a_link_with_a_trace_id_opens_that_trace_for_labelling(demo_app: MemoryEngine,
                                                              two_hop_trace: RetrievalTrace):
-    from apptest_helpers import ENTRY, ROOT
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(ENTRY), default_timeout=60)
-    at.session_state["app_demo_checked"] = True
-    at.query_params.update({"user": two_hop_trace.user_id, "trace": two_hop_trace.trace_id, "tab": "label-ledger"})
-    at.switch_page(str(ROOT / PAGE))
-    at.run()
+    at = open_link(PAGE, {"user": two_hop_trace.user_id, "trace": two_hop_trace.trace_id, "tab": "label-ledger"})
     no_errors(at)
     assert at.selectbox(key="fb_trace").value == two_hop_trace.trace_id
     assert at.session_state["fb_tab"] == "Label ledger"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from apptest_helpers import button, no_errors, open_page, values
+from apptest_helpers import button, no_errors, open_link, open_page, values
 
 PAGE = "pages/sessions.py"
 
@@ -113,19 +113,11 @@ def test_the_user_filter_follows_the_sidebar_user_after_the_first_load(demo_app)
 
 
 def test_a_reload_keeps_the_user_and_session_named_in_the_url(demo_app):
-    from streamlit.testing.v1 import AppTest
-
-    from apptest_helpers import ENTRY, ROOT
-
-    at = AppTest.from_file(str(ENTRY), default_timeout=60)
-    at.session_state["app_demo_checked"] = True
-    at.query_params["user"] = "mira"
-    at.query_params["session"] = "mira-s01"
-    at.switch_page(str(ROOT / PAGE))
-    at.run()
+    at = open_link(PAGE, {"user": "mira", "session": "mira-s01"})
     no_errors(at)
     assert at.selectbox(key="app_user_select").value == "mira"
     assert at.selectbox(key="app_session_select").value == "mira-s01"
     assert (at.query_params["user"], at.query_params["session"]) == ("mira", "mira-s01")
     at.selectbox(key="app_user_select").set_value("ada").run()
-    assert at.query_params["user"] == "ada" and at.query_params["session"] == demo_app.list_sessions("ada").rows[0].session_id
+    newest = demo_app.list_sessions("ada").rows[0].session_id
+    assert (at.query_params["user"], at.query_params["session"]) == ("ada", newest)
