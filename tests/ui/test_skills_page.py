@@ -87,3 +87,14 @@ def test_recording_an_outcome_updates_the_counts(demo_app):
     assert after.failure_count == top.failure_count + 1
     assert demo_app.skill_outcomes("mira", skill_id=top.id)[-1].success is False
     assert any(f"now {after.success_count} of {after.trials} trials succeeded" in v for v in values(at, "success"))
+
+
+def test_five_of_eight_reads_62_5_percent_in_the_table_and_on_the_card(demo_app):
+    skill = demo_app.register_skill("ada", "five-of-eight", "do the thing", description="a 5/8 skill")
+    for success in (True, True, True, True, True, False, False, False):
+        demo_app.report_outcome("ada", skill.id, success)
+    at = open_page(PAGE, user="ada")
+    at.text_input(key="skills_query").input("five-of-eight").run()
+    no_errors(at)
+    assert ranked_table(at).set_index("id").loc[skill.id, "success rate"] == 62.5  # drawn as "62.5%"
+    assert [m.value for m in at.metric if m.label == "success rate"] == ["62.5%"]
