@@ -97,7 +97,7 @@ def add_item(engine: MemoryEngine, user: str) -> None:
         # Saved: an empty form, so a second click cannot store the same memory twice. (Not clear_on_submit: a
         # rejected memory keeps its text for fixing.)
         for key in NEW_ITEM_KEYS:
-            st.session_state.pop(key, None)
+            st.session_state[key] = ""  # set, not deleted: the browser keeps a deleted widget's text
     with st.form("memories_add_form"):
         content = st.text_area("Memory text", key="memories_new_content", height=120,
                                placeholder="A fact, preference or lesson the agent should remember")
