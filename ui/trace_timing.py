@@ -17,7 +17,7 @@ HOP_STAGES = ("embed_query", "search", "candidates", "llm_judge", "scoring")
 STAGE_LABELS = {"query_generation": "query generation", "embed_query": "embed the query", "search": "search",
                 "candidates": "load candidates", "llm_judge": "LLM relevance judge", "scoring": "scoring",
                 "merge_and_assembly": "merge and assembly", "trace_write": "write the trace"}
-TOTAL_KEYS = ("pipeline", "total", "replay")
+TOTAL_KEYS = ("total", "pipeline", "replay")  # total: a fresh trace also timed writing itself
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def timing_spans(trace: RetrievalTrace) -> list[Span]:
         hop_start = clock
         children.append(Span(f"hop {hop.hop}", f"hop{hop.hop}", 1, hop_start, sum(stages.values())))
         for key in ordered:
-            add(STAGE_LABELS.get(key, key), f"hop{hop.hop}.{key}", 2, stages[key])
+            add(f"{STAGE_LABELS.get(key, key)} (hop {hop.hop})", f"hop{hop.hop}.{key}", 2, stages[key])
         reasoner = top.get(f"reasoner_hop{hop.hop}")
         if isinstance(reasoner, (int, float)):
             add(f"reasoner after hop {hop.hop}", f"reasoner_hop{hop.hop}", 1, reasoner)

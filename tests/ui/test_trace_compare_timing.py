@@ -101,7 +101,7 @@ def test_timing_spans_lay_the_stages_out_in_the_order_they_ran():
                    ("hop2.candidates", 2, 24.0, 1.0), ("hop2.scoring", 2, 25.0, 1.0),
                    ("merge_and_assembly", 1, 26.0, 2.0), ("untimed", 1, 28.0, 2.0)]
     rows = timing_rows(spans)
-    assert rows[0]["share"] == "100.0 %" and rows[3] == {"stage": "        embed the query", "starts at ms": 1.0,
+    assert rows[0]["share"] == "100.0 %" and rows[3] == {"stage": "        embed the query (hop 1)", "starts at ms": 1.0,
                                                           "ms": 5.0, "share": "16.7 %"}
     fig = timing_figure(spans)
     assert list(fig.data[0].base) == [s.start_ms for s in spans]
@@ -118,7 +118,9 @@ def test_a_real_trace_s_spans_add_up_to_its_pipeline_time(demo_engine: MemoryEng
     t = demo_engine.retrieve("ada", "Which timezone does the refund job's owner work in?", hops=2)
     stored = demo_engine.get_trace(t.trace_id)
     spans = timing_spans(stored)
+    assert "total" not in stored.timings_ms  # measured after the trace was written
     assert spans[0].duration_ms == pytest.approx(stored.timings_ms["pipeline"])
+    assert len({s.name for s in spans}) == len(spans), "each span has its own row in the figure"
     top_level = [s for s in spans if s.depth == 1]
     assert sum(s.duration_ms for s in top_level) == pytest.approx(stored.timings_ms["pipeline"], rel=1e-6)
     assert {f"hop{h.hop}" for h in stored.hops} <= {s.key for s in spans}
