@@ -12,7 +12,7 @@ from ui.components import fetch_page, flash, need_user, pager, reset_page_on_cha
 from ui.feedback import engine_errors
 from ui.resources import get_engine
 from ui.text import counted, md_escape, one_line, when
-from ui.url_state import url_tabs
+from ui.url_state import incoming, url_tabs, write
 
 ALL = "all categories"
 FORGET_KINDS = {"semantic": "semantic items", "episodic": "episodes", "procedural": "skills"}
@@ -81,10 +81,19 @@ def browse(engine: MemoryEngine, user: str) -> tuple[Item, ...]:
         return ()
     item_table(page.rows)
     by_id = {i.id: i for i in page.rows}
+    linked = incoming("memory")  # ?memory=<id>: a link to one memory, wherever it is in the list
+    if linked and linked not in by_id:
+        try:
+            by_id = {linked: engine.get_item(user, linked), **by_id}
+        except (KeyError, ValueError):  # NotFound / InvalidInput: not a semantic item of this user
+            linked = None
+    if linked:
+        st.session_state["memories_item"] = linked
     if st.session_state.get("memories_item") not in by_id:
         st.session_state["memories_item"] = page.rows[0].id
     chosen = st.selectbox("Details of", list(by_id), key="memories_item",
                           format_func=lambda i: f"{i} · {one_line(by_id[i].content, 70)}")
+    write("memory", chosen)
     item_detail(by_id[chosen])
     return page.rows
 

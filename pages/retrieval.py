@@ -156,8 +156,9 @@ def label_panel(selected: str | None, key: str) -> None:
     """The memory picked in a table (or named by ``?memory=``) with its label, Useful / Harmful and Undo."""
     ids = list(label_hop)
     linked = incoming("memory")
-    if linked in label_hop:
-        st.session_state[key] = linked
+    if linked in label_hop and st.session_state.get(f"{key}_linked") != linked:
+        st.session_state[key] = linked  # once per link: later picks here are the person's own
+        st.session_state[f"{key}_linked"] = linked
     if selected in label_hop and st.session_state.get(f"{key}_table") != selected:
         st.session_state[key] = selected  # a row newly selected in a table
     st.session_state[f"{key}_table"] = selected

@@ -11,6 +11,7 @@ from ui.feedback import engine_errors
 from ui.figures import cumulative_rate_figure, skill_interval_figure
 from ui.resources import get_engine
 from ui.text import label, md_escape, one_line, when
+from ui.url_state import incoming, write
 
 ANY = "any kind"
 KINDS = (ANY, "prompt", "template", "code")
@@ -192,11 +193,15 @@ def library(engine: MemoryEngine, user: str) -> None:
     st.plotly_chart(skill_interval_figure(ranked), key="skills_interval_chart")
     ranked_table(ranked)
     by_id = {r.skill.id: r for r in ranked}
+    linked = incoming("memory")  # ?memory=<skill id>: a link to one skill
+    if linked in by_id:
+        st.session_state["skills_selected"] = linked
     if st.session_state.get("skills_selected") not in by_id:
         st.session_state["skills_selected"] = ranked[0].skill.id
     chosen_id = st.selectbox("Skill", list(by_id), key="skills_selected",
                              format_func=lambda i: f"#{by_id[i].rank} {by_id[i].skill.name} "
                                                    f"v{by_id[i].skill.version}")
+    write("memory", chosen_id)
     chosen = engine.get_skill(user, chosen_id)
     versions = versions_side_by_side(engine, user, chosen)
     outcome_history(engine, user, chosen, versions)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apptest_helpers import button, no_errors, open_page, values
+from apptest_helpers import button, no_errors, open_link, open_page, values
 
 PAGE = "pages/memories.py"
 
@@ -142,3 +142,14 @@ def test_the_open_tab_is_kept_in_the_url_and_survives_a_message_above_the_tabs(d
     assert any("Added" in v for v in values(at, "success"))  # a message appeared above the tabs
     assert at.session_state["memories_tab"] == "Add a memory"
     assert at.query_params["tab"] == "add-a-memory"
+
+
+def test_a_link_names_the_memory_whose_details_are_shown_even_off_the_first_page(demo_app):
+    oldest = demo_app.list_items("ada", limit=1, offset=demo_app.list_items("ada").total - 1).rows[0]
+    at = open_link(PAGE, {"user": "ada", "memory": oldest.id, "tab": "browse"})
+    no_errors(at)
+    assert at.selectbox(key="memories_item").value == oldest.id
+    assert oldest.content in values(at, "text")
+    assert at.query_params["memory"] == oldest.id
+    at.selectbox(key="memories_item").set_value(item_table(at)["id"].iloc[0]).run()
+    assert at.query_params["memory"] == item_table(at)["id"].iloc[0]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apptest_helpers import button, no_errors, open_page, values
+from apptest_helpers import button, no_errors, open_link, open_page, values
 
 PAGE = "pages/skills.py"
 
@@ -98,3 +98,12 @@ def test_five_of_eight_reads_62_5_percent_in_the_table_and_on_the_card(demo_app)
     no_errors(at)
     assert ranked_table(at).set_index("id").loc[skill.id, "success rate"] == 62.5  # drawn as "62.5%"
     assert [m.value for m in at.metric if m.label == "success rate"] == ["62.5%"]
+
+
+def test_a_link_names_the_selected_skill(demo_app):
+    ranked = demo_app.rank_skills("ada", limit=25)
+    second = ranked[1].skill
+    at = open_link(PAGE, {"user": "ada", "memory": second.id})
+    no_errors(at)
+    assert at.selectbox(key="skills_selected").value == second.id
+    assert at.query_params["memory"] == second.id
