@@ -26,12 +26,15 @@ PAGES = [
 ]
 
 try:
+    # The navigation first: it draws the sidebar's page titles at once, so a first start that loads the demo
+    # (tens of seconds) shows "Overview", "Sessions"... meanwhile, not Streamlit's file-name list of pages/.
+    page = st.navigation(PAGES)
     engine = get_engine()
     ensure_demo(engine)
     user = pick_user(engine)
     pick_session(engine, user)
     st.sidebar.caption(f"Store: {md_escape(engine.path)}")
-    st.navigation(PAGES).run()
+    page.run()
 except MemlensError as exc:
     # Backstop for errors a page did not expect (the store locked by another process for too long, a store
     # that cannot be read): a readable message instead of a traceback. Pages handle their own action errors.

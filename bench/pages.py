@@ -8,6 +8,7 @@ includes the page's first queries) and then rerun ``--runs`` times; the table sh
 run. The engine and the model load once per process (one ``st.cache_resource``), outside the timings, and so does
 Streamlit's scan of installed components (a server does it once at start; AppTest would repeat it per AppTest).
 Targets (issue 4): every page <= 1.0 s at the large size; the trace page, excluding the retrieval itself, <= 0.5 s.
+Issue 18 adds "retrieval compare" (two 2-hop traces side by side) and "retrieval timings", opened by deep link.
 """
 
 from __future__ import annotations
@@ -72,13 +73,24 @@ def time_pages(store: Path, user: str, runs: int) -> dict[str, tuple[float, floa
     get_engine()  # the one engine load per process, outside the timings
     components = installed_components()
     out = {}
-    for page in PAGES:
+    # The trace comparison (issue 18): two 2-hop traces of the user, one before and one after labels would differ.
+    engine = get_engine()
+    a = engine.retrieve(user, "Which service does the payments team own, and who is on call for it?", hops=2)
+    b = engine.retrieve(user, "Which service does the payments team own, and who is on call for it?", hops=2,
+                        overrides={"mmr_enabled": True})
+    links = {"retrieval compare": ("retrieval", {"trace": a.trace_id, "trace_b": b.trace_id, "tab": "compare"}),
+             "retrieval timings": ("retrieval", {"trace": a.trace_id, "tab": "timings"})}
+    print(f"compared traces: {sum(len(h.candidates) for h in a.hops)} and {sum(len(h.candidates) for h in b.hops)} "
+          "candidates over 2 hops")
+    for page in PAGES + list(links):
         at = AppTest.from_file(str(ENTRY), default_timeout=120)
         if components is not None:
             at._bidi_component_manager = components
         at.session_state["app_demo_checked"] = True
         at.session_state["app_user"] = user
-        at.switch_page(str(ROOT / "pages" / f"{page}.py"))
+        file, params = links.get(page, (page, {}))
+        at.query_params.update(params)
+        at.switch_page(str(ROOT / "pages" / f"{file}.py"))
         t = time.perf_counter()
         at.run()
         first = time.perf_counter() - t
@@ -131,7 +143,7 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     headers = ["page"] + [f"{name} {kind}" for name in results for kind in ("rerun s", "first s")]
-    rows = [[p] + [f"{results[n][p][i]:.2f}" for n in results for i in (0, 1)] for p in PAGES]
+    rows = [[p] + [f"{results[n][p][i]:.2f}" for n in results for i in (0, 1)] for p in results["demo"]]
     print(table(headers, rows))
 
 

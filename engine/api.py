@@ -338,6 +338,14 @@ class MemoryEngine(StoreAdmin):
                         limit: int = 500) -> list[FeedbackEvent]:
         return self.feedback.events(user_id, item_id, trace_id, limit)
 
+    def unlabel(self, user_id: str, event_id: int) -> FeedbackEvent:
+        """Undo a label: delete that feedback event (the memory's net goes back); returns the deleted event."""
+        return self.feedback.retract(user_id, event_id)
+
+    def memory_texts(self, user_id: str, ids: Sequence[str]) -> dict[str, str]:
+        """Text of each memory id of a user, any kind, forgotten ones too (one query; unknown ids are absent)."""
+        return self.feedback.memory_texts(user_id, ids)
+
     def forget(self, user_id: str, kind: str, ids: Sequence[str], reason: str, mode: str = "soft",
                actor: str = "api") -> ForgetResult:
         """Soft (archive, unretrievable) or hard (deleted everywhere) forgetting, with an audit entry."""

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine import MemlensError, MemoryEngine, Settings
+from engine import MemlensError, MemoryEngine, NotFound, Settings
 from ui.components import need_user
 from ui.feedback import engine_errors, error_text
+from ui.nav import page_file
 from ui.resources import get_engine
 from ui.text import md_escape
 from ui.trace_data import (
@@ -22,6 +23,7 @@ from ui.trace_data import (
     unlabelled_queue,
 )
 from ui.trace_view import cached_trace, table
+from ui.url_state import incoming, trace_params, trace_url, url_tabs, write
 
 engine = get_engine()
 st.title("Feedback labelling")
@@ -45,18 +47,41 @@ def do_label(eng: MemoryEngine, user_id: str, item_id: str, label: str, trace_id
     st.session_state["fb_note"] = ""
 
 
-def label_buttons(row: dict, trace_id: str, key: str) -> None:
-    """One row to label: the memory text (as text), where it came from, and the two one-click buttons."""
+def label_buttons(row: dict, trace_id: str, key: str, link: bool = False) -> None:
+    """One row to label: the memory text (as text), where it came from, and the two one-click buttons (``link``:
+    and a link opening its trace on the Retrieval trace page)."""
     text_col, useful_col, harmful_col = st.columns([8, 1.3, 1.3], vertical_alignment="center")
     with text_col:
         st.text(f"#{row['rank']}  {shorten(row['text'], 260)}")
         st.caption(f"{md_escape(row['id'])} · {row['kind']} · hop {row['hop']} · "
                    f"{'in context' if row['in_context'] else 'not in context'} · net now {row.get('net', 0):+d}")
+        if link:
+            st.page_link(page_file("retrieval"), label=f"Open trace {trace_id}", icon=":material/manage_search:",
+                         query_params=trace_params(trace_id, user, "hops", row["id"]))
     args = (engine, user, row["id"])
     useful_col.button("Useful", icon=":material/thumb_up:", key=f"fb_u_{key}_{row['id']}", on_click=do_label,
                       args=(*args, "useful", trace_id, row["hop"]))
     harmful_col.button("Harmful", icon=":material/thumb_down:", key=f"fb_h_{key}_{row['id']}", on_click=do_label,
                        args=(*args, "harmful", trace_id, row["hop"]))
+
+
+def engine_summary(eng: MemoryEngine, user_id: str, trace_id: str) -> dict:
+    """A trace outside the recent list (opened by a link) as a picker row."""
+    t = cached_trace(eng, trace_id, "fb_trace_cache")
+    if t.user_id != user_id:
+        raise NotFound(f"trace {trace_id} belongs to another user")
+    return {"trace_id": t.trace_id, "created_at": t.created_at, "hops": len(t.hops), "question": t.question,
+            "context_ids": list(t.context_ids)}
+
+
+def memory_texts(eng: MemoryEngine, user_id: str, ids: list[str]) -> dict[str, str]:
+    """Texts of the memories this tab names, one engine call per distinct set (kept for the browser session)."""
+    key = (user_id, tuple(sorted(set(ids))))
+    cached = st.session_state.get("fb_texts")
+    if not cached or cached[0] != key:
+        texts = eng.memory_texts(user_id, list(key[1])) if key[1] else {}
+        st.session_state["fb_texts"] = cached = (key, texts)
+    return cached[1]
 
 
 flash = st.session_state.pop("fb_flash", None)
@@ -71,9 +96,18 @@ summaries = {r["trace_id"]: r for r in recent.rows} if recent else {}
 trace = None
 if summaries:
     ids = list(summaries)
-    current = st.session_state.get("trace_current_id")
-    picked = st.selectbox("Trace to label", ids, index=ids.index(current) if current in ids else 0,
-                          format_func=lambda i: trace_label(summaries[i]), key="fb_trace")
+    linked = incoming("trace")  # ?trace=... from a link or a reload
+    if linked and linked not in ids:
+        try:
+            summaries = {linked: engine_summary(engine, user, linked), **summaries}
+            ids = list(summaries)
+        except MemlensError:
+            linked = None
+    current = linked or st.session_state.get("fb_trace") or st.session_state.get("trace_current_id")
+    if current in ids:
+        st.session_state["fb_trace"] = current
+    picked = st.selectbox("Trace to label", ids, format_func=lambda i: trace_label(summaries[i]), key="fb_trace")
+    write("trace", picked)
     with engine_errors("Could not open the trace"):
         trace = cached_trace(engine, picked, "fb_trace_cache")
 # One look-up of the net counts for everything this screen shows (each engine call opens the store once).
@@ -81,8 +115,8 @@ shown_ids = sorted({i for r in summaries.values() for i in r["context_ids"]} |
                    {r["id"] for r in (trace.ranking if trace else ())})
 nets = engine.feedback_net(user, shown_ids) if shown_ids else {}
 
-tab_trace, tab_queue, tab_ledger, tab_effect = st.tabs(["Label a trace", "Unlabelled queue", "Label ledger",
-                                                        "Effect on retrieval"])
+tab_trace, tab_queue, tab_ledger, tab_effect = url_tabs(["Label a trace", "Unlabelled queue", "Label ledger",
+                                                         "Effect on retrieval"], key="fb_tab")
 with tab_trace:
     if trace is None:
         st.info(f"No traces for {md_escape(user)} yet. Ask a question on the Retrieval trace page, then label what it recalled "
@@ -93,6 +127,8 @@ with tab_trace:
         limit = c2.slider("How many", 1, 50, 10, key="fb_limit")
         rows = labelling_rows(trace, limit, only_context)
         st.caption(f"Question: {md_escape(shorten(trace.question, 200))}")
+        st.page_link(page_file("retrieval"), label=f"Open trace {trace.trace_id} on the Retrieval trace page",
+                     icon=":material/manage_search:", query_params=trace_params(trace.trace_id, user))
         for row in rows:
             label_buttons({**row, "net": nets.get(row["id"], 0)}, trace.trace_id, f"t_{trace.trace_id}")
         if not rows:
@@ -106,7 +142,7 @@ with tab_queue:
         queue = unlabelled_queue(summaries.values(), nets, lambda t: cached_trace(engine, t, "fb_trace_cache"), 15)
     st.metric("Unlabelled in recent contexts", len(queue) if len(queue) < 15 else "15+")
     for n, row in enumerate(queue):
-        label_buttons({**row, "in_context": True, "net": 0}, row["trace_id"], f"q{n}")
+        label_buttons({**row, "in_context": True, "net": 0}, row["trace_id"], f"q{n}", link=True)
     if not queue:
         st.info("Nothing waiting: every memory in the recent contexts has a label (or there are no traces yet).")
 
@@ -118,20 +154,29 @@ with tab_ledger:
     if not options:
         st.info("No labels yet and no trace to label from.")
     else:
-        item = st.selectbox("Memory", options, key="fb_ledger_item")
+        texts = memory_texts(engine, user, options)
+        item = st.selectbox("Memory", options, key="fb_ledger_item",
+                            format_func=lambda i: f"{i} · {shorten(texts.get(i, '(no longer stored)'), 80)}")
         history = engine.feedback_events(user, item_id=item)
         net = sum(e.delta for e in history)
         factor = feedback_factor(net, engine.settings.retrieval_dict())
         st.text(f"{item}: {len(history)} label(s), net {net:+d}, feedback factor now {factor:.2f}")
+        st.text(texts.get(item, "(this memory is no longer stored: hard-forgotten)"))
         for e in history:
             st.text(f"{e.created_at:%Y-%m-%d %H:%M} · {e.label} ({e.delta:+d}) · trace {e.trace_id or '—'} · "
                     f"hop {e.hop or '—'}" + (f" · note: {shorten(e.note, 200)}" if e.note else ""))
         if not history:
             st.caption("No labels on this memory yet.")
     if events:
-        with st.expander(f"All recent labels of {md_escape(user)} ({len(events)})"):
-            table([{"when": e.created_at, "item": e.item_id, "label": e.label, "delta": e.delta,
-                    "trace": e.trace_id, "hop": e.hop, "note": e.note} for e in events], key="fb_all_events")
+        with st.expander(f"All recent labels of {md_escape(user)} ({len(events)}), newest first"):
+            texts = memory_texts(engine, user, [e.item_id for e in events])
+            st.dataframe([{"when": e.created_at, "item": e.item_id, "text": shorten(texts.get(e.item_id, ""), 120),
+                           "label": e.label, "delta": e.delta, "trace": e.trace_id or "",
+                           "open": trace_url(e.trace_id, user, "hops", e.item_id) if e.trace_id else None,
+                           "hop": e.hop, "note": e.note} for e in events], hide_index=True, key="fb_all_events",
+                         column_config={"open": st.column_config.LinkColumn("open", display_text="open trace"),
+                                        "text": st.column_config.TextColumn(width="large"),
+                                        "hop": st.column_config.NumberColumn(format="%d")})
 
 with tab_effect:
     if trace is None:

@@ -12,6 +12,7 @@ from ui.components import fetch_page, flash, need_user, pager, reset_page_on_cha
 from ui.feedback import engine_errors
 from ui.resources import get_engine
 from ui.text import counted, md_escape, one_line, when
+from ui.url_state import incoming, url_tabs, write
 
 ALL = "all categories"
 FORGET_KINDS = {"semantic": "semantic items", "episodic": "episodes", "procedural": "skills"}
@@ -80,15 +81,32 @@ def browse(engine: MemoryEngine, user: str) -> tuple[Item, ...]:
         return ()
     item_table(page.rows)
     by_id = {i.id: i for i in page.rows}
+    linked = incoming("memory")  # ?memory=<id>: a link to one memory, wherever it is in the list
+    if linked and linked not in by_id:
+        try:
+            by_id = {linked: engine.get_item(user, linked), **by_id}
+        except (KeyError, ValueError):  # NotFound / InvalidInput: not a semantic item of this user
+            linked = None
+    if linked:
+        st.session_state["memories_item"] = linked
     if st.session_state.get("memories_item") not in by_id:
         st.session_state["memories_item"] = page.rows[0].id
     chosen = st.selectbox("Details of", list(by_id), key="memories_item",
                           format_func=lambda i: f"{i} · {one_line(by_id[i].content, 70)}")
+    write("memory", chosen)
     item_detail(by_id[chosen])
     return page.rows
 
 
+NEW_ITEM_KEYS = ("memories_new_content", "memories_new_preceding")
+
+
 def add_item(engine: MemoryEngine, user: str) -> None:
+    if st.session_state.pop("memories_add_done", False):
+        # Saved: an empty form, so a second click cannot store the same memory twice. (Not clear_on_submit: a
+        # rejected memory keeps its text for fixing.)
+        for key in NEW_ITEM_KEYS:
+            st.session_state[key] = ""  # set, not deleted: the browser keeps a deleted widget's text
     with st.form("memories_add_form"):
         content = st.text_area("Memory text", key="memories_new_content", height=120,
                                placeholder="A fact, preference or lesson the agent should remember")
@@ -107,6 +125,7 @@ def add_item(engine: MemoryEngine, user: str) -> None:
             item = engine.remember(user, content, category.strip(), importance, evergreen, source="ui",
                                    preceding_text=preceding or None)
             flash("memories", f"Added {md_escape(item.id)} to {md_escape(item.category)}.")
+            st.session_state["memories_add_done"] = True
             st.rerun()
 
 
@@ -208,7 +227,8 @@ def main() -> None:
     if not user:
         return
     with engine_errors("Could not read memories"):
-        browse_tab, add_tab, forget_tab, log_tab = st.tabs(["Browse", "Add a memory", "Forget", "Forget log"])
+        browse_tab, add_tab, forget_tab, log_tab = url_tabs(["Browse", "Add a memory", "Forget", "Forget log"],
+                                                            key="memories_tab")
         with browse_tab:
             items = browse(engine, user)
         with add_tab:

@@ -15,6 +15,7 @@ from ui.resources import get_engine, load_demo_with_progress
 from ui.settings_view import settings_rows
 from ui.sidebar import current_user
 from ui.text import counted, md_escape, size_text, when
+from ui.url_state import trace_params, trace_url
 
 COUNTS = [("Users", "users"), ("Sessions", "sessions"), ("Messages", "messages"), ("Working slots", "working_slots"),
           ("Semantic items", "items"), ("Categories", "categories"), ("Episodes", "episodes"), ("Skills", "skills"),
@@ -68,12 +69,19 @@ def show_recent_traces(engine: MemoryEngine) -> None:
         st.caption("No retrievals traced yet. Ask a question on the Retrieval trace page, or let an agent call "
                    "`retrieve` / the `memory_retrieve` MCP tool.")
     else:
-        st.dataframe([{"when": when(t["created_at"]), "user": t["user_id"], "question": t["question"],
-                       "hops": t["hops"], "stop reason": t["stop_reason"], "memories in context": len(t["context_ids"]),
-                       "embedder": t["embedder"], "reasoner": t["reasoner"],
-                       "ms": round(t["total_ms"] or 0.0, 1), "trace id": t["trace_id"]} for t in page.rows],
-                     hide_index=True, key="overview_traces")
-        st.caption(traces_caption(len(page.rows), page.total))
+        event = st.dataframe(
+            [{"open": trace_url(t["trace_id"], t["user_id"]), "when": when(t["created_at"]), "user": t["user_id"],
+              "question": t["question"], "hops": t["hops"], "stop reason": t["stop_reason"],
+              "memories in context": len(t["context_ids"]), "embedder": t["embedder"], "reasoner": t["reasoner"],
+              "ms": round(t["total_ms"] or 0.0, 1), "trace id": t["trace_id"]} for t in page.rows],
+            hide_index=True, key="overview_traces", on_select="rerun", selection_mode="single-row",
+            column_config={"open": st.column_config.LinkColumn("open", display_text="open", pinned=True)})
+        st.caption(traces_caption(len(page.rows), page.total) + " Select a row (or click its 'open') to open it.")
+        picked = list(event.selection.rows) if event is not None else []
+        if picked and picked[0] < len(page.rows):
+            t = page.rows[picked[0]]
+            st.page_link(page_file("retrieval"), label=f"Open trace {t['trace_id']} on the Retrieval trace page",
+                         icon=":material/open_in_new:", query_params=trace_params(t["trace_id"], t["user_id"]))
     st.page_link(page_file("retrieval"), label="Open the Retrieval trace page", icon=":material/manage_search:")
     if page.total:
         with st.expander("Delete old traces", expanded="overview_prune_plan" in st.session_state):
@@ -140,7 +148,8 @@ def show_settings(engine: MemoryEngine, stats: StoreStats) -> None:
         st.code(f"embedder: {stats.embedder}\nLLM: {llm}", language=None, wrap_lines=True)
     with st.expander("All settings (values in use, defaults, meaning)"):
         st.dataframe(settings_rows(engine.settings), hide_index=True, key="overview_settings")
-    with st.expander("Compact the store"):
+    compacted = st.session_state.pop("overview_compacted", None)
+    with st.expander("Compact the store", expanded=compacted is not None):
         st.caption("Folds new memories into the full-text and user indexes, merges the vector tables' small files and "
                    "deletes LanceDB versions replaced more than vector_version_retention_s "
                    f"({engine.settings.vector_version_retention_s:g} s) ago. Writes do this every few thousand "
@@ -150,8 +159,12 @@ def show_settings(engine: MemoryEngine, stats: StoreStats) -> None:
                 before = engine.disk_bytes()
                 engine.optimize(vector_index=False)
                 store_size.clear()
-                flash("overview", f"Compacted: {size_text(before)} before, {size_text(engine.disk_bytes())} now.")
+                # Shown in this section, which stays open: not at the top of the page, far from the button.
+                st.session_state["overview_compacted"] = (f"Compacted: {size_text(before)} before, "
+                                                          f"{size_text(engine.disk_bytes())} now.")
                 st.rerun()
+        if compacted:
+            st.success(compacted)
     usage = engine.usage()
     if usage:
         st.caption("LLM token usage per user and operation")

@@ -1,8 +1,10 @@
 """Retrieval trace: ask a question or open a stored trace, and see why each memory was (not) recalled.
 
 Per hop: the query and who proposed it, every candidate with every score, how each final score was built, what was
-dropped and why. Then the assembled context, a what-if replay (no re-search) and "why not?" for any memory.
-The retrieval runs only when asked: the open trace's id lives in ``trace_current_id`` and is fetched once.
+dropped and why; label any candidate or context memory useful/harmful right there. Then the assembled context, a
+what-if replay (no re-search), "why not?" for any memory, a comparison with any other trace, and where the time went.
+The retrieval runs only when asked: the open trace's id lives in ``trace_current_id`` (and ``?trace=`` in the URL,
+with ``tab``, ``memory`` and ``trace_b``: see ui/url_state.py) and is fetched once.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from ui.components import need_user
 from ui.feedback import engine_errors, error_text
 from ui.pin_expectation import pin_expectation
 from ui.resources import get_engine
+from ui.sidebar import open_session
 from ui.text import md_escape
+from ui.trace_compare import compare_traces, rank_shift_rows
 from ui.trace_data import (
     candidate_texts,
     changed_overrides,
@@ -23,7 +27,9 @@ from ui.trace_data import (
     whatif_summary,
     whatif_tables,
 )
-from ui.trace_figures import rank_shift_figure
+from ui.trace_figures import rank_shift_figure, timing_figure
+from ui.trace_labels import label_controls, show_label_flash, trace_labels
+from ui.trace_timing import timing_rows, timing_spans
 from ui.trace_view import (
     cached_trace,
     context_section,
@@ -33,6 +39,7 @@ from ui.trace_view import (
     trace_header,
     whatif_controls,
 )
+from ui.url_state import incoming, url_tabs, write
 
 engine = get_engine()
 st.title("Retrieval trace")
@@ -48,6 +55,10 @@ def open_trace(trace_id: str | None) -> None:
         st.session_state.pop("trace_wn_item", None)
     st.session_state["trace_current_id"] = trace_id
 
+
+linked_trace = incoming("trace")  # ?trace=<id> (or the older ?trace_id=) from a shared link or a reload
+if linked_trace:
+    open_trace(linked_trace)
 
 # -- ask or open -----------------------------------------------------------------------------------------------
 ask_col, open_col = st.columns([3, 2])
@@ -111,13 +122,19 @@ if trace_id:
         st.error(f"Cannot open trace {md_escape(trace_id[:80])}: {md_escape(error_text(exc))}")
         st.session_state.pop("trace_current_id", None)
 if trace is not None and trace.user_id != user:
+    if linked_trace == trace.trace_id:  # a link names the trace: show it as its user
+        open_session(trace.user_id, trace.session_id)
+        write("trace", trace.trace_id)
+        st.rerun()
     st.info(f"The open trace belongs to user {md_escape(trace.user_id)}; pick it in the sidebar to work on it.")
     st.session_state.pop("trace_current_id", None)
     trace = None
 if trace is None:
+    write("trace", None)
     st.stop()
 if st.session_state.get("trace_current_id") != trace.trace_id:
     open_trace(trace.trace_id)
+write("trace", trace.trace_id)
 
 # -- the trace ---------------------------------------------------------------------------------------------------
 st.divider()
@@ -126,17 +143,61 @@ st.download_button("Export trace JSON", data=lambda: engine.export_trace(trace.t
                    file_name=f"{trace.trace_id}.json", mime="application/json", on_click="ignore",
                    key="trace_export")
 pin_expectation(engine, trace)
-tab_hops, tab_context, tab_whatif, tab_whynot = st.tabs(["Hops", "Context", "What-if", "Why not?"])
+TABS = ["Hops", "Context", "What-if", "Why not?", "Compare", "Timings"]
+tab_hops, tab_context, tab_whatif, tab_whynot, tab_compare, tab_timings = url_tabs(TABS, key="trace_tab")
+texts_by_id = candidate_texts(trace)
+labels = trace_labels(engine, trace, texts_by_id)
+label_hop = {r["id"]: r["hop"] for r in trace.ranking}
+for hop in trace.hops:  # a memory the relevance filter dropped is labelled at the first hop that found it
+    for c in hop.candidates:
+        label_hop.setdefault(c.id, hop.hop)
+
+
+def label_panel(selected: str | None, key: str) -> None:
+    """The memory picked in a table (or named by ``?memory=``) with its label, Useful / Harmful and Undo."""
+    ids = list(label_hop)
+    linked = incoming("memory")
+    if linked in label_hop and st.session_state.get(f"{key}_linked") != linked:
+        st.session_state[key] = linked  # once per link: later picks here are the person's own
+        st.session_state[f"{key}_linked"] = linked
+    if selected in label_hop and st.session_state.get(f"{key}_table") != selected:
+        st.session_state[key] = selected  # a row newly selected in a table
+    st.session_state[f"{key}_table"] = selected
+    if st.session_state.get(key) not in label_hop:
+        st.session_state[key] = ids[0] if ids else None
+    if not ids:
+        return
+    with st.container(border=True):
+        if tab_hops.open:
+            show_label_flash()
+        item = st.selectbox("Memory to label", ids, key=key,
+                            format_func=lambda i: f"{i} · {shorten(texts_by_id.get(i, ''), 90)}")
+        label_controls(engine, trace, labels, item, label_hop[item], key)
+    if st.session_state.get("trace_tab") in ("Hops", "Context"):
+        write("memory", item)
+
 
 with tab_hops:
     top_n = st.slider("Candidates in the score breakdown", 1, 15, 5, key="trace_top_n")
+    panel = st.container()
+    picked = None
     for n in range(len(trace.hops)):
-        hop_section(trace, n, top_n)
+        picked = hop_section(trace, n, top_n, labels) or picked
     if not trace.hops:
         st.info(f"No hop ran (stop reason: {trace.stop_reason}).")
+    with panel:
+        label_panel(picked, "trace_label_item")
 
 with tab_context:
     context_section(trace)
+    if trace.context_ids:
+        st.subheader("Label what reached the context")
+        if tab_context.open:
+            show_label_flash()
+        for item_id in trace.context_ids:
+            with st.container(border=True):
+                st.text(shorten(texts_by_id.get(item_id, ""), 300))
+                label_controls(engine, trace, labels, item_id, label_hop.get(item_id), "trace_ctx")
 
 with tab_whatif:
     st.caption("Re-rank this trace's candidates under other settings. Nothing is searched or embedded again; "
@@ -177,6 +238,10 @@ with tab_whynot:
     st.caption("Pick any memory of this user (or type its exact id) and see where this trace lost it, that search "
                "never found it, or that it was forgotten.")
     prefill = st.session_state.pop("trace_wn_prefill", None)  # a memory id sent by another page (Evaluations)
+    linked_memory = incoming("memory") if st.session_state.get("trace_tab") == "Why not?" else None
+    if linked_memory and st.session_state.get("trace_wn_linked") != linked_memory:  # ?tab=why-not&memory=<id>
+        prefill = prefill or linked_memory
+        st.session_state["trace_wn_linked"] = linked_memory
     if prefill:
         st.session_state["trace_wn_query"] = prefill
     query = st.text_input("Find a memory (search text or an id)", key="trace_wn_query")
@@ -214,6 +279,8 @@ with tab_whynot:
             st.session_state["trace_wn_item"] = exact
     if options:
         item = st.selectbox("Memory", list(options), format_func=lambda i: options[i], key="trace_wn_item")
+        if st.session_state.get("trace_tab") == "Why not?":
+            write("memory", item)  # a reload or a shared link opens this memory's answer again
         with engine_errors("Why-not failed"):
             verdict = engine.why_not(trace, item)
             show = {"context": st.success, "never": st.info}.get(verdict.status, st.warning)  # st.error: engine errors
@@ -221,3 +288,71 @@ with tab_whynot:
             table(list(verdict.rows), key="trace_wn_rows")
     elif query.strip():
         st.info("No memory matches that search.")
+
+with tab_compare:
+    st.caption("This trace (A) beside any other stored trace of the user (B): the same question before and after a "
+               "label, two presets, two hop settings. Per memory its rank and scores in each, and what entered or "
+               "left the context.")
+    others = [i for i in summaries if i != trace.trace_id]
+    linked_b = incoming("trace_b")
+    if linked_b and linked_b != trace.trace_id and linked_b not in others:
+        others.insert(0, linked_b)  # an older trace, outside the 50 newest listed
+    if linked_b in others:
+        st.session_state["trace_b_pick"] = linked_b
+    if st.session_state.get("trace_b_pick") not in others and others:
+        same = [i for i in others if summaries.get(i, {}).get("question") == trace.question]
+        st.session_state["trace_b_pick"] = (same or others)[0]  # the same question asked another time, if any
+    if not others:
+        st.info("This user has no other stored trace to compare with: ask another question (or the same one with "
+                "other settings) first.")
+        write("trace_b", None)
+    else:
+        b_id = st.selectbox("Compare with (B)", others, key="trace_b_pick",
+                            format_func=lambda i: trace_label(summaries[i]) if i in summaries else i)
+        write("trace_b", b_id)
+        other = None
+        try:
+            other = cached_trace(engine, b_id, "trace_cache")
+        except MemlensError as exc:
+            st.error(f"Cannot open trace {md_escape(b_id[:80])}: {md_escape(error_text(exc))}")
+        if other is not None and other.user_id != trace.user_id:
+            st.error(f"Trace {md_escape(b_id)} belongs to another user.")
+            other = None
+        if other is not None and tab_compare.open is not False:
+            comparison = compare_traces(trace, other)
+            summary = comparison.summary
+            m1, m2, m3, m4 = st.columns(4)
+            m1.metric("Rank changes", len(comparison.moved))
+            m2.metric("Entered the context", len(comparison.entered))
+            m3.metric("Left the context", len(comparison.left))
+            a_tok, b_tok = summary["context tokens"]
+            m4.metric("Context tokens (B)", b_tok, delta=b_tok - a_tok)
+            if summary["question"][0] != summary["question"][1]:
+                st.caption("The two traces answer different questions:")
+                st.text(f"A: {shorten(summary['question'][0], 300)}\nB: {shorten(summary['question'][1], 300)}")
+            table([{"": name, "A": a, "B": b} for name, (a, b) in summary.items() if name != "question"],
+                  key="trace_cmp_summary")
+            if comparison.settings:
+                st.caption("Settings that differ")
+                table(list(comparison.settings), key="trace_cmp_settings")
+            else:
+                st.caption("Both traces ran with the same settings.")
+            st.text("Entered: " + (", ".join(comparison.entered) or "—") + "\nLeft: "
+                    + (", ".join(comparison.left) or "—"))
+            table(list(comparison.rows), key="trace_cmp_rows", pinned=("id", "text"),
+                  columns=["id", "text", "context", "rank_a", "rank_b", "change", "final_a", "final_b", "hybrid_a",
+                           "hybrid_b", "similarity_a", "similarity_b", "outcome_a", "outcome_b", "hop_a", "hop_b",
+                           "kind"])
+            fig = rank_shift_figure(rank_shift_rows(comparison))
+            fig.update_layout(title="Rank in A (before) and in B (after): green entered the context, red left it")
+            st.plotly_chart(fig, key="trace_cmp_fig")
+
+with tab_timings:
+    spans = timing_spans(trace)
+    if len(spans) <= 1:
+        st.info("This trace recorded no stage timings.")
+    elif tab_timings.open is not False:
+        st.caption("Each stage's duration as the trace recorded it, in the order the stages ran (hops nest their "
+                   "stages). Time the stages do not account for is shown as its own span.")
+        st.plotly_chart(timing_figure(spans), key="trace_timing_fig")
+        table(timing_rows(spans), key="trace_timing_rows")

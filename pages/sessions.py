@@ -29,7 +29,11 @@ def day_end(d: date | None) -> datetime | None:
 
 def session_filters(engine: MemoryEngine, default_user: str) -> tuple[str | None, str, date | None, date | None, int]:
     users = [ALL_USERS] + engine.users()
-    if st.session_state.get("sessions_user") not in users:
+    # The filter follows the sidebar whenever the sidebar's user changes (it may then be set to another user or
+    # to all users here, until the sidebar changes again).
+    sidebar_changed = st.session_state.get("sessions_sidebar_user") != default_user
+    st.session_state["sessions_sidebar_user"] = default_user
+    if sidebar_changed or st.session_state.get("sessions_user") not in users:
         st.session_state["sessions_user"] = default_user if default_user in users else ALL_USERS
     c1, c2, c3, c4, c5 = st.columns([2, 3, 2, 2, 1])
     who = c1.selectbox("User", users, key="sessions_user", persist_state="session")

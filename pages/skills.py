@@ -11,10 +11,17 @@ from ui.feedback import engine_errors
 from ui.figures import cumulative_rate_figure, skill_interval_figure
 from ui.resources import get_engine
 from ui.text import label, md_escape, one_line, when
+from ui.url_state import incoming, write
 
 ANY = "any kind"
 KINDS = (ANY, "prompt", "template", "code")
 VERSIONS_PER_ROW = 3
+
+
+def rate_percent(rate: float) -> float:
+    """A success rate as the percentage every view of it shows (one decimal: 5 of 8 is 62.5 %, both in the table
+    and on the version card; rounding once, here, keeps them from disagreeing as 0.63 and 62 % did)."""
+    return round(100 * rate, 1)
 
 
 def filters() -> tuple[str | None, str | None, int]:
@@ -28,13 +35,13 @@ def filters() -> tuple[str | None, str | None, int]:
 
 def ranked_table(ranked: list[RankedSkill]) -> None:
     st.dataframe([{"rank": r.rank, "name": r.skill.name, "version": r.skill.version, "kind": r.skill.kind,
-                   "success rate": round(r.success_rate, 3), "successes": r.skill.success_count,
+                   "success rate": rate_percent(r.success_rate), "successes": r.skill.success_count,
                    "trials": r.trials, "Wilson lower": round(r.wilson_lower, 3),
                    "Wilson upper": round(r.wilson_upper, 3), "few trials": r.few_trials,
                    "id": r.skill.id} for r in ranked],
                  hide_index=True, key="skills_table",
-                 column_config={"success rate": st.column_config.ProgressColumn(min_value=0, max_value=1,
-                                                                                format="%.2f"),
+                 column_config={"success rate": st.column_config.ProgressColumn(min_value=0, max_value=100,
+                                                                                format="%.1f%%"),
                                 "Wilson lower": st.column_config.NumberColumn(format="%.3f"),
                                 "Wilson upper": st.column_config.NumberColumn(format="%.3f")})
     few = [r for r in ranked if r.few_trials]
@@ -48,7 +55,7 @@ def version_card(skill: Skill, ranked: RankedSkill | None, selected: bool) -> No
         mark = " (selected)" if selected else ""
         archived = " · archived" if skill.archived_at else ""
         st.markdown(f"**v{skill.version}**{mark} · {skill.kind}{archived}")
-        rate = f"{skill.success_rate:.0%}" if skill.trials else "no trials"
+        rate = f"{rate_percent(skill.success_rate):.1f}%" if skill.trials else "no trials"
         st.metric("success rate", rate, help="successes / trials (0.5 is shown as 'no trials' when none)")
         interval = (f" · Wilson 95% {ranked.wilson_lower:.2f}–{ranked.wilson_upper:.2f}" if ranked else "")
         st.caption(f"{skill.success_count} of {skill.trials} trials succeeded{interval} · created "
@@ -100,7 +107,8 @@ def record_outcome(engine: MemoryEngine, user: str, chosen: Skill, versions: lis
         with engine_errors("Outcome not recorded"):
             skill = engine.report_outcome(user, skill_id, result == "success", episode.strip() or None)
             flash("skills", f"Recorded a {result} for {md_escape(skill.name)} v{skill.version}: now "
-                            f"{skill.success_count} of {skill.trials} trials succeeded ({skill.success_rate:.0%}).")
+                            f"{skill.success_count} of {skill.trials} trials succeeded "
+                            f"({rate_percent(skill.success_rate):.1f}%).")
             st.rerun()
 
 
@@ -185,11 +193,15 @@ def library(engine: MemoryEngine, user: str) -> None:
     st.plotly_chart(skill_interval_figure(ranked), key="skills_interval_chart")
     ranked_table(ranked)
     by_id = {r.skill.id: r for r in ranked}
+    linked = incoming("memory")  # ?memory=<skill id>: a link to one skill
+    if linked in by_id:
+        st.session_state["skills_selected"] = linked
     if st.session_state.get("skills_selected") not in by_id:
         st.session_state["skills_selected"] = ranked[0].skill.id
     chosen_id = st.selectbox("Skill", list(by_id), key="skills_selected",
                              format_func=lambda i: f"#{by_id[i].rank} {by_id[i].skill.name} "
                                                    f"v{by_id[i].skill.version}")
+    write("memory", chosen_id)
     chosen = engine.get_skill(user, chosen_id)
     versions = versions_side_by_side(engine, user, chosen)
     outcome_history(engine, user, chosen, versions)

@@ -124,7 +124,8 @@ def history(engine: MemoryEngine, user: str, session: str, slot: str) -> None:
         restore = st.form_submit_button("Restore this value")
     if restore:
         with engine_errors("Not restored"):
-            engine.working_restore(user, session, edit.id, which, source="ui")
+            # Its own source, so the history tells a restore from an edit typed by hand.
+            engine.working_restore(user, session, edit.id, which, source="restore")
             edited(f"Restored {edit.slot} to its value {'before' if which == 'old' else 'after'} edit #{edit.id} "
                    "(recorded as a new edit).")
 

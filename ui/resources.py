@@ -50,7 +50,7 @@ def leave_legacy_pages_mode() -> None:
 
 def load_demo_with_progress(engine: MemoryEngine) -> dict[str, int]:
     """Load the bundled demo dataset, showing a progress bar while its memories are embedded."""
-    bar = st.progress(0.0, text="Loading the demo dataset...")
+    bar = st.progress(0.0, text="Loading the demo dataset: reading it and warming up the embedding model...")
     shares = {"semantic": (0.0, 0.6), "episodic": (0.6, 0.2), "procedural": (0.8, 0.2)}
 
     def progress(kind: str, done: int, total: int) -> None:

@@ -10,6 +10,8 @@ import streamlit as st
 
 from engine import MemoryEngine
 
+from . import url_state
+
 SIDEBAR_SESSIONS = 200  # the newest sessions listed in the picker; the Sessions page reaches every other one
 
 
@@ -46,9 +48,14 @@ def pick_user(engine: MemoryEngine) -> str | None:
                         "or let an agent write memory through the Python API or MCP.")
         return None
     current = st.session_state.get("app_user")
+    linked = url_state.incoming("user")  # a shared link or a reload names the user
+    if linked in users and linked != current:
+        current = linked
+        st.session_state["app_session"] = None  # the link's session (or the newest) is picked below
     if current not in users:
         current = users[0]
     st.session_state["app_user"] = current
+    url_state.write("user", current)
     st.session_state["app_user_select"] = current
     st.sidebar.selectbox("User", users, key="app_user_select", on_change=_user_changed,
                          help=f"{len(users)} user(s) in this store")
@@ -62,20 +69,25 @@ def pick_session(engine: MemoryEngine, user: str | None) -> str | None:
     page = engine.list_sessions(user, limit=SIDEBAR_SESSIONS)
     ids = [s.session_id for s in page.rows]
     current = st.session_state.get("app_session")
+    linked = url_state.incoming("session")
+    if linked:
+        current = linked
     if current and current not in ids:
         # A session opened from the Sessions page may be older than the newest ones listed here.
         try:
             engine.get_session(user, current)
             ids.append(current)
-        except KeyError:  # NotFound: deleted meanwhile (pruned, or by another process)
+        except (KeyError, ValueError):  # NotFound: deleted meanwhile; InvalidInput: a mangled id in a link
             current = None
     if not ids:
         st.session_state["app_session"] = None
+        url_state.write("session", None)
         st.sidebar.caption("No sessions for this user yet.")
         return None
     if current not in ids:
         current = ids[0]
     st.session_state["app_session"] = current
+    url_state.write("session", current)
     st.session_state["app_session_select"] = current
     shown = f"the newest {SIDEBAR_SESSIONS} of " if page.total > SIDEBAR_SESSIONS else ""
     st.sidebar.selectbox("Session", ids, key="app_session_select", on_change=_session_changed,

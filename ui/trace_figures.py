@@ -33,6 +33,22 @@ def waterfall_steps(candidate: CandidateTrace, settings: Mapping[str, Any]) -> t
     return labels, measures, values
 
 
+def bar_texts(measures: Sequence[str], values: Sequence[float]) -> list[str]:
+    """The number on each waterfall bar: the running score on the first and total bars, the signed change on the
+    others (4 decimals: final scores after decay are often a few hundredths)."""
+    out, running = [], 0.0
+    for measure, value in zip(measures, values, strict=True):
+        if measure == "absolute":
+            running = value
+            out.append(f"{running:.4f}")
+        elif measure == "total":
+            out.append(f"{running:.4f}")
+        else:
+            running += value
+            out.append(f"{value:+.4f}")
+    return out
+
+
 def score_waterfall(candidates: Sequence[CandidateTrace], settings: Mapping[str, Any], top_n: int = 5,
                     title: str = "How the final score was built") -> go.Figure:
     """A waterfall per candidate (top ``top_n`` by final score), side by side on a grouped axis."""
@@ -41,17 +57,21 @@ def score_waterfall(candidates: Sequence[CandidateTrace], settings: Mapping[str,
     steps: list[str] = []
     measures: list[str] = []
     values: list[float] = []
+    texts: list[str] = []
     for c in chosen:
         labels, m, v = waterfall_steps(c, settings)
         groups += [shorten(c.id, 28)] * len(labels)
         steps += labels
         measures += m
         values += v
+        texts += bar_texts(m, v)
+    # Each bar carries its value: decay can shrink a final score to ~0.04, too small to read off the axis.
     fig = go.Figure(go.Waterfall(
-        x=[groups, steps], measure=measures, y=values, orientation="v",
+        x=[groups, steps], measure=measures, y=values, orientation="v", text=texts, textposition="outside",
+        textfont={"size": 9}, cliponaxis=False,
         increasing={"marker": {"color": UP}}, decreasing={"marker": {"color": DOWN}},
         totals={"marker": {"color": TOTAL}}, connector={"line": {"color": "#999", "width": 1}},
-        hovertemplate="%{x}<br>%{y:.4f}<extra></extra>", textposition="none"))
+        hovertemplate="%{x}<br>%{text}<extra></extra>"))
     fig.update_layout(title=title, height=380, margin={"l": 40, "r": 10, "t": 50, "b": 110}, showlegend=False,
                       yaxis_title="score", xaxis={"tickangle": -60, "tickfont": {"size": 10}})
     return fig
@@ -88,4 +108,21 @@ def hop_counts_figure(trace: RetrievalTrace) -> go.Figure:
                      go.Bar(name="in context", x=hops, y=used)])
     fig.update_layout(barmode="group", height=260, margin={"l": 30, "r": 10, "t": 30, "b": 30},
                       title="Candidates per hop")
+    return fig
+
+
+def timing_figure(spans: Sequence[Any]) -> go.Figure:
+    """Where the time went: one horizontal bar per span (``ui.trace_timing.Span``) from its start to its end, in
+    the order the stages ran, nested spans indented; each bar says its milliseconds."""
+    names = [("\u2003" * s.depth) + s.name for s in spans]
+    colors = {0: TOTAL, 1: "#5b8db8", 2: "#9cc3e4"}
+    fig = go.Figure(go.Bar(
+        y=names, x=[max(s.duration_ms, 0.001) for s in spans], base=[s.start_ms for s in spans], orientation="h",
+        marker={"color": [colors.get(s.depth, "#9cc3e4") for s in spans]},
+        text=[f"{s.duration_ms:.1f} ms" for s in spans], textposition="outside", cliponaxis=False,
+        hovertemplate="%{y}<br>starts at %{base:.1f} ms, takes %{x:.1f} ms<extra></extra>"))
+    fig.update_layout(title="Where the time went (stages in the order they ran)", height=90 + 26 * len(spans),
+                      margin={"l": 10, "r": 60, "t": 50, "b": 40}, showlegend=False,
+                      xaxis_title="milliseconds since the retrieval started",
+                      yaxis={"autorange": "reversed", "automargin": True})
     return fig

@@ -56,17 +56,41 @@ def number_config(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def table(rows: Sequence[Mapping[str, Any]], key: str, columns: Sequence[str] | None = None,
-          height: int | str = "auto") -> None:
-    """A read-only table of plain rows (text cells stay text)."""
+          height: int | str = "auto", pinned: Sequence[str] = (), selectable: bool = False) -> str | None:
+    """A read-only table of plain rows (text cells stay text, missing values are blank cells). ``pinned`` columns
+    stay on the left while the rest scrolls; ``selectable``: one row can be selected, and its ``id`` is returned."""
     frame = pd.DataFrame(list(rows))
     if columns is not None and len(frame):
         frame = frame[[c for c in columns if c in frame.columns]]
-    st.dataframe(frame, hide_index=True, column_config=number_config(rows), key=key, height=height)
+    config = number_config(rows)
+    for name in pinned:
+        if name == "text":
+            config[name] = st.column_config.TextColumn(width="medium", pinned=True)
+        elif name in frame.columns:
+            config[name] = st.column_config.TextColumn(pinned=True)
+    if not selectable:
+        st.dataframe(frame, hide_index=True, column_config=config, key=key, height=height, placeholder="")
+        return None
+    event = st.dataframe(frame, hide_index=True, column_config=config, key=key, height=height, placeholder="",
+                         on_select="rerun", selection_mode="single-row")
+    picked = list(event.selection.rows) if event is not None else []
+    if picked and "id" in frame.columns and picked[0] < len(frame):
+        return str(frame["id"].iloc[picked[0]])
+    return None
+
+
+QUESTION_CHARS = 600  # a longer question is cut in the header (the whole of it is one click away)
 
 
 def trace_header(trace: RetrievalTrace) -> None:
     st.subheader("Question")
-    st.text(trace.question)
+    if len(trace.question) <= QUESTION_CHARS:
+        st.text(trace.question)
+    else:
+        # A 20,000-character question would otherwise fill thousands of pixels above everything else.
+        st.text(trace.question[:QUESTION_CHARS] + " …")
+        with st.expander(f"The whole question ({len(trace.question):,} characters)"):
+            st.code(trace.question, language=None, wrap_lines=True, height=300)
     cols = st.columns(5)
     cols[0].metric("Hops run", len(trace.hops))
     cols[1].metric("Stop reason", trace.stop_reason)
@@ -83,8 +107,10 @@ def trace_header(trace: RetrievalTrace) -> None:
                + md_escape(", ".join(f"{k}={v}" for k, v in trace.strategies.items())))
 
 
-def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int) -> None:
-    """One hop: the query and its origin, every candidate with every score, the score waterfall, the dropped ones."""
+def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int, labels: Any = None) -> str | None:
+    """One hop: the query and its origin, every candidate with every score, the score waterfall, the dropped ones.
+    With ``labels`` (``ui.trace_labels.TraceLabels``) each row shows its label and net, and a row can be selected
+    (to label it): the selected memory's id is returned."""
     hop = trace.hops[hop_index]
     st.subheader(f"Hop {hop.hop}")
     left, right = st.columns([3, 2])
@@ -100,18 +126,26 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int) -> None:
     rows = candidate_rows(hop)
     if not rows:
         st.info("Search found no candidates for this query.")
-        return
-    columns = ["rank_final", "rank_feedback", "id", "kind", "found_by", "relevance", "outcome",
-               *used_score_columns(rows), "rule", "rank_hybrid", "rank_filter", "rank_temporal", "rank_mmr",
-               "tokens", "text"] + (["forgotten"] if any(r["forgotten"] for r in rows) else [])
+        return None
+    if labels is not None:
+        rows = [{**r, "label": labels.current(r["id"]), "net": labels.net(r["id"])} for r in rows]
+    # Dense: who and what on the left (pinned), then the verdict (final score, the deciding rule, the outcome),
+    # then every score in pipeline order and the rank after each stage (only the stages that ran).
+    ranks = [f"rank_{s}" for s in ("hybrid", "filter", "temporal", "feedback", "mmr")
+             if any(r.get(f"rank_{s}") is not None for r in rows)]
+    columns = ["id", "text", "final", "rule", "outcome", "rank_final", "label", "net", "kind", "found_by",
+               "relevance", *[c for c in used_score_columns(rows) if c != "final"], *ranks, "tokens"] + (
+                   ["forgotten"] if any(r.get("forgotten") for r in rows) else [])
     note = ""
     if any(r["preceded_by"] for r in rows):
         columns.append("preceded_by")
         note = ("; preceded_by is what came right before a memory where it was said: its vector embeds it too, so "
                 "it counts in vector_similarity, and the query's words in it give bm25_preceding, which counts in "
                 "bm25_norm at preceding_bm25_weight")
-    st.caption(f"{len(rows)} candidates (kept ones by final score, then the dropped ones){note}")
-    table(rows, key=f"trace_cands_{hop.hop}", columns=columns)
+    pick = "; select a row to label it" if labels is not None else ""
+    st.caption(f"{len(rows)} candidates (kept ones by final score, then the dropped ones){note}{pick}")
+    selected = table(rows, key=f"trace_cands_{hop.hop}", columns=columns, pinned=("id", "text"),
+                     selectable=labels is not None)
     kept = [c for c in hop.candidates if c.verdicts.get("relevance") != "dropped"]
     if kept:
         st.plotly_chart(score_waterfall(kept, trace.settings, top_n,
@@ -122,9 +156,10 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int) -> None:
     dropped = dropped_rows(trace, hop)
     with st.expander(f"Dropped at hop {hop.hop}: {len(dropped)} candidate(s) not in the context", expanded=False):
         if dropped:
-            table(dropped, key=f"trace_dropped_{hop.hop}")
+            table(dropped, key=f"trace_dropped_{hop.hop}", pinned=("id",))
         else:
             st.caption("Every candidate of this hop reached the context.")
+    return selected
 
 
 def context_section(trace: RetrievalTrace) -> None:

@@ -104,5 +104,34 @@ class FeedbackLog:
             params.append(check_id(trace_id, "trace id"))
         with self.b.db.read() as conn:
             rows = conn.execute(f"SELECT {FEEDBACK_COLUMNS} FROM feedback WHERE {' AND '.join(where)} "
-                                "ORDER BY id DESC LIMIT ?", params + [page_args(limit)[0]]).fetchall()
+                                "ORDER BY created_at DESC, id DESC LIMIT ?",  # imported labels keep their own times
+                                params + [page_args(limit)[0]]).fetchall()
         return [FeedbackEvent(*r) for r in rows]
+
+    def retract(self, user_id: str, event_id: int) -> FeedbackEvent:
+        """Delete one label event of this user (an undo); returns what was deleted. The net is derived from the
+        events, so it goes back to what it was before the label."""
+        check_id(user_id, "user id")
+        if isinstance(event_id, bool) or not isinstance(event_id, int) or event_id < 1:
+            raise InvalidInput("event id must be a positive integer")
+        with self.b.db.write() as conn:
+            row = conn.execute(f"DELETE FROM feedback WHERE id=? AND user_id=? RETURNING {FEEDBACK_COLUMNS}",
+                               [event_id, user_id]).fetchone()
+        if row is None:
+            raise NotFound(f"no feedback event {event_id} for user {user_id!r}")
+        return FeedbackEvent(*row)
+
+    def memory_texts(self, user_id: str, ids: Sequence[str]) -> dict[str, str]:
+        """The text of each id that is a memory of this user (item content, episode summary, skill name and
+        description), forgotten (archived) ones included; unknown ids are absent."""
+        check_id(user_id, "user id")
+        ids = check_ids(ids, "item id")
+        if not ids:
+            return {}
+        with self.b.db.read() as conn:
+            rows = conn.execute(
+                "SELECT id, content FROM items WHERE user_id=? AND id IN (SELECT unnest(?)) UNION ALL "
+                "SELECT id, summary FROM episodes WHERE user_id=? AND id IN (SELECT unnest(?)) UNION ALL "
+                "SELECT id, name || ' v' || version || ': ' || coalesce(nullif(description, ''), body) FROM skills "
+                "WHERE user_id=? AND id IN (SELECT unnest(?))", [user_id, list(ids)] * 3).fetchall()
+        return {r[0]: r[1] for r in rows}

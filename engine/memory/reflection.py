@@ -16,7 +16,7 @@ from ..providers.llm import LLM
 from ..providers.llm_output import json_array, unit_number
 from ..records import Episode, Item
 from .episodic import EpisodicMemory
-from .semantic import SemanticMemory
+from .semantic import SemanticMemory, same_text_key
 
 DEFAULT_IMPORTANCE = 0.6
 PROMPT = (
@@ -94,9 +94,20 @@ class Reflector:
             found = list(offline_insights(episodes))
         sources = [{"type": "episode", "id": e.id} for e in episodes]
         method = "reflection" if strategy == "reflection" else "reflection_offline"
-        items = [self.semantic.prepare(user_id, content[: self.semantic.b.settings.max_text_chars], category,
-                                       DEFAULT_IMPORTANCE if conf is None else conf, source="reflection",
-                                       provenance={"sources": sources, "method": method, "confidence": conf},
-                                       method=method)
-                 for content, conf in found]
-        return self.semantic.add(items), strategy
+        found = [(content[: self.semantic.b.settings.max_text_chars], conf) for content, conf in found]
+        # Idempotent: an insight already stored in the category (by an earlier reflection over the same episodes,
+        # or twice in one answer) is returned, not stored again, or retrieval would find both copies.
+        stored = self.semantic.with_contents(user_id, category, [content for content, _ in found])
+        new: dict[str, tuple[str, float | None]] = {}
+        for content, conf in found:
+            key = same_text_key(content)
+            if key not in stored:
+                new.setdefault(key, (content, conf))
+        items = {key: self.semantic.prepare(user_id, content, category,
+                                            DEFAULT_IMPORTANCE if conf is None else conf, source="reflection",
+                                            provenance={"sources": sources, "method": method, "confidence": conf},
+                                            method=method)
+                 for key, (content, conf) in new.items()}
+        added = dict(zip(items, self.semantic.add(list(items.values())), strict=True))
+        out = [stored.get(same_text_key(c)) or added[same_text_key(c)] for c, _ in found]
+        return list({i.id: i for i in out}.values()), strategy

@@ -56,6 +56,11 @@ def normalise_provenance(value: Any, method: str, confidence: float | None, at: 
             "created_at": str(value.get("created_at") or at.isoformat())}
 
 
+def same_text_key(text: str) -> str:
+    """What makes two memory texts the same one: equal up to case and surrounding whitespace."""
+    return text.strip().lower()
+
+
 def _item(row: tuple) -> Item:
     return Item(row[0], row[1], row[2], row[3], row[4], row[5], loads(row[6]) or {}, row[7] or "", row[8], row[9],
                 row[10], row[11] or "")
@@ -124,6 +129,23 @@ class SemanticMemory:
         if row is None:
             raise NotFound(f"no semantic item {item_id!r} for user {user_id!r}")
         return _item(row)
+
+    def with_contents(self, user_id: str, category: str, contents: Sequence[str]) -> dict[str, Item]:
+        """Items of a category whose text equals one of ``contents`` (ignoring case and surrounding space),
+        forgotten (archived) ones too, by that normalised text: how reflection finds insights it stored before."""
+        check_id(user_id, "user id")
+        keys = sorted({same_text_key(c) for c in contents})
+        if not keys:
+            return {}
+        with self.b.db.read() as conn:
+            rows = conn.execute(f"SELECT {ITEM_COLUMNS} FROM items WHERE user_id=? AND category=? AND "
+                                "lower(trim(content)) IN (SELECT unnest(?)) ORDER BY created_at, id",
+                                [user_id, check_category(category), keys]).fetchall()
+        out: dict[str, Item] = {}
+        for row in rows:
+            item = _item(row)
+            out.setdefault(same_text_key(item.content), item)
+        return out
 
     def list(self, user_id: str, category: str | None = None, query: str | None = None,
              include_archived: bool = False, limit: int = 50, offset: int = 0) -> Page:

@@ -9,6 +9,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..clock import optional_time
 from ..errors import InvalidInput, MemlensError
 from ..ids import check_id
@@ -24,6 +26,7 @@ from .sessions import SessionStore
 from .working import WorkingMemory, check_slot
 
 MAX_RECORD_CHARS = 64_000_000  # one JSONL line: an episode of many long steps is far below this
+PROGRESS_BATCH = 32  # records embedded between two progress reports (the model batches 32 at a time anyway)
 RECORD_KINDS = ("message", "item", "category", "episode", "skill", "outcome", "feedback", "working", "forget_log")
 
 
@@ -206,12 +209,19 @@ class Transfer:
                 active = [r for r in records if r.archived_at is None]
                 for start in range(0, len(active), 512):
                     chunk = active[start:start + 512]
-                    texts, vectors = self.b.record_vectors(module, chunk)
+                    # Embedded in small batches so a progress bar moves every few seconds even on a slow machine
+                    # (one 512-record batch was one silent step); written to the index as one batch.
+                    texts, parts = [], []
+                    for sub in range(0, len(chunk), PROGRESS_BATCH):
+                        t, v = self.b.record_vectors(module, chunk[sub:sub + PROGRESS_BATCH])
+                        texts += t
+                        parts.append(v)
+                        if progress:
+                            progress(kind, start + min(sub + PROGRESS_BATCH, len(chunk)), len(active))
+                    vectors = np.vstack(parts) if len(parts) > 1 else parts[0]
                     self.b.index.add(kind, [r.id for r in chunk], [r.user_id for r in chunk], texts, vectors,
                                      upsert=True)
                     added.append((kind, [r.id for r in chunk]))
-                    if progress:
-                        progress(kind, start + len(chunk), len(active))
             with self.b.db.write() as conn:
                 self.semantic.insert(conn, plan.items)
                 self.episodic.insert(conn, plan.episodes)

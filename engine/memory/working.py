@@ -14,7 +14,7 @@ from ..validation import check_json_value, parse_json
 from .base import Backends, dumps, loads, page_args
 
 SLOT_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-SOURCES = ("ui", "api", "agent", "cli", "ingest", "llm")
+SOURCES = ("ui", "api", "agent", "cli", "ingest", "llm", "restore")  # restore: a value put back from the history
 MAX_SLOT_JSON_CHARS = 256_000
 
 

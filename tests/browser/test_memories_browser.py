@@ -41,6 +41,9 @@ def test_forgetting_an_item_after_its_preview_lands_in_the_forget_log(page, app_
     page.get_by_role("button", name="Forget 1 semantic items").click()
     settle(page)
     expect(page.get_by_text("Forgot 1 semantic item (soft)", exact=False)).to_be_visible()
+    expect(page.get_by_role("tab", name="Forget", exact=True)).to_have_attribute("aria-selected", "true")  # kept
+    page.get_by_role("tab", name="Browse", exact=True).click()
+    settle(page)
     expect(page.get_by_text("memories 1–2 of 2")).to_be_visible()
 
     page.get_by_role("tab", name="Forget log").click()

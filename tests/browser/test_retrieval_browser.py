@@ -78,12 +78,15 @@ def test_a_reply_found_through_the_question_before_it_shows_that_question(page, 
     expect(page.get_by_text("preceded_by is what came right before a memory", exact=False)).to_be_visible()
     screenshot("retrieval_preceding_text")
     # The text columns are the table's last: scroll it sideways, as a person would, to see them.
+    # (id and text are pinned on the left, so after the scroll the reply's text and its preceded_by show together)
     page.locator("[data-testid='stDataFrame']").first.hover()
-    page.mouse.wheel(5000, 0)
+    for _ in range(4):
+        page.mouse.wheel(3000, 0)
+        page.wait_for_timeout(200)
+    screenshot("retrieval_preceding_text_columns")
     expect(grid_cells(page, TRAPS_REPLY).first).to_be_attached()
     expect(grid_cells(page, TRAPS_ASKED).first).to_be_attached()  # its own row, and beside the reply it preceded
-    assert grid_cells(page, TRAPS_ASKED).count() == 2
-    screenshot("retrieval_preceding_text_columns")
+    expect(grid_cells(page, TRAPS_ASKED)).to_have_count(2)
     # The what-if tab offers the weight of those words, starting at the trace's value.
     page.get_by_role("tab", name="What-if").click()
     slider = page.get_by_role("slider", name="preceding_bm25_weight")

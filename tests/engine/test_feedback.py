@@ -93,3 +93,44 @@ def test_report_feedback_without_ids_is_refused(store):
     engine, *_ = store
     with pytest.raises(InvalidInput):
         engine.report_feedback(U)
+
+
+def test_unlabel_deletes_that_event_and_the_net_goes_back(store):
+    engine, items, episode, skill, trace = store
+    before = engine.feedback_net(U, [items[5]]).get(items[5], 0)
+    earlier = [e.id for e in engine.feedback_events(U, item_id=items[5])]
+    kept = engine.label(U, items[5], "useful", trace_id=trace.trace_id, hop=1)
+    undone = engine.label(U, items[5], "harmful", trace_id=trace.trace_id, hop=1)
+    assert engine.feedback_net(U, [items[5]]) == {items[5]: before}  # +1 -1
+    assert engine.unlabel(U, undone.id) == undone
+    assert engine.feedback_net(U, [items[5]]) == {items[5]: before + 1}
+    assert [e.id for e in engine.feedback_events(U, item_id=items[5])] == [kept.id, *earlier]
+    with pytest.raises(NotFound):
+        engine.unlabel(U, undone.id)  # already gone
+    with pytest.raises(NotFound):
+        engine.unlabel("someone-else", kept.id)  # another user's event is not theirs to undo
+    for bad in (0, -1, "1", True):
+        with pytest.raises(InvalidInput):
+            engine.unlabel(U, bad)
+    assert engine.feedback_net(U, [items[5]]) == {items[5]: before + 1}
+
+
+def test_memory_texts_of_every_kind_in_one_call(store):
+    engine, items, episode, skill, _ = store
+    texts = engine.memory_texts(U, [items[6], episode, skill, "no-such-id"])
+    assert texts[items[6]] == "Fact number 6 about the refunds service"
+    assert texts[episode] == engine.get_episode(U, episode).summary
+    assert texts[skill] == "drain-queue v1: restart the worker, watch the queue"
+    assert "no-such-id" not in texts and engine.memory_texts(U, []) == {}
+
+
+def test_events_come_newest_first_by_their_time_not_their_insertion_order(store):
+    engine, items, *_ = store
+    older = engine.feedback.record([engine.feedback.prepare(U, items[7], "useful",
+                                                            created_at="2020-01-01T00:00:00+00:00")])[0]
+    newer = engine.label(U, items[7], "harmful")
+    imported_late_but_old = engine.feedback.record([engine.feedback.prepare(
+        U, items[7], "useful", created_at="2019-06-01T00:00:00+00:00")])[0]
+    mine = {newer.id, older.id, imported_late_but_old.id}
+    assert [e.id for e in engine.feedback_events(U, item_id=items[7]) if e.id in mine] == [
+        newer.id, older.id, imported_late_but_old.id]

@@ -196,3 +196,15 @@ def test_the_demo_round_trips_for_every_user(demo_engine, tmp_path, embedder):
     for u in users:
         assert canonical(fresh.export(u)) == canonical(exported[u]), u
     assert fresh.stats().items == demo_engine.stats().items
+
+
+def test_ingest_reports_progress_every_few_records_not_once_per_large_batch(tmp_path, embedder):
+    engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(tmp_path / "store")), embedder=embedder)
+    lines = [line(kind="item", user_id=U, id=f"it-{n}", category="work", content=f"fact number {n}")
+             for n in range(100)]
+    seen: list[tuple[str, int, int]] = []
+    engine.ingest_lines(lines, progress=lambda kind, done, total: seen.append((kind, done, total)))
+    assert seen == [("semantic", 32, 100), ("semantic", 64, 100), ("semantic", 96, 100), ("semantic", 100, 100)]
+    assert engine.list_items(U, limit=1).total == 100
+    hits = engine.search(U, "fact number 77", limit=1)
+    assert hits and hits[0].id == "it-77"  # every vector landed with its own record

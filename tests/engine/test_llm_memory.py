@@ -292,3 +292,24 @@ def test_reason_refuses_a_bad_slot_or_template_before_calling(engine, server):
         with pytest.raises(InvalidInput):
             call()
     assert server.captured() == []
+
+
+def test_reflecting_twice_over_the_same_episodes_stores_each_insight_once(engine, server):
+    _episodes(engine)
+    answer = '[{"content": "Running tests first avoids rework", "confidence": 0.8}, ' \
+             '{"content": "running tests first avoids rework  "}]'
+    server.script("chat", answer, answer)
+    first, _ = engine.reflect(U)
+    second, strategy = engine.reflect(U)
+    assert strategy == "reflection"
+    assert [i.content for i in first] == ["Running tests first avoids rework"]
+    assert [i.id for i in second] == [i.id for i in first], "the stored insight is returned, not a copy"
+    assert engine.list_items(U, category="insights").total == 1
+
+
+def test_offline_reflection_twice_stores_nothing_new(offline):
+    _episodes(offline)
+    first, _ = offline.reflect(U)
+    second, _ = offline.reflect(U)
+    assert first and sorted(i.id for i in second) == sorted(i.id for i in first)
+    assert offline.list_items(U, category="insights").total == len(first)

@@ -113,3 +113,14 @@ def by_label(at: AppTest, kind: str, prefix: str):
 def no_errors(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, values(at, "error")
+
+
+def open_link(page: str, params: dict[str, str]) -> AppTest:
+    """The app opened from a link: ``page`` with these URL query params, in a new browser session."""
+    at = AppTest.from_file(str(ENTRY), default_timeout=60)
+    at.session_state["app_demo_checked"] = True
+    at.query_params.update(params)
+    at.switch_page(str(ROOT / page))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at

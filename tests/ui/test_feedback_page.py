@@ -10,9 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
-from apptest_helpers import button, markdown_texts, no_errors, open_page, plain_texts, values
+from apptest_helpers import button, markdown_texts, no_errors, open_link, open_page, plain_texts, values
 
 from engine import MemoryEngine, RetrievalTrace
+from ui.trace_data import shorten
 
 PAGE = "pages/feedback.py"
 TWO_HOP = json.loads((Path(__file__).resolve().parents[2] / "data" / "demo" / "two_hop.json").read_text())
@@ -135,3 +136,41 @@ def test_stored_markup_in_labelled_memories_renders_as_text(demo_app: MemoryEngi
     assert any("<script>alert(1)</script> **bold**" in v for v in plain_texts(at))  # shown, as text
     for text in markdown_texts(at):
         assert "<script>" not in text and "**bold**" not in text and "[link](" not in text and ":red[" not in text
+
+
+def test_labelling_from_the_queue_stays_on_the_queue_tab(demo_app: MemoryEngine, two_hop_trace: RetrievalTrace):
+    user = two_hop_trace.user_id
+    at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
+    at.session_state["fb_tab"] = "Unlabelled queue"  # what clicking the tab does
+    at.run()
+    assert at.query_params["tab"] == "unlabelled-queue"
+    queue_keys = [b.key for b in at.button if b.key and b.key.startswith("fb_u_q")]
+    at.button(key=queue_keys[0]).click().run()
+    no_errors(at)
+    assert any("Labelled" in v for v in values(at, "success"))  # the message above the tabs appeared
+    assert at.session_state["fb_tab"] == "Unlabelled queue" and at.query_params["tab"] == "unlabelled-queue"
+
+
+def test_the_ledger_shows_each_memory_s_text_and_all_labels_newest_first_with_a_link_to_their_trace(
+        demo_app: MemoryEngine, two_hop_trace: RetrievalTrace):
+    user = two_hop_trace.user_id
+    item = two_hop_trace.ranking[0]["id"]
+    demo_app.label(user, item, "useful", trace_id=two_hop_trace.trace_id, hop=1)
+    at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
+    at.selectbox(key="fb_ledger_item").set_value(item).run()
+    no_errors(at)
+    text = demo_app.memory_texts(user, [item])[item]
+    assert text in values(at, "text")
+    events = next(df.value for df in at.dataframe if "label" in df.value.columns and "open" in df.value.columns)
+    assert list(events["when"]) == sorted(events["when"], reverse=True)
+    first = events.iloc[0]
+    assert first["item"] == item and first["text"] == shorten(text, 120)
+    assert first["open"] == f"./retrieval?user={user}&trace={two_hop_trace.trace_id}&tab=hops&memory={item}"
+
+
+def test_a_link_with_a_trace_id_opens_that_trace_for_labelling(demo_app: MemoryEngine,
+                                                             two_hop_trace: RetrievalTrace):
+    at = open_link(PAGE, {"user": two_hop_trace.user_id, "trace": two_hop_trace.trace_id, "tab": "label-ledger"})
+    no_errors(at)
+    assert at.selectbox(key="fb_trace").value == two_hop_trace.trace_id
+    assert at.session_state["fb_tab"] == "Label ledger"

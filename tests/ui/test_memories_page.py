@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apptest_helpers import button, no_errors, open_page, values
+from apptest_helpers import button, no_errors, open_link, open_page, values
 
 PAGE = "pages/memories.py"
 
@@ -115,3 +115,41 @@ def test_hard_forget_of_an_episode_by_id_deletes_it(demo_app):
     entry = demo_app.forget_log(user)[0]
     assert (entry.memory_type, entry.mode, entry.ids) == ("episodic", "hard", (ep.id,))
     assert any("Unknown ids (ignored)" in v for v in values(at, "success"))
+
+
+def test_a_saved_memory_empties_the_form_so_a_second_click_stores_no_duplicate(demo_app):
+    at = open_page(PAGE, user="tomas")
+    text = "Tomas waters the fern on Thursdays."
+    at.text_area(key="memories_new_content").input(text)
+    at.text_input(key="memories_new_category").input("chores")
+    button(at, "Add memory").click().run()
+    no_errors(at)
+    assert at.text_area(key="memories_new_content").value == "", "the saved text is gone from the form"
+    button(at, "Add memory").click().run()  # a second click: nothing to save
+    assert [i.content for i in demo_app.list_items("tomas", category="chores").rows] == [text]
+
+
+def test_the_open_tab_is_kept_in_the_url_and_survives_a_message_above_the_tabs(demo_app):
+    at = open_page(PAGE, user="tomas")
+    assert at.query_params["tab"] == "browse"
+    at.session_state["memories_tab"] = "Add a memory"  # what clicking the tab does
+    at.run()
+    assert at.query_params["tab"] == "add-a-memory"
+    at.text_area(key="memories_new_content").input("Tomas keeps the spare key under the blue pot.")
+    at.text_input(key="memories_new_category").input("chores")
+    button(at, "Add memory").click().run()
+    no_errors(at)
+    assert any("Added" in v for v in values(at, "success"))  # a message appeared above the tabs
+    assert at.session_state["memories_tab"] == "Add a memory"
+    assert at.query_params["tab"] == "add-a-memory"
+
+
+def test_a_link_names_the_memory_whose_details_are_shown_even_off_the_first_page(demo_app):
+    oldest = demo_app.list_items("ada", limit=1, offset=demo_app.list_items("ada").total - 1).rows[0]
+    at = open_link(PAGE, {"user": "ada", "memory": oldest.id, "tab": "browse"})
+    no_errors(at)
+    assert at.selectbox(key="memories_item").value == oldest.id
+    assert oldest.content in values(at, "text")
+    assert at.query_params["memory"] == oldest.id
+    at.selectbox(key="memories_item").set_value(item_table(at)["id"].iloc[0]).run()
+    assert at.query_params["memory"] == item_table(at)["id"].iloc[0]

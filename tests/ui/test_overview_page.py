@@ -117,3 +117,20 @@ def test_the_store_size_is_shown_and_compacting_reports_it_before_and_after(demo
 
     no_errors(at)
     assert any(v.startswith("Compacted: ") and " MB before, " in v for v in values(at, "success"))
+    section = next(e for e in at.expander if e.label == "Compact the store")
+    assert any(str(m.value).startswith("Compacted: ") for m in section.success), "reported in its own section"
+    assert section.proto.expanded, "which stays open"
+    at.run()
+    assert not any(str(v).startswith("Compacted: ") for v in values(at, "success")), "said once"
+
+
+def test_each_recent_trace_opens_on_the_retrieval_trace_page(demo_app):
+    trace = demo_app.retrieve("tomas", "Who carries the first-aid kit on the trek?")
+    at = open_page(PAGE)
+    traces = next(df.value for df in at.dataframe if "trace id" in df.value.columns)
+    assert traces["open"].iloc[0] == f"./retrieval?user=tomas&trace={trace.trace_id}&tab=hops"
+    at.session_state["overview_traces"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.run()
+    no_errors(at)
+    [link] = [p for p in at.get("page_link") if "Open trace" in p.proto.label]
+    assert trace.trace_id in link.proto.label and link.proto.page.endswith("retrieval")

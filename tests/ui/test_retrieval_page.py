@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from apptest_helpers import button, by_label, markdown_texts, no_errors, open_page, plain_texts, values
+from apptest_helpers import button, by_label, markdown_texts, no_errors, open_link, open_page, plain_texts, values
 
 from engine import MemoryEngine
 from ui.text import md_escape
@@ -204,3 +204,107 @@ def test_typing_an_exact_memory_id_selects_that_memory_not_the_top_search_hit(de
     no_errors(at)
     assert at.selectbox(key="trace_wn_item").value == "ada-item-049"
     assert any("archived" in v and "ruff replaced black" in v for v in values(at, "warning"))
+
+
+# -- deep links, labels from the trace, comparison, timings ----------------------------------------------------
+def test_a_link_opens_the_trace_on_its_tab_with_its_memory_and_the_url_keeps_them(demo_app: MemoryEngine):
+    q = TWO_HOP[0]
+    t = demo_app.retrieve(q["user_id"], q["question"], hops=2)
+    memory = t.ranking[1]["id"]
+    at = open_link(PAGE, {"trace": t.trace_id, "tab": "why-not", "memory": memory})
+    no_errors(at)
+    assert at.session_state["trace_current_id"] == t.trace_id
+    assert at.session_state["trace_tab"] == "Why not?"
+    assert at.selectbox(key="app_user_select").value == q["user_id"]  # the trace's user, without ?user=
+    assert at.session_state["trace_label_item"] == memory
+    assert (at.query_params["trace"], at.query_params["tab"], at.query_params["user"]) == (
+        t.trace_id, "why-not", q["user_id"])
+    at.session_state["trace_tab"] = "Hops"
+    at.run()
+    assert (at.query_params["tab"], at.query_params["memory"]) == ("hops", memory)
+
+
+def test_the_older_trace_id_parameter_opens_the_trace_too(demo_app: MemoryEngine):
+    q = TWO_HOP[1]
+    t = demo_app.retrieve(q["user_id"], q["question"])
+    at = open_link(PAGE, {"user": q["user_id"], "trace_id": t.trace_id})
+    no_errors(at)
+    assert at.session_state["trace_current_id"] == t.trace_id
+    assert at.query_params["trace"] == t.trace_id and "trace_id" not in at.query_params
+
+
+def test_a_link_to_an_unknown_trace_says_so(demo_app: MemoryEngine):
+    at = open_link(PAGE, {"user": "ada", "trace": "tr_does_not_exist"})
+    assert not at.exception
+    assert any("Cannot open trace tr\\_does\\_not\\_exist" in v or "Cannot open trace tr_does_not_exist" in v
+               for v in values(at, "error"))
+
+
+def test_labelling_from_the_trace_shows_the_label_and_undo_removes_it(demo_app: MemoryEngine):
+    q = TWO_HOP[0]
+    t = demo_app.retrieve(q["user_id"], q["question"], hops=2)
+    item = next(r for r in t.ranking if r["hop"] == 2)
+    at = open_link(PAGE, {"trace": t.trace_id, "tab": "hops", "memory": item["id"]})
+    at.button(key=f"trace_label_item_useful_{item['id']}").click().run()
+    no_errors(at)
+    [event] = demo_app.feedback_events(q["user_id"], trace_id=t.trace_id)
+    assert (event.item_id, event.label, event.hop) == (item["id"], "useful", 2)
+    assert any("label from this trace: **useful**" in v for v in values(at, "caption"))
+    table = next(df.value for df in at.dataframe if "label" in df.value.columns)
+    assert table.set_index("id").loc[item["id"], "label"] == "useful" or item["id"] not in set(table["id"])
+    at.button(key=f"trace_label_item_undo_{item['id']}").click().run()
+    no_errors(at)
+    assert demo_app.feedback_events(q["user_id"], trace_id=t.trace_id) == []
+    assert any(f"{md_escape(item['id'])} · not labelled from this trace" in v for v in values(at, "caption"))
+    assert at.session_state["trace_tab"] == "Hops"
+
+
+def test_each_context_memory_can_be_labelled_from_the_context_tab(demo_app: MemoryEngine):
+    q = TWO_HOP[1]
+    t = demo_app.retrieve(q["user_id"], q["question"])
+    item = t.context_ids[0]
+    at = open_link(PAGE, {"trace": t.trace_id, "tab": "context"})
+    at.button(key=f"trace_ctx_harmful_{item}").click().run()
+    no_errors(at)
+    assert [(e.item_id, e.label) for e in demo_app.feedback_events(q["user_id"], trace_id=t.trace_id)] == [
+        (item, "harmful")]
+    assert at.session_state["trace_tab"] == "Context"
+    assert any("Labelled" in v for v in values(at, "success"))
+
+
+def test_two_traces_side_by_side(demo_app: MemoryEngine):
+    q = TWO_HOP[0]
+    one = demo_app.retrieve(q["user_id"], q["question"], hops=1)
+    two = demo_app.retrieve(q["user_id"], q["question"], hops=2)
+    at = open_link(PAGE, {"trace": one.trace_id, "trace_b": two.trace_id, "tab": "compare"})
+    no_errors(at)
+    assert at.selectbox(key="trace_b_pick").value == two.trace_id
+    rows = next(df.value for df in at.dataframe if "rank_b" in df.value.columns)
+    first = two.ranking[0]
+    assert rows.set_index("id").loc[first["id"], "rank_b"] == first["rank"]
+    settings = next(df.value for df in at.dataframe if "setting" in df.value.columns)
+    assert ("hops", "1", "2") in {tuple(r) for r in settings[["setting", "a", "b"]].values}
+    entered = set(two.context_ids) - set(one.context_ids)
+    assert metric(at, "Entered the context") == str(len(entered))
+    assert at.query_params["trace_b"] == two.trace_id
+
+
+def test_the_timings_tab_shows_where_the_time_went(demo_app: MemoryEngine):
+    q = TWO_HOP[0]
+    t = demo_app.retrieve(q["user_id"], q["question"], hops=2)
+    at = open_link(PAGE, {"trace": t.trace_id, "tab": "timings"})
+    no_errors(at)
+    rows = next(df.value for df in at.dataframe if "starts at ms" in df.value.columns)
+    stored = demo_app.get_trace(t.trace_id)
+    assert rows["ms"].iloc[0] == round(stored.timings_ms["pipeline"], 2)
+    assert any(s.strip() == "hop 2" for s in rows["stage"])
+    assert at.get("plotly_chart")
+
+
+def test_a_very_long_question_is_cut_in_the_header(demo_app: MemoryEngine):
+    question = "Which timezone " + "very " * 4000 + "long?"
+    t = demo_app.retrieve("ada", question, save=True)
+    at = open_link(PAGE, {"user": "ada", "trace": t.trace_id})
+    no_errors(at)
+    assert at.text[0].value == question[:600] + " …"
+    assert question in values(at, "code")  # the whole of it, in an expander

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from apptest_helpers import button, no_errors, open_page, values
+from apptest_helpers import button, no_errors, open_link, open_page, values
 
 PAGE = "pages/sessions.py"
 
@@ -98,3 +98,27 @@ def test_pruning_previews_then_deletes_only_after_explicit_confirmation(demo_app
     no_errors(at)
     assert demo_app.list_sessions("mira").total == before - len(plan.sessions)
     assert any(f"Deleted {len(plan.sessions)} session(s)" in v for v in values(at, "success"))
+
+
+def test_the_user_filter_follows_the_sidebar_user_after_the_first_load(demo_app):
+    at = open_page(PAGE, user="ada")
+    assert at.selectbox(key="sessions_user").value == "ada"
+    at.selectbox(key="app_user_select").set_value("mira").run()
+    no_errors(at)
+    assert at.selectbox(key="sessions_user").value == "mira"
+    assert session_rows(at) == [s.session_id for s in demo_app.list_sessions("mira").rows]
+    at.selectbox(key="sessions_user").set_value("(all users)").run()  # the page's own choice holds meanwhile
+    at.run()
+    assert at.selectbox(key="sessions_user").value == "(all users)"
+
+
+def test_a_reload_keeps_the_user_and_session_named_in_the_url(demo_app):
+    older = demo_app.list_sessions("mira").rows[-1].session_id  # not the newest, which is the default
+    at = open_link(PAGE, {"user": "mira", "session": older})
+    no_errors(at)
+    assert at.selectbox(key="app_user_select").value == "mira"
+    assert at.selectbox(key="app_session_select").value == older
+    assert (at.query_params["user"], at.query_params["session"]) == ("mira", older)
+    at.selectbox(key="app_user_select").set_value("ada").run()
+    newest = demo_app.list_sessions("ada").rows[0].session_id
+    assert (at.query_params["user"], at.query_params["session"]) == ("ada", newest)

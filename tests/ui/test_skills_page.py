@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apptest_helpers import button, no_errors, open_page, values
+from apptest_helpers import button, no_errors, open_link, open_page, values
 
 PAGE = "pages/skills.py"
 
@@ -87,3 +87,23 @@ def test_recording_an_outcome_updates_the_counts(demo_app):
     assert after.failure_count == top.failure_count + 1
     assert demo_app.skill_outcomes("mira", skill_id=top.id)[-1].success is False
     assert any(f"now {after.success_count} of {after.trials} trials succeeded" in v for v in values(at, "success"))
+
+
+def test_five_of_eight_reads_62_5_percent_in_the_table_and_on_the_card(demo_app):
+    skill = demo_app.register_skill("ada", "five-of-eight", "do the thing", description="a 5/8 skill")
+    for success in (True, True, True, True, True, False, False, False):
+        demo_app.report_outcome("ada", skill.id, success)
+    at = open_page(PAGE, user="ada")
+    at.text_input(key="skills_query").input("five-of-eight").run()
+    no_errors(at)
+    assert ranked_table(at).set_index("id").loc[skill.id, "success rate"] == 62.5  # drawn as "62.5%"
+    assert [m.value for m in at.metric if m.label == "success rate"] == ["62.5%"]
+
+
+def test_a_link_names_the_selected_skill(demo_app):
+    ranked = demo_app.rank_skills("ada", limit=25)
+    second = ranked[1].skill
+    at = open_link(PAGE, {"user": "ada", "memory": second.id})
+    no_errors(at)
+    assert at.selectbox(key="skills_selected").value == second.id
+    assert at.query_params["memory"] == second.id

@@ -80,7 +80,7 @@ def test_restoring_an_edit_puts_the_previous_value_back(demo_app):
     button(at, "Restore this value").click().run()
     no_errors(at)
     assert demo_app.working_get(user, session)["scratchpad"] == original
-    assert demo_app.working_history(user, session)[0].source == "ui"
+    assert demo_app.working_history(user, session)[0].source == "restore"  # told apart from a typed edit
 
 
 def test_custom_slots_can_be_added_and_removed(demo_app):
