@@ -111,9 +111,11 @@ class Settings:
                                       "preceding text are affected. 0: their own text only.", lo=0, hi=5,
                                       retrieval=True)
     fusion: str = _s("weighted", "How the cosine and the lexical score (BM25 plus the preceding text's share) become the "
-                     "hybrid score: weighted (llmemory: bm25_weight*bm25_norm + (1-bm25_weight)*cosine) or rrf "
+                     "hybrid score: weighted (llmemory: bm25_weight*bm25_norm + (1-bm25_weight)*cosine), zscore "
+                     "([memlens] sigmoid(w*z_bm25 + (1-w)*z_vector), each standardised over the query's candidates, "
+                     "so neither score's scale decides; 0.5 is an average candidate) or rrf "
                      "([memlens] reciprocal rank fusion over the candidates: (1-w)*(k+1)/(k+rank_vector) + "
-                     "w*(k+1)/(k+rank_bm25), 1 for a candidate first on both).", choices=("weighted", "rrf"),
+                     "w*(k+1)/(k+rank_bm25), 1 for a candidate first on both).", choices=("weighted", "zscore", "rrf"),
                      retrieval=True)
     rrf_k: float = _s(60.0, "[memlens] k in reciprocal rank fusion (fusion=rrf): larger flattens the rank curve.",
                       lo=1, hi=1000, retrieval=True)

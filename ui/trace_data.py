@@ -13,7 +13,7 @@ from .text import one_line
 
 # The columns of the candidates table, in pipeline order (scores keep the names the trace gives them).
 SCORE_COLUMNS = ("vector_similarity", "fts_score", "bm25_raw", "bm25_preceding", "bm25_norm", "rank_vector",
-                 "rank_bm25", "hybrid_vector_part", "hybrid_bm25_part", "hybrid", "age_days",
+                 "rank_bm25", "z_vector", "z_bm25", "hybrid_vector_part", "hybrid_bm25_part", "hybrid", "age_days",
                  "decay", "importance", "importance_factor", "temporal", "feedback_net", "feedback_factor",
                  "hop_factor", "final", "mmr_relevance", "mmr_max_similarity", "mmr_value", "llm_relevance")
 RANK_STAGES = ("hybrid", "filter", "temporal", "feedback", "final", "mmr")

@@ -218,6 +218,19 @@ def whatif_controls(trace: RetrievalTrace) -> dict[str, Any]:
             values["preceding_bm25_weight"] = st.slider("preceding_bm25_weight", 0.0, max(2.0, pw), pw, 0.05,
                                                         help=specs["preceding_bm25_weight"]["help"],
                                                         key="trace_wi_preceding_bm25_weight")
+    c4, c5, c6 = st.columns(3)
+    with c4:
+        fusions = list(specs["fusion"]["choices"])
+        values["fusion"] = st.radio("fusion", fusions, index=fusions.index(s["fusion"]), horizontal=True,
+                                    help=specs["fusion"]["help"], key="trace_wi_fusion")
+    with c5:
+        values["decay_floor"] = st.slider("decay_floor", 0.0, 1.0, float(s["decay_floor"]), 0.05,
+                                          help=specs["decay_floor"]["help"], key="trace_wi_decay_floor")
+    with c6:
+        protect = int(s["relevance_protect_top"])
+        values["relevance_protect_top"] = st.slider("relevance_protect_top", 0, max(20, protect), protect, 1,
+                                                    help=specs["relevance_protect_top"]["help"],
+                                                    key="trace_wi_relevance_protect_top")
     return values
 
 

@@ -126,7 +126,8 @@ def score_hop(inputs: Sequence[CandidateInput], query: str, relevance_text: str,
 def fuse(items: Sequence[Scored], lexical: Sequence[float], settings: Any) -> None:
     """The hybrid score from the cosine and the lexical score (BM25 plus the preceding text's share).
 
-    ``weighted`` (llmemory): ``w*bm25_norm + (1-w)*cosine``. ``rrf`` ([memlens]): reciprocal rank fusion over the
+    ``weighted`` (llmemory): ``w*bm25_norm + (1-w)*cosine``. ``zscore`` ([memlens]): see :func:`_fuse_zscores`.
+    ``rrf`` ([memlens]): reciprocal rank fusion over the
     candidates, ``(1-w)*(k+1)/(k+rank_vector) + w*(k+1)/(k+rank_bm25)`` (1 for a candidate first on both; a
     candidate without any of the query's words has no BM25 rank and gets no BM25 part). Ranks rather than scores,
     because a cosine of 0.45 and a BM25 of 12 are on scales that vary per query; ties share the better rank.
@@ -144,6 +145,9 @@ def fuse(items: Sequence[Scored], lexical: Sequence[float], settings: Any) -> No
             bm25_part = w * s.scores["bm25_norm"]
             s.scores.update(hybrid=bm25_part + vector_part, hybrid_vector_part=vector_part, hybrid_bm25_part=bm25_part)
         return
+    if _get(settings, "fusion") == "zscore":
+        _fuse_zscores(items, lexical, w)
+        return
     k = float(_get(settings, "rrf_k"))
     vector_rank = _shared_ranks([s.inp.vector_similarity for s in items])
     lexical_rank = _shared_ranks(lexical)
@@ -152,6 +156,35 @@ def fuse(items: Sequence[Scored], lexical: Sequence[float], settings: Any) -> No
         bm25_part = w * (k + 1) / (k + lr) if lex > 0 else 0.0
         s.scores.update(hybrid=vector_part + bm25_part, hybrid_vector_part=vector_part, hybrid_bm25_part=bm25_part,
                         rank_vector=vr, rank_bm25=lr if lex > 0 else None)
+
+
+def _fuse_zscores(items: Sequence[Scored], lexical: Sequence[float], w: float) -> None:
+    """``sigmoid(w*z_bm25 + (1-w)*z_vector)``, each score standardised over this query's candidates.
+
+    A cosine of 0.45 is excellent for one query and poor for another, and BM25 has no fixed scale at all: their
+    z-scores say how far a candidate stands out on each. The logistic keeps the hybrid in 0..1 (0.5: an average
+    candidate on both), so decay, importance and feedback still multiply a positive score. The vector part is what
+    the hybrid would be with an average BM25 (``sigmoid((1-w)*z_vector)``), the BM25 part the rest.
+    """
+    z_vec = _zscores([s.inp.vector_similarity for s in items])
+    z_lex = _zscores(lexical)
+    for s, zv, zl in zip(items, z_vec, z_lex):
+        hybrid = _sigmoid(w * zl + (1 - w) * zv)
+        vector_part = _sigmoid((1 - w) * zv)
+        s.scores.update(hybrid=hybrid, hybrid_vector_part=vector_part, hybrid_bm25_part=hybrid - vector_part,
+                        z_vector=zv, z_bm25=zl)
+
+
+def _zscores(values: Sequence[float]) -> list[float]:
+    """(x - mean) / standard deviation; all 0 when the values do not differ (one candidate, or all equal)."""
+    n = len(values)
+    mean = sum(values) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / n)
+    return [(v - mean) / sd if sd > 1e-12 else 0.0 for v in values]
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
 
 
 def _shared_ranks(values: Sequence[float]) -> list[int]:

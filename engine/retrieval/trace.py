@@ -17,7 +17,7 @@ from ..records import to_plain
 SCORE_KEYS = ("vector_similarity", "fts_score", "bm25_raw", "bm25_preceding", "bm25_norm", "hybrid", "age_days",
               "decay", "importance", "importance_factor", "temporal", "feedback_net", "feedback_factor", "hop_factor",
               "final", "mmr_relevance", "mmr_max_similarity", "mmr_value", "llm_relevance", "hybrid_vector_part",
-              "hybrid_bm25_part", "rank_vector", "rank_bm25")
+              "hybrid_bm25_part", "rank_vector", "rank_bm25", "z_vector", "z_bm25")
 
 # Settings added after traces were first stored, with the value that reproduces what an older trace did: a trace
 # without the key is read as having run with that value (so replaying it with its own settings stays exact).

@@ -308,3 +308,11 @@ def test_a_very_long_question_is_cut_in_the_header(demo_app: MemoryEngine):
     no_errors(at)
     assert at.text[0].value == question[:600] + " …"
     assert question in values(at, "code")  # the whole of it, in an expander
+
+
+def test_whatif_offers_the_fusion_the_decay_floor_and_the_filters_protection(demo_app: MemoryEngine):
+    at, expected = whatif(demo_app, "relevance_protect_top", 0)
+    no_errors(at)
+    assert at.radio(key="trace_wi_fusion").value == demo_app.settings.fusion
+    assert at.slider(key="trace_wi_decay_floor").value == demo_app.settings.decay_floor
+    assert expected.settings["relevance_protect_top"] == 0
