@@ -1,7 +1,7 @@
 """Retrieval latency at scale: p50/p95 of retrieve (1 hop, 2 hops with the offline reasoner, trace write included)
 next to the floor (embed the query + one LanceDB vector search on the same data), and replay of a stored 2-hop trace.
 
-    python bench/latency.py [--items 100000 --episodes 10000 --skills 1000] [--store PATH] [--runs 60]
+    python bench/latency.py [--items 100000 --episodes 10000 --skills 1000] [--store PATH] [--runs 60] [--build-only]
 
 ``--store`` keeps the built store so a second run skips the (long) embedding step.
 Targets (issue 3): 1-hop p50 <= 60 ms, 2-hop p50 <= 120 ms, ratio to the floor <= 3x, replay <= 20 ms.
@@ -61,6 +61,7 @@ def main() -> None:
     ap.add_argument("--skills", type=int, default=1_000)
     ap.add_argument("--store", type=Path)
     ap.add_argument("--runs", type=int, default=60)
+    ap.add_argument("--build-only", action="store_true", help="build (or top up) the store at --store, then stop")
     args = ap.parse_args()
     store = args.store or Path(tempfile.mkdtemp(prefix="memlens-latency-")) / "store"
     embedder = LocalMiniLM()
@@ -70,6 +71,8 @@ def main() -> None:
         t = time.perf_counter()
         build(engine, args.items, args.episodes, args.skills)
         print(f"built the store in {time.perf_counter() - t:.0f}s at {store}")
+    if args.build_only:
+        return
     stats = engine.stats()
     queries = [f"What did {NAMES[i % len(NAMES)]} decide about {TOPICS[(i * 3) % len(TOPICS)]}?"
                for i in range(args.runs)]

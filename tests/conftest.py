@@ -1,7 +1,13 @@
-"""Shared fixtures: real DuckDB + LanceDB stores in tmp_path and the real local embedding model (loaded once)."""
+"""Shared fixtures: real DuckDB + LanceDB stores in tmp_path and the real local embedding model (loaded once per
+process), and how the suite is spread over pytest-xdist workers (see ``pytest_collection_modifyitems``).
+
+Each xdist worker is its own process with its own session fixtures, so every store below lives in that worker's own
+temporary folder (``tmp_path_factory`` gives each worker its own base directory): workers never share a store.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -14,10 +20,37 @@ if str(ROOT) not in sys.path:
 from engine import MemoryEngine, Settings  # noqa: E402
 from engine.providers.embedders import LocalMiniLM  # noqa: E402
 
+BROWSER_GROUP = "browser"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns the groups into node-id suffixes
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Group tests for ``--dist loadgroup``: every browser test in one group, so one worker starts one Streamlit
+    server and one Chromium for all of them; every other module in a group of its own, so its module-scoped stores
+    and servers are built once and its tests run in file order, as they do serially."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        if item.get_closest_marker("browser") is not None:
+            group = BROWSER_GROUP
+        else:
+            group = item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _worker_count() -> int:
+    return int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+
 
 @pytest.fixture(scope="session")
 def embedder() -> LocalMiniLM:
     """The real all-MiniLM-L6-v2 from the bundled weights; the model itself loads once per process."""
+    if _worker_count() > 1:
+        # Each worker embeds on its share of the cores: torch's default (every core per process) makes the workers
+        # fight over them and run slower together than one would alone.
+        import torch
+
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // _worker_count()))
     return LocalMiniLM()
 
 

@@ -100,12 +100,53 @@ def seed_lab_user(engine: MemoryEngine) -> None:
         engine.report_outcome(u, skill.id, success)
 
 
-def settle(page: Page) -> None:
-    """Wait until the script run is over and no element is stale (what a person sees is final)."""
-    page.wait_for_timeout(300)
-    page.wait_for_function("document.querySelector('[data-testid=\"stApp\"]')"
-                           "?.getAttribute('data-test-script-state') === 'notRunning'", timeout=120_000)
+# A script run can take long on a loaded machine (the Overview's first run imports the ML stack): a wait for a run to
+# end gives it this long, where a wait for an element only gets expect()'s timeout.
+RUN_TIMEOUT_MS = 180_000
+
+# Installed in every page before Streamlit's own scripts (``page`` fixture): counts the script runs the page has
+# seen start. The app root's data-test-script-state turns to "running" (or "rerunRequested") at the start of every
+# run and back to "notRunning" at its end; a MutationObserver sees every change, however short the run.
+RUN_COUNTER_SCRIPT = """
+window.__memlensRunStarts = 0;
+const busy = (state) => state === 'running' || state === 'rerunRequested';
+new MutationObserver((records) => {
+  for (const r of records) {
+    if (busy(r.target.getAttribute('data-test-script-state')) && !busy(r.oldValue)) window.__memlensRunStarts += 1;
+  }
+}).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
+                      attributeFilter: ['data-test-script-state']});
+"""
+RUN_IS_OVER = ("document.querySelector('[data-testid=\"stApp\"]')?.getAttribute('data-test-script-state')"
+               " === 'notRunning' && !document.querySelector('[data-testid=\"stStatusWidgetRunningIcon\"]')")
+
+
+def script_runs_started(page: Page) -> int:
+    """How many script runs this page has seen start (see RUN_COUNTER_SCRIPT)."""
+    return int(page.evaluate("window.__memlensRunStarts || 0"))
+
+
+def settle(page: Page, *, runs_before: int | None = None) -> None:
+    """Wait until the script run is over and no element is stale (what a person sees is final).
+
+    With ``runs_before`` (``script_runs_started`` taken before an action that reruns the script), first wait for
+    that rerun to start, however long the server takes to begin it; without, give a run 300 ms to start.
+    """
+    if runs_before is None:
+        page.wait_for_timeout(300)
+    else:
+        page.wait_for_function(f"(window.__memlensRunStarts || 0) > {int(runs_before)}", timeout=RUN_TIMEOUT_MS)
+    page.wait_for_function(RUN_IS_OVER, timeout=RUN_TIMEOUT_MS)
     page.wait_for_function("!document.querySelector('[data-stale=\"true\"]')", timeout=30_000)
+
+
+@contextmanager
+def rerun(page: Page) -> Iterator[None]:
+    """``with rerun(page): <click a widget>``: on leaving, wait until the script run the action caused has started
+    and finished, instead of guessing how long the server needs to start it."""
+    before = script_runs_started(page)
+    yield
+    settle(page, runs_before=before)
 
 
 def open_page(page: Page, app_url: str, path: str, title: str) -> None:
@@ -122,11 +163,14 @@ def pick_user(page: Page, user: str) -> None:
         if combo.input_value() == user:
             break
         combo.click()
+        before = script_runs_started(page)
         try:
             page.get_by_role("option", name=user, exact=True).click(timeout=5_000)
         except PlaywrightTimeout:
             page.keyboard.press("Escape")
-        settle(page)
+            settle(page)
+        else:
+            settle(page, runs_before=before)  # picking a user reruns the page
     expect(combo).to_have_value(user)
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from browser_helpers import run_streamlit, save_screenshot, seed_lab_user
+from browser_helpers import RUN_COUNTER_SCRIPT, run_streamlit, save_screenshot, seed_lab_user
 from playwright.sync_api import expect
 
 from engine import MemoryEngine, Settings
@@ -69,6 +69,7 @@ def browser():
 def page(browser):
     """A fresh page (own cookies, own Streamlit session). Browser dialogs are recorded in ``page.dialogs``."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.add_init_script(RUN_COUNTER_SCRIPT)  # lets settle()/rerun() wait for the script run an action started
     pg = context.new_page()
     pg.set_default_timeout(30_000)
     pg.dialogs = []  # an alert() from stored text would land here

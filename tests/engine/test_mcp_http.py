@@ -25,6 +25,8 @@ from tests.support.mcp_client import (
     wait_for_port,
 )
 
+pytestmark = pytest.mark.subprocess
+
 TOKEN = "s3cret-token-for-tests"
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},

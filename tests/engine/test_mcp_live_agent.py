@@ -17,6 +17,8 @@ import pytest
 from engine import MemoryEngine, Settings
 from tests.support.mcp_client import ROOT, clean_env
 
+pytestmark = pytest.mark.subprocess
+
 USER, SESSION = "live-agent", "live-1"
 ITERATIONS = 8
 NOTE = "focus on the staging deploy"

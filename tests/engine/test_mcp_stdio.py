@@ -12,6 +12,8 @@ import pytest
 from engine import MemoryEngine, Settings
 from tests.support.mcp_client import SyncMcp, stdio_server
 
+pytestmark = pytest.mark.subprocess
+
 USER = "mcp-user"
 TOOLS = {"memory_add_message", "memory_save", "memory_search", "memory_retrieve", "memory_feedback",
          "memory_working_get", "memory_working_set", "memory_episode_record", "memory_episodes",

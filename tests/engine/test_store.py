@@ -124,6 +124,7 @@ def hold_lock(db_file: Path, seconds: float, patience: float = 30) -> subprocess
     return proc
 
 
+@pytest.mark.subprocess
 def test_a_store_locked_by_another_process_beyond_the_timeout_raises_store_busy_and_writes_nothing(tmp_path,
                                                                                                    embedder):
     engine = open_store(tmp_path / "store", embedder, lock_timeout_s=0.3)
@@ -143,6 +144,7 @@ def test_a_store_locked_by_another_process_beyond_the_timeout_raises_store_busy_
     assert [i.content for i in engine.list_items(U).rows] == ["already there"]
 
 
+@pytest.mark.subprocess
 def test_a_write_waits_for_a_short_lock_held_by_another_process_and_then_succeeds(tmp_path, embedder):
     engine = open_store(tmp_path / "store", embedder, lock_timeout_s=60)
     holder = hold_lock(engine.path / "memlens.duckdb", 1.5)
@@ -164,6 +166,7 @@ print(engine.get_session("ada", "s1").message_count)
 """
 
 
+@pytest.mark.subprocess
 def test_an_idle_engine_lingering_on_the_file_lets_another_memlens_process_in_at_once(tmp_path, embedder):
     # This engine would keep the file for 60 s of idleness; the other process gives up after 5 s. It only gets in
     # because it asks (the .waiting flag) and the idle holder steps aside.
@@ -177,6 +180,7 @@ def test_an_idle_engine_lingering_on_the_file_lets_another_memlens_process_in_at
     assert engine.get_session(U, "s2").message_count == 1
 
 
+@pytest.mark.subprocess
 def test_with_no_linger_every_operation_lets_go_of_the_file(tmp_path, embedder):
     engine = open_store(tmp_path / "store", embedder, db_linger_s=0)
     engine.remember(U, "a fact")

@@ -16,6 +16,8 @@ import pytest
 from engine import MemoryEngine, NotFound, Settings
 from tests.support.twoproc_common import BEACON, SESSION, SKILL, USER
 
+pytestmark = pytest.mark.subprocess
+
 SUPPORT = Path(__file__).resolve().parent.parent / "support"
 SECONDS = 7.0  # of concurrent activity, after both processes have loaded the model
 
