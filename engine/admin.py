@@ -1,7 +1,7 @@
-"""Store administration for ``MemoryEngine``: import/export and the demo, usage and stats, index maintenance.
+"""Store administration: import/export and the demo, usage and stats, index maintenance.
 
-A mixin so the facade stays one front door while each file keeps one responsibility; it relies on the attributes
-``MemoryEngine.__init__`` sets (``_b``, ``transfer``, ``embedder``, ``llm``, ``path``, the memory modules).
+A composed part of ``MemoryEngine`` (``engine.admin``), not a mixin: it gets exactly what it works on in its
+constructor, and the facade keeps its public methods by handing each call to it.
 """
 
 from __future__ import annotations
@@ -9,16 +9,47 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from .clock import utcnow
 from .config import DEMO_DIR
 from .errors import StoreCorrupt
 from .ids import check_id
-from .records import KINDS, StoreStats
+from .memory.base import Backends
+from .memory.episodic import EpisodicMemory
+from .memory.procedural import SkillLibrary
+from .memory.semantic import SemanticMemory
+from .memory.sessions import SessionStore
+from .memory.transfer import Transfer
+from .providers.llm import LLM
+from .records import KIND_TABLES, KINDS, Page, StoreStats
+from .storage.database import one_row
 
 
 class StoreAdmin:
+    def __init__(self, backends: Backends, path: Path, llm: LLM, sessions: SessionStore, semantic: SemanticMemory,
+                 episodic: EpisodicMemory, skills: SkillLibrary, transfer: Transfer) -> None:
+        self._b = backends
+        self.path = path
+        self.llm = llm
+        self.sessions = sessions
+        self.transfer = transfer
+        self.semantic = semantic
+        self.episodic = episodic
+        self.skills = skills
+
+    @property
+    def embedder(self):
+        return self._b.embedder
+
+    @property
+    def settings(self):
+        return self._b.settings
+
+    def users(self) -> list[str]:
+        return self.sessions.users()
+
     # -- import, export, demo -------------------------------------------------------------------------------------
     def ingest_lines(self, lines: Iterable[str], progress: Callable[[str, int, int], None] | None = None
                      ) -> dict[str, int]:
@@ -31,7 +62,7 @@ class StoreAdmin:
 
     def demo_loaded(self) -> bool:
         with self._b.db.read() as conn:
-            return conn.execute("SELECT count(*) FROM items WHERE id = 'ada-item-001'").fetchone()[0] > 0
+            return one_row(conn.execute("SELECT count(*) FROM items WHERE id = 'ada-item-001'"))[0] > 0
 
     def load_demo(self, reset: bool = False, progress: Callable[[str, int, int], None] | None = None
                   ) -> dict[str, int]:
@@ -51,7 +82,7 @@ class StoreAdmin:
         check_id(user_id, "user id")
         with self._b.db.write() as conn:
             ids = {k: [r[0] for r in conn.execute(f"SELECT id FROM {t} WHERE user_id=?", [user_id]).fetchall()]
-                   for k, t in (("semantic", "items"), ("episodic", "episodes"), ("procedural", "skills"))}
+                   for k, t in KIND_TABLES.items()}
             for table in ("messages", "sessions", "working_slots", "working_history", "items", "categories",
                           "episodes", "skills", "skill_outcomes", "feedback", "forget_log", "traces", "llm_usage"):
                 conn.execute(f"DELETE FROM {table} WHERE user_id=?", [user_id])
@@ -98,7 +129,7 @@ class StoreAdmin:
                   "episodes": "episodes WHERE archived_at IS NULL", "skills": "skills WHERE archived_at IS NULL",
                   "feedback_events": "feedback", "forget_log_entries": "forget_log", "traces": "traces"}
         with self._b.db.read() as conn:
-            counts = {k: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for k, t in tables.items()}
+            counts = {k: one_row(conn.execute(f"SELECT count(*) FROM {t}"))[0] for k, t in tables.items()}
             per_user_rows = conn.execute(
                 "SELECT user_id, kind, n FROM (SELECT user_id, 'sessions' kind, count(*) n FROM sessions GROUP BY 1 "
                 "UNION ALL SELECT user_id, 'messages', count(*) FROM messages GROUP BY 1 "
@@ -126,11 +157,14 @@ class StoreAdmin:
     def reindex(self, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
         """(Re)build this model's vector tables from the active memories in DuckDB."""
         done: dict[str, int] = {}
-        for kind, table, module in (("semantic", "items", self.semantic), ("episodic", "episodes", self.episodic),
-                                    ("procedural", "skills", self.skills)):
+        active: dict[str, tuple[Any, Callable[[str], Page]]] = {
+            "semantic": (self.semantic, lambda u: self.semantic.list_items(u, limit=10_000_000)),
+            "episodic": (self.episodic, lambda u: self.episodic.list_episodes(u, limit=10_000_000)),
+            "procedural": (self.skills, lambda u: self.skills.list_skills(u, limit=10_000_000))}
+        for kind, (module, list_active) in active.items():
             with self._b.db.read() as conn:
-                users = [r[0] for r in conn.execute(f"SELECT DISTINCT user_id FROM {table}").fetchall()]
-            records = [r for u in users for r in module.list(u, limit=10_000_000).rows]
+                users = [r[0] for r in conn.execute(f"SELECT DISTINCT user_id FROM {KIND_TABLES[kind]}").fetchall()]
+            records = [r for u in users for r in list_active(u).rows]
             self._b.index.delete(kind, [r.id for r in records])
             for start in range(0, len(records), 512):
                 chunk = records[start:start + 512]

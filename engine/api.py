@@ -46,6 +46,7 @@ from .records import (
     SessionInfo,
     Skill,
     SkillOutcome,
+    StoreStats,
     TracePrunePlan,
 )
 from .retrieval.candidates import build_inputs, search_sources
@@ -71,7 +72,7 @@ def store_path(location: str | Path) -> Path:
     return path
 
 
-class MemoryEngine(StoreAdmin):
+class MemoryEngine:
     """Agent memory on DuckDB + LanceDB with traced retrieval. Open with :meth:`open`."""
 
     def __init__(self, settings: Settings, embedder: Embedder, llm: LLM) -> None:
@@ -105,6 +106,8 @@ class MemoryEngine(StoreAdmin):
         self.miner = SkillMiner(self.episodic, self.skills, llm)
         self.reasoning = Reasoner(self.working, llm)
         self.retriever = Retriever(b, llm, self.traces.save)
+        self.admin = StoreAdmin(b, self.path, llm, self.sessions, self.semantic, self.episodic, self.skills,
+                                self.transfer)
 
     @classmethod
     def open(cls, path: str | Path | None = None, settings: Settings | None = None, *,
@@ -238,7 +241,7 @@ class MemoryEngine(StoreAdmin):
 
     def list_items(self, user_id: str, category: str | None = None, query: str | None = None,
                    include_archived: bool = False, limit: int = 50, offset: int = 0) -> Page:
-        return self.semantic.list(user_id, category, query, include_archived, limit, offset)
+        return self.semantic.list_items(user_id, category, query, include_archived, limit, offset)
 
     def categories(self, user_id: str) -> list[Category]:
         return self.semantic.categories(user_id)
@@ -257,7 +260,7 @@ class MemoryEngine(StoreAdmin):
     def list_episodes(self, user_id: str, outcome: str | None = None, query: str | None = None,
                       session_id: str | None = None, include_archived: bool = False, limit: int = 50,
                       offset: int = 0) -> Page:
-        return self.episodic.list(user_id, outcome, query, session_id, include_archived, limit, offset)
+        return self.episodic.list_episodes(user_id, outcome, query, session_id, include_archived, limit, offset)
 
     def reflect(self, user_id: str, window: int = 10) -> tuple[list[Item], str]:
         """Insights from the last ``window`` episodes, stored in ``insights``; returns them and the strategy."""
@@ -378,7 +381,7 @@ class MemoryEngine(StoreAdmin):
         return self.traces.get(trace_id, user_id)
 
     def list_traces(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> Page:
-        return self.traces.list(user_id, limit, offset)
+        return self.traces.list_traces(user_id, limit, offset)
 
     def delete_trace(self, trace_id: str, user_id: str | None = None) -> None:
         self.traces.delete(trace_id, user_id)
@@ -399,6 +402,63 @@ class MemoryEngine(StoreAdmin):
         except (TypeError, ValueError) as exc:
             raise InvalidInput(f"not a memlens trace: invalid JSON ({exc})") from None
         return trace_from_dict(data)
+
+    # -- store administration (engine/admin.py) ---------------------------------------------------------------------
+    def ingest_lines(self, lines: Iterable[str], progress: Callable[[str, int, int], None] | None = None
+                     ) -> dict[str, int]:
+        """Import JSONL records; a bad line raises InvalidInput naming it, and nothing is written."""
+        return self.admin.ingest_lines(lines, progress)
+
+    def export(self, user_id: str) -> Iterator[dict]:
+        return self.admin.export(user_id)
+
+    def demo_loaded(self) -> bool:
+        return self.admin.demo_loaded()
+
+    def load_demo(self, reset: bool = False, progress: Callable[[str, int, int], None] | None = None
+                  ) -> dict[str, int]:
+        """Load the bundled demo dataset; loading twice changes nothing, ``reset`` reloads it from scratch."""
+        return self.admin.load_demo(reset, progress)
+
+    def delete_user(self, user_id: str) -> None:
+        """Remove every row and vector of a user (used by demo reset and tests)."""
+        self.admin.delete_user(user_id)
+
+    def record_usage(self, user_id: str | None, operation: str, model: str, input_tokens: int,
+                     output_tokens: int) -> None:
+        self.admin.record_usage(user_id, operation, model, input_tokens, output_tokens)
+
+    def usage(self, user_id: str | None = None) -> list[dict[str, Any]]:
+        """Token usage per user and operation (from the API's usage fields)."""
+        return self.admin.usage(user_id)
+
+    def activity(self, user_id: str | None = None, since: datetime | str | None = None,
+                 until: datetime | str | None = None) -> list[dict[str, Any]]:
+        """Daily counts per kind (messages, items, episodes, outcomes, edits, labels, traces, forgets)."""
+        return self.admin.activity(user_id, since, until)
+
+    def episode_outcomes(self, user_id: str) -> dict[str, int]:
+        """Active episodes per outcome label, most frequent first."""
+        return self.admin.episode_outcomes(user_id)
+
+    def stats(self) -> StoreStats:
+        """Counts per memory kind and per user, the backends in use, and warnings about the store."""
+        return self.admin.stats()
+
+    def reindex(self, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
+        """(Re)build this model's vector tables from the active memories in DuckDB."""
+        return self.admin.reindex(progress)
+
+    def optimize(self, vector_index: bool = True) -> list[str]:
+        """Compact and index the vector tables (see StoreAdmin.optimize); returns the tables indexed now."""
+        return self.admin.optimize(vector_index)
+
+    def disk_bytes(self) -> int:
+        return self.admin.disk_bytes()
+
+    def check(self) -> list[str]:
+        """Applied migrations, for diagnostics."""
+        return self.admin.check()
 
 
 def remove_store(path: str | Path) -> None:

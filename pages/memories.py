@@ -149,8 +149,8 @@ def forget(engine: MemoryEngine, user: str, items: tuple[Item, ...]) -> None:
         for key in ("memories_forget_ids", "memories_forget_more", "memories_forget_reason",
                     "memories_forget_sure"):
             st.session_state.pop(key, None)
-    kind = st.selectbox("What to forget", list(FORGET_KINDS), format_func=FORGET_KINDS.get,
-                        key="memories_forget_kind")
+    kind: str = st.selectbox("What to forget", list(FORGET_KINDS), format_func=lambda k: FORGET_KINDS[k],
+                             key="memories_forget_kind")
     ids = forget_targets(kind, items)
     if not ids:
         st.caption("Pick what to forget to see a preview.")

@@ -116,13 +116,15 @@ if trace is not None and trace.user_id != user:
     trace = None
 if trace is None:
     st.stop()
+assert trace is not None  # st.stop() ends the run; this tells the type checker so
 if st.session_state.get("trace_current_id") != trace.trace_id:
     open_trace(trace.trace_id)
 
 # -- the trace ---------------------------------------------------------------------------------------------------
 st.divider()
 trace_header(trace)
-st.download_button("Export trace JSON", data=lambda: engine.export_trace(trace.trace_id),
+open_id = trace.trace_id
+st.download_button("Export trace JSON", data=lambda: engine.export_trace(open_id),
                    file_name=f"{trace.trace_id}.json", mime="application/json", on_click="ignore",
                    key="trace_export")
 tab_hops, tab_context, tab_whatif, tab_whynot = st.tabs(["Hops", "Context", "What-if", "Why not?"])

@@ -97,23 +97,23 @@ def prune_section(engine: MemoryEngine, user: str | None) -> None:
             st.session_state["sessions_prune_plan"] = {
                 "user": user, "rule": rule, "now": now, "ids": [x.session_id for x in plan.sessions],
                 "messages": plan.message_count, "rows": plan.sessions}
-    plan = st.session_state.get("sessions_prune_plan")
-    if not plan or plan["user"] != user or plan["rule"] != rule:
+    preview = st.session_state.get("sessions_prune_plan")
+    if not preview or preview["user"] != user or preview["rule"] != rule:
         return
-    if not plan["ids"]:
+    if not preview["ids"]:
         st.success(f"Nothing to prune: no session of {md_escape(user)} matches the {rule} rule.")
         return
-    st.warning(f"The {rule} rule would delete {len(plan['ids'])} session(s) with {plan['messages']:,} message(s) "
+    st.warning(f"The {rule} rule would delete {len(preview['ids'])} session(s) with {preview['messages']:,} message(s) "
                f"of user {md_escape(user)}:")
-    session_table(plan["rows"], "sessions_prune_table")
+    session_table(preview["rows"], "sessions_prune_table")
     if confirmed("sessions_prune_form", "sessions_prune_sure",
-                 f"I understand: delete these {len(plan['ids'])} session(s) and their messages for good",
-                 f"Delete {len(plan['ids'])} session(s)"):
+                 f"I understand: delete these {len(preview['ids'])} session(s) and their messages for good",
+                 f"Delete {len(preview['ids'])} session(s)"):
         with engine_errors("Pruning failed; nothing was deleted"):
             # The preview's clock, so idle/stale select the same sessions (minus any that became active since)
-            done = engine.prune_sessions(user, rule, apply=True, now=plan["now"])
+            done = engine.prune_sessions(user, rule, apply=True, now=preview["now"])
             deleted = [x.session_id for x in done.sessions]
-            note = "" if set(deleted) == set(plan["ids"]) else " (the store changed since the preview, so this differs)"
+            note = "" if set(deleted) == set(preview["ids"]) else " (the store changed since the preview, so this differs)"
             flash("sessions", f"Deleted {len(deleted)} session(s) with {done.message_count:,} message(s){note}.")
             st.session_state.pop("sessions_prune_plan", None)
             st.rerun()

@@ -32,6 +32,7 @@ def settings_rows(settings: Settings) -> list[dict[str, Any]]:
     for d in Settings.describe():
         name = d["name"]
         value = getattr(settings, name, None)
+        shown: Any
         if name in secret:
             shown = "set (hidden)" if value else "not set"
             default = ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any
 
 from engine import CandidateTrace, HopTrace, RetrievalTrace
@@ -120,7 +121,7 @@ def trace_label(summary: Mapping[str, Any]) -> str:
     The id keeps labels unique: Streamlit maps a selectbox choice back through its label, so two traces of the same
     question in the same minute must not look alike."""
     when = summary.get("created_at")
-    when_text = when.strftime("%Y-%m-%d %H:%M") if hasattr(when, "strftime") else str(when or "")[:16]
+    when_text = when.strftime("%Y-%m-%d %H:%M") if isinstance(when, (datetime, date)) else str(when or "")[:16]
     hops = summary.get("hops")
     return (f"{when_text} · {hops} hop{'s' if hops != 1 else ''} · {shorten(summary.get('question', ''), 80)} · "
             f"{summary.get('trace_id', '')}")
@@ -141,9 +142,14 @@ def score_parts(scores: Mapping[str, Any], settings: Mapping[str, Any]) -> list[
         vector_part = hybrid - bm25_part  # == (1-w)*similarity, taken from the stored hybrid so the sum is exact
     else:
         bm25_part, vector_part = 0.0, hybrid
-    decayed = hybrid * float(scores.get("decay") if scores.get("decay") is not None else 1.0)
-    temporal = float(scores.get("temporal") if scores.get("temporal") is not None else decayed)
-    final = float(scores.get("final") if scores.get("final") is not None else temporal)
+
+    def stored(name: str, missing: float) -> float:
+        value = scores.get(name)
+        return missing if value is None else float(value)
+
+    decayed = hybrid * stored("decay", 1.0)
+    temporal = stored("temporal", decayed)
+    final = stored("final", temporal)
     # From the stored factor, not final / hop_factor: a hop_weight of 0 would otherwise book the hop's discount
     # as feedback.
     feedback = scores.get("feedback_factor")

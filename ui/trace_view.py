@@ -7,7 +7,7 @@ markdown strings built here escape everything that came from the store or the us
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 import streamlit as st
@@ -55,7 +55,7 @@ def number_config(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def table(rows: Sequence[Mapping[str, Any]], key: str, columns: Sequence[str] | None = None,
-          height: int | str = "auto") -> None:
+          height: int | Literal["auto", "stretch", "content"] = "auto") -> None:
     """A read-only table of plain rows (text cells stay text)."""
     frame = pd.DataFrame(list(rows))
     if columns is not None and len(frame):

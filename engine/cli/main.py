@@ -25,7 +25,7 @@ class UsageError(Exception):
 class Parser(argparse.ArgumentParser):
     """argparse that raises instead of printing usage and exiting, so every error is one line."""
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 

@@ -30,7 +30,8 @@ ACTIVITY_SOURCES: dict[str, tuple[str, str]] = {
 def daily_activity(b: Backends, user_id: str | None = None, since: datetime | str | None = None,
                    until: datetime | str | None = None) -> list[dict[str, Any]]:
     """``[{"day": date, "kind": str, "count": int}]`` ordered by day then kind (UTC days), zero days omitted."""
-    conditions, params = [], []
+    conditions: list[str] = []
+    params: list[Any] = []
     if user_id is not None:
         conditions.append("user_id = ?")
         params.append(check_id(user_id, "user id"))

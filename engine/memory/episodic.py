@@ -9,6 +9,7 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, check_unit, new_id
 from ..records import Episode, Page, Step
+from ..storage.database import one_row
 from .base import Backends, dumps, insert_rows, like_pattern, loads, page_args
 from .semantic import normalise_provenance
 
@@ -28,8 +29,8 @@ def derive_summary(steps: Sequence[Step]) -> str:
 
 
 def _episode(row: tuple) -> Episode:
-    steps = tuple(Step(**{k: s.get(k) or ("" if k != "timestamp" else None) for k in
-                          ("observation", "action", "result", "timestamp")}) for s in loads(row[3]) or [])
+    steps = tuple(Step(s.get("observation") or "", s.get("action") or "", s.get("result") or "",
+                       s.get("timestamp") or None) for s in loads(row[3]) or [])
     return Episode(row[0], row[1], row[2], steps, row[4], row[5], row[6], loads(row[7]) or {}, row[8], row[9])
 
 
@@ -107,7 +108,7 @@ class EpisodicMemory:
             raise NotFound(f"no episode {episode_id!r} for user {user_id!r}")
         return _episode(row)
 
-    def list(self, user_id: str, outcome: str | None = None, query: str | None = None,
+    def list_episodes(self, user_id: str, outcome: str | None = None, query: str | None = None,
              session_id: str | None = None, include_archived: bool = False, limit: int = 50,
              offset: int = 0) -> Page:
         """Episodes newest first."""
@@ -127,10 +128,10 @@ class EpisodicMemory:
             where.append("archived_at IS NULL")
         cond = " AND ".join(where)
         with self.b.db.read() as conn:
-            total = conn.execute(f"SELECT count(*) FROM episodes WHERE {cond}", params).fetchone()[0]
+            total = one_row(conn.execute(f"SELECT count(*) FROM episodes WHERE {cond}", params))[0]
             rows = conn.execute(f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE {cond} ORDER BY created_at DESC, id "
                                 "LIMIT ? OFFSET ?", params + [int(limit), int(offset)]).fetchall()
         return Page(tuple(_episode(r) for r in rows), total, int(limit), int(offset))
 
     def recent(self, user_id: str, window: int) -> list[Episode]:
-        return list(self.list(user_id, limit=max(1, int(window))).rows)
+        return list(self.list_episodes(user_id, limit=max(1, int(window))).rows)

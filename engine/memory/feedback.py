@@ -9,6 +9,7 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_ids
 from ..records import FeedbackEvent
+from ..storage.database import one_row
 from .base import Backends, page_args
 
 LABELS = {"useful": 1, "harmful": -1}
@@ -69,9 +70,9 @@ class FeedbackLog:
                 raise NotFound(f"no trace {r[4]!r} for user {r[0]!r}")
         out = []
         for r in rows:
-            new_id = conn.execute(
+            new_id = one_row(conn.execute(
                 "INSERT INTO feedback (user_id, item_id, label, delta, trace_id, hop, note, created_at) "
-                "VALUES (?,?,?,?,?,?,?,?) RETURNING id", list(r)).fetchone()[0]
+                "VALUES (?,?,?,?,?,?,?,?) RETURNING id", list(r)))[0]
             out.append(FeedbackEvent(new_id, *r))
         return out
 

@@ -14,10 +14,9 @@ from typing import Any
 from ..clock import optional_time, utcnow
 from ..errors import InvalidInput
 from ..ids import check_id, check_ids
-from ..records import KINDS, ForgetLogEntry, ForgetResult
+from ..records import KIND_TABLES, KINDS, ForgetLogEntry, ForgetResult
 from .base import Backends, dumps, page_args
 
-TABLES = {"semantic": "items", "episodic": "episodes", "procedural": "skills"}
 MODES = ("soft", "hard")
 MAX_REASON_CHARS = 1000
 
@@ -25,7 +24,7 @@ MAX_REASON_CHARS = 1000
 def check_kind(kind: object) -> str:
     if kind not in KINDS:
         raise InvalidInput(f"unknown memory kind {str(kind)[:30]!r}; use semantic, episodic or procedural")
-    return kind  # type: ignore[return-value]
+    return kind
 
 
 class Forgetter:
@@ -45,7 +44,7 @@ class Forgetter:
             raise InvalidInput("a reason (1-1000 characters, no NUL) is required to forget")
         if not isinstance(actor, str) or not actor.strip() or len(actor) > 100 or "\x00" in actor:
             raise InvalidInput("actor must be a short name")
-        table = TABLES[kind]
+        table = KIND_TABLES[kind]
         now = utcnow()
         with self.b.db.write() as conn:
             rows = conn.execute(f"SELECT id, archived_at FROM {table} WHERE user_id=? AND id IN (SELECT unnest(?))",

@@ -14,6 +14,7 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, new_id
 from ..records import SKILL_KINDS, Page, RankedSkill, Skill, SkillOutcome
+from ..storage.database import one_row
 from .base import Backends, dumps, insert_rows, like_pattern, loads, page_args
 from .semantic import normalise_provenance
 
@@ -41,7 +42,7 @@ def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float,
 
 
 def _skill(row: tuple) -> Skill:
-    return Skill(*row[:9], loads(row[9]) or {}, *row[10:])
+    return Skill(*row[:9], loads(row[9]) or {}, *row[10:])  # type: ignore[call-arg]  # row: the columns in order
 
 
 def rank_skills(skills: Sequence[Skill]) -> list[RankedSkill]:
@@ -61,13 +62,13 @@ class SkillLibrary:
     def __init__(self, b: Backends) -> None:
         self.b = b
 
-    def prepare(self, user_id: str, name: str, body: str, description: str = "", kind: str = "prompt",
+    def prepare(self, user_id: str, name: str, body: Any, description: str = "", kind: str = "prompt",
                 version: int | None = None, provenance: Any = None, created_at: Any = None,
                 id: str | None = None, archived_at: Any = None) -> Skill:
         check_id(user_id, "user id")
         skill_id = check_id(id, "skill id") if id is not None else new_id("skill")
         name = check_text(name, "skill name", 200).strip()
-        body = check_text(body, "skill body", self.b.settings.max_text_chars)
+        body = check_text(body, "skill body", self.b.settings.max_text_chars)  # anything else is refused here
         if description is None:
             description = ""
         if not isinstance(description, str) or len(description) > 4000:
@@ -107,8 +108,8 @@ class SkillLibrary:
             for s in skills:
                 key = (s.user_id, s.name)
                 if key not in versions:
-                    versions[key] = conn.execute("SELECT coalesce(max(version), 0) FROM skills WHERE user_id=? "
-                                                 "AND name=?", [s.user_id, s.name]).fetchone()[0]
+                    versions[key] = one_row(conn.execute("SELECT coalesce(max(version), 0) FROM skills WHERE user_id=? "
+                                                 "AND name=?", [s.user_id, s.name]))[0]
         final = []
         for s in skills:
             key = (s.user_id, s.name)
@@ -152,7 +153,7 @@ class SkillLibrary:
             write(c)
         return self.get(user_id, skill_id)
 
-    def list(self, user_id: str, query: str | None = None, kind: str | None = None, name: str | None = None,
+    def list_skills(self, user_id: str, query: str | None = None, kind: str | None = None, name: str | None = None,
              include_archived: bool = False, limit: int = 1000, offset: int = 0) -> Page:
         check_id(user_id, "user id")
         limit, offset = page_args(limit, offset)
@@ -172,7 +173,7 @@ class SkillLibrary:
             where.append("archived_at IS NULL")
         cond = " AND ".join(where)
         with self.b.db.read() as conn:
-            total = conn.execute(f"SELECT count(*) FROM skills WHERE {cond}", params).fetchone()[0]
+            total = one_row(conn.execute(f"SELECT count(*) FROM skills WHERE {cond}", params))[0]
             rows = conn.execute(f"SELECT {SKILL_COLUMNS} FROM skills WHERE {cond} ORDER BY created_at DESC, id "
                                 "LIMIT ? OFFSET ?", params + [int(limit), int(offset)]).fetchall()
         return Page(tuple(_skill(r) for r in rows), total, int(limit), int(offset))
@@ -180,12 +181,12 @@ class SkillLibrary:
     def rank(self, user_id: str, query: str | None = None, kind: str | None = None,
              limit: int = 50) -> list[RankedSkill]:
         """Skills ranked by proven utility (Wilson lower bound), with rate and trials beside it."""
-        skills = self.list(user_id, query=query, kind=kind, limit=10_000).rows
+        skills = self.list_skills(user_id, query=query, kind=kind, limit=10_000).rows
         limit, _ = page_args(limit)
         return rank_skills(skills)[:limit]
 
     def versions(self, user_id: str, name: str) -> list[Skill]:
-        return sorted(self.list(user_id, name=name, include_archived=True, limit=10_000).rows,
+        return sorted(self.list_skills(user_id, name=name, include_archived=True, limit=10_000).rows,
                       key=lambda s: s.version)
 
     def outcomes(self, user_id: str, skill_id: str | None = None, name: str | None = None) -> list[SkillOutcome]:

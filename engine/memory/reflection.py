@@ -53,7 +53,7 @@ def parse_insights(text: str) -> list[tuple[str, float | None]] | None:
     values = json_array(text)
     if values is None:
         return None
-    out = []
+    out: list[tuple[str, float | None]] = []
     for v in values:
         if isinstance(v, dict) and isinstance(v.get("content"), str):
             v = {**v, "content": v["content"].replace("\x00", "")}  # a NUL would make the write refuse

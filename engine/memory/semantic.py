@@ -11,6 +11,7 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, check_unit, new_id
 from ..records import Category, Item, Page
+from ..storage.database import one_row
 from .base import Backends, dumps, insert_rows, like_pattern, loads, page_args
 
 CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -121,7 +122,7 @@ class SemanticMemory:
             raise NotFound(f"no semantic item {item_id!r} for user {user_id!r}")
         return _item(row)
 
-    def list(self, user_id: str, category: str | None = None, query: str | None = None,
+    def list_items(self, user_id: str, category: str | None = None, query: str | None = None,
              include_archived: bool = False, limit: int = 50, offset: int = 0) -> Page:
         check_id(user_id, "user id")
         limit, offset = page_args(limit, offset)
@@ -136,7 +137,7 @@ class SemanticMemory:
             where.append("archived_at IS NULL")
         cond = " AND ".join(where)
         with self.b.db.read() as conn:
-            total = conn.execute(f"SELECT count(*) FROM items WHERE {cond}", params).fetchone()[0]
+            total = one_row(conn.execute(f"SELECT count(*) FROM items WHERE {cond}", params))[0]
             rows = conn.execute(f"SELECT {ITEM_COLUMNS} FROM items WHERE {cond} ORDER BY created_at DESC, id "
                                 "LIMIT ? OFFSET ?", params + [int(limit), int(offset)]).fetchall()
         return Page(tuple(_item(r) for r in rows), total, int(limit), int(offset))

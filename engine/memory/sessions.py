@@ -15,6 +15,7 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text
 from ..records import ROLES, Message, Page, PrunePlan, SessionInfo
+from ..storage.database import one_row
 from .base import Backends, insert_rows, like_pattern
 
 PRUNE_RULES = ("idle", "stale", "max")
@@ -87,7 +88,8 @@ class SessionStore:
                       since: datetime | None = None, until: datetime | None = None,
                       limit: int = 50, offset: int = 0) -> Page:
         """Sessions newest first, filtered and paginated in the database; ``user_id=None`` lists every user's."""
-        where, params = ["TRUE"], []
+        where: list[str] = ["TRUE"]
+        params: list[Any] = []
         if user_id is not None:  # "" is a bad id, not "everyone"
             check_id(user_id, "user id")
             where.append("s.user_id = ?")
@@ -107,7 +109,7 @@ class SessionStore:
         cond = " AND ".join(where)
         limit, offset = _page_args(limit, offset)
         with self.b.db.read() as conn:
-            total = conn.execute(f"SELECT count(*) FROM sessions s WHERE {cond}", params).fetchone()[0]
+            total = one_row(conn.execute(f"SELECT count(*) FROM sessions s WHERE {cond}", params))[0]
             rows = conn.execute(
                 f"SELECT s.user_id, s.session_id, s.created_at, s.last_activity_at, "
                 f"(SELECT count(*) FROM messages m WHERE m.user_id=s.user_id AND m.session_id=s.session_id), "
@@ -133,8 +135,8 @@ class SessionStore:
         self.get_session(user_id, session_id)
         limit, offset = _page_args(limit, offset)
         with self.b.db.read() as conn:
-            total = conn.execute("SELECT count(*) FROM messages WHERE user_id=? AND session_id=?",
-                                 [user_id, session_id]).fetchone()[0]
+            total = one_row(conn.execute("SELECT count(*) FROM messages WHERE user_id=? AND session_id=?",
+                                 [user_id, session_id]))[0]
             rows = conn.execute("SELECT user_id, session_id, seq, role, content, tokens, created_at FROM messages "
                                 "WHERE user_id=? AND session_id=? ORDER BY seq LIMIT ? OFFSET ?",
                                 [user_id, session_id, limit, offset]).fetchall()
@@ -159,7 +161,7 @@ class SessionStore:
                 rows = conn.execute(base + " AND s.last_activity_at IS NOT NULL AND s.last_activity_at < ? "
                                     "ORDER BY s.last_activity_at", [user_id, cutoff]).fetchall()
             else:
-                total = conn.execute("SELECT count(*) FROM sessions WHERE user_id=?", [user_id]).fetchone()[0]
+                total = one_row(conn.execute("SELECT count(*) FROM sessions WHERE user_id=?", [user_id]))[0]
                 excess = max(0, total - s.session_max_per_user)
                 # Oldest first; sessions without a timestamp count as the epoch, so they go first (parity).
                 rows = conn.execute(base + " ORDER BY s.last_activity_at ASC NULLS FIRST, s.session_id LIMIT ?",

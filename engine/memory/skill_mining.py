@@ -78,7 +78,7 @@ def parse_proposals(text: str, episode_ids: tuple[str, ...]) -> tuple[list[Skill
         if name is None or not isinstance(body, str) or not body.strip():
             dropped += 1
             continue
-        kind = v.get("kind") if v.get("kind") in SKILL_KINDS else "prompt"
+        kind = str(v["kind"]) if v.get("kind") in SKILL_KINDS else "prompt"
         conf = unit_number(v.get("confidence")) if v.get("confidence") is not None else None
         desc = v.get("description")
         desc = desc.replace("\x00", "").strip()[:4000] if isinstance(desc, str) and desc.strip() else None

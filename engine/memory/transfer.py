@@ -4,7 +4,7 @@ is reported with its number, and nothing from the file is written."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,8 +75,9 @@ class Transfer:
                 if not isinstance(rec, dict):
                     raise InvalidInput("each line must be a JSON object")
                 self._add(plan, rec)
-                listed = {"item": plan.items, "episode": plan.episodes, "skill": plan.skills,
-                          "outcome": plan.outcomes, "feedback": plan.feedback}.get(rec["kind"])
+                lists: dict[str, list[Any]] = {"item": plan.items, "episode": plan.episodes, "skill": plan.skills,
+                                               "outcome": plan.outcomes, "feedback": plan.feedback}
+                listed = lists.get(rec["kind"])
                 if listed is not None:
                     plan.lines[(rec["kind"], len(listed) - 1)] = number
             except MemlensError as exc:
@@ -141,7 +142,7 @@ class Transfer:
         """Ids must be new (in the file and the store); outcomes must name skills and feedback memories, in the
         file or already stored. Each error names its line. An existing id must be refused here: writing it would
         fail and the rollback would delete the existing memory's vectors along with the new ones."""
-        tables = (("item", "items", plan.items), ("episode", "episodes", plan.episodes),
+        tables: tuple[tuple[str, str, Sequence[Any]], ...] = (("item", "items", plan.items), ("episode", "episodes", plan.episodes),
                   ("skill", "skills", plan.skills))
         with self.b.db.read() as conn:
             for kind, table, records in tables:
@@ -211,18 +212,18 @@ class Transfer:
         for c in self.semantic.categories(user_id):
             if c.summary:
                 yield {"kind": "category", "user_id": user_id, "name": c.name, "summary": c.summary}
-        for i in self.semantic.list(user_id, include_archived=True, limit=10_000_000).rows:
+        for i in self.semantic.list_items(user_id, include_archived=True, limit=10_000_000).rows:
             yield {"kind": "item", "user_id": user_id, "id": i.id, "category": i.category, "content": i.content,
                    "importance": i.importance, "evergreen": i.evergreen, "provenance": i.provenance,
                    "source": i.source, "created_at": i.created_at.isoformat(),
                    "archived_at": i.archived_at.isoformat() if i.archived_at else None,
                    **({"preceding_text": i.preceding_text} if i.preceding_text else {})}
-        for e in self.episodic.list(user_id, include_archived=True, limit=10_000_000).rows:
+        for e in self.episodic.list_episodes(user_id, include_archived=True, limit=10_000_000).rows:
             yield {"kind": "episode", "user_id": user_id, "id": e.id, "session_id": e.session_id,
                    "steps": [s.__dict__ for s in e.steps], "summary": e.summary, "outcome": e.outcome,
                    "importance": e.importance, "provenance": e.provenance, "created_at": e.created_at.isoformat(),
                    "archived_at": e.archived_at.isoformat() if e.archived_at else None}
-        skills = sorted(self.skills.list(user_id, include_archived=True, limit=10_000_000).rows,
+        skills = sorted(self.skills.list_skills(user_id, include_archived=True, limit=10_000_000).rows,
                         key=lambda s: (s.name, s.version))
         for s in skills:
             yield {"kind": "skill", "user_id": user_id, "id": s.id, "name": s.name, "skill_kind": s.kind,

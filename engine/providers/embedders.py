@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -53,7 +53,7 @@ def _finish(vectors: np.ndarray, count: int, dim: int, who: str) -> np.ndarray:
 
 
 _MODEL_LOCK = threading.Lock()
-_MODELS: dict[str, object] = {}
+_MODELS: dict[str, Any] = {}
 
 
 def _load_minilm(bf16: bool = False):

@@ -38,7 +38,7 @@ def _ms(start: float) -> float:
 
 
 class Retriever:
-    def __init__(self, b: Backends, llm: LLM, store_trace: Callable[[RetrievalTrace], None]) -> None:
+    def __init__(self, b: Backends, llm: LLM, store_trace: Callable[[RetrievalTrace, Any], None]) -> None:
         self.b = b
         self.llm = llm
         self.store_trace = store_trace
@@ -71,7 +71,8 @@ class Retriever:
     # -- the live pipeline ------------------------------------------------------------------------------------------
     def retrieve(self, user_id: str, question: str, session_id: str | None = None, hops: int | None = None,
                  budget: int | None = None, overrides: Mapping[str, Any] | None = None, reasoner: Any = None,
-                 now: datetime | None = None, sources: Sequence[str] = SOURCES, save: bool = True) -> RetrievalTrace:
+                 now: datetime | str | None = None, sources: Sequence[str] = SOURCES, save: bool = True
+                 ) -> RetrievalTrace:
         t_start = time.perf_counter()
         check_id(user_id, "user id")
         if session_id is not None:

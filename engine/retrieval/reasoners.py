@@ -106,7 +106,7 @@ class OfflineBridgeReasoner:
                      if not _sentence_start(text, m.start())}
         q_words = {w for w in _words(question) if w not in STOPWORDS and len(w) > 2}
         # Terms present in many results (a speaker on every line, the project name everywhere) do not bridge.
-        spread = Counter()
+        spread: Counter[str] = Counter()
         for text in pool:
             spread.update({t.lower() for t in self.terms(text, names_mid)})
         best_text, best_overlap, best_terms = None, -1.0, []

@@ -142,7 +142,7 @@ def relevance_filter(items: Sequence[Scored], relevance_text: str, settings: Any
     if mode == "llm" and all(s.inp.llm_relevance is not None for s in items):
         threshold = float(_get(settings, "relevance_judge_threshold"))
         for s in items:
-            ok = s.inp.llm_relevance >= threshold
+            ok = (s.inp.llm_relevance or 0.0) >= threshold  # not None: checked above
             s.kept = ok
             s.verdicts.update(relevance="kept" if ok else "dropped",
                               rule=f"llm_judge {s.inp.llm_relevance:.2f} {'>=' if ok else '<'} {threshold}")

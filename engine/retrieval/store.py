@@ -16,6 +16,7 @@ from ..errors import InvalidInput, NotFound, StoreCorrupt
 from ..ids import check_id
 from ..memory.base import Backends, page_args
 from ..records import Page, TracePrunePlan
+from ..storage.database import one_row
 from .trace import OLDER_TRACE_SETTINGS, CandidateTrace, HopTrace, RetrievalTrace
 
 
@@ -93,7 +94,7 @@ class TraceStore:
                                f"{str(exc)[:120]}); delete it with delete_trace") from None
         return trace_from_dict(data)
 
-    def list(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> Page:
+    def list_traces(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> Page:
         """Trace summaries (no bodies) newest first, paginated in the database."""
         limit, offset = page_args(limit, offset)
         where, params = "", []
@@ -101,7 +102,7 @@ class TraceStore:
             where = "WHERE user_id = ?"
             params.append(check_id(user_id, "user id"))
         with self.b.db.read() as conn:
-            total = conn.execute(f"SELECT count(*) FROM traces {where}", params).fetchone()[0]
+            total = one_row(conn.execute(f"SELECT count(*) FROM traces {where}", params))[0]
             rows = conn.execute(
                 "SELECT id, user_id, session_id, question, hops, stop_reason, embedder, strategy, total_ms, "
                 f"context_ids, created_at FROM traces {where} ORDER BY created_at DESC, id LIMIT ? OFFSET ?",
@@ -135,7 +136,8 @@ class TraceStore:
                 or not math.isfinite(older_than_days) or older_than_days < 0 or older_than_days > 36_500:
             raise InvalidInput("older_than_days must be a number of days from 0 to 36500")
         cutoff = (now or utcnow()) - timedelta(days=float(older_than_days))
-        where, params = "t.created_at < ?", [cutoff]
+        where = "t.created_at < ?"
+        params: list[Any] = [cutoff]
         if user_id is not None:
             where += " AND t.user_id = ?"
             params.append(check_id(user_id, "user id"))
@@ -143,10 +145,10 @@ class TraceStore:
         chosen = f"{where} AND NOT {labelled}" if keep_labelled else where
         size = "coalesce(octet_length(t.body_packed), 0) + coalesce(strlen(CAST(t.body AS VARCHAR)), 0)"
         with self.b.db.write() as conn:
-            count, nbytes = conn.execute(f"SELECT count(*), coalesce(sum({size}), 0) FROM traces t WHERE {chosen}",
-                                         params).fetchone()
-            kept = conn.execute(f"SELECT count(*) FROM traces t WHERE {where} AND {labelled}",
-                                params).fetchone()[0] if keep_labelled else 0
+            count, nbytes = one_row(conn.execute(
+                f"SELECT count(*), coalesce(sum({size}), 0) FROM traces t WHERE {chosen}", params))
+            kept = one_row(conn.execute(f"SELECT count(*) FROM traces t WHERE {where} AND {labelled}",
+                                params))[0] if keep_labelled else 0
             rows = conn.execute(f"SELECT t.id, t.user_id, t.question, t.created_at FROM traces t WHERE {chosen} "
                                 "ORDER BY t.created_at DESC, t.id LIMIT 20", params).fetchall()
             if apply and count:

@@ -37,7 +37,7 @@ def bm25_scores(query: str, docs: Sequence[str]) -> list[float]:
     tokenised = [bm25_tokens(d) for d in docs]
     n = len(docs)
     avgdl = max(sum(len(t) for t in tokenised) / n, 1.0)
-    df = Counter()
+    df: Counter[str] = Counter()
     for toks in tokenised:
         df.update(set(toks))
     idf = {t: math.log((n - df[t] + 0.5) / (df[t] + 0.5) + 1) for t in q_terms}

@@ -213,6 +213,14 @@ class Database:
             return conn.execute("SELECT name, applied_at FROM schema_migrations ORDER BY name").fetchall()
 
 
+def one_row(result: duckdb.DuckDBPyConnection) -> tuple:
+    """The row of a query that always returns exactly one (an aggregate: count, sum, max): typed as present."""
+    row = result.fetchone()
+    if row is None:
+        raise StoreCorrupt("an aggregate query returned no row")
+    return row
+
+
 def release_under(folder: Path) -> None:
     """Close this process's connections to databases inside ``folder`` (before the folder is deleted or copied)."""
     folder = Path(folder).resolve()

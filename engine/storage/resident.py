@@ -115,6 +115,7 @@ class ResidentVectors:
                 return None
             with self._lock:
                 if not state.built:
+                    assert copy.unindexed is not None  # the caller returned before asking for an unknown split
                     state.held = _postings(tb, copy.texts, copy.unindexed)
                     state.built = True
         return state.held

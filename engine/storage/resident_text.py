@@ -24,6 +24,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from itertools import chain
+from typing import Any
 
 import numpy as np
 import Stemmer
@@ -206,7 +207,7 @@ class HeldFullText:
             r = rows[lo:hi]
             tf = tfs[lo:hi]
             n_indexed = int(self._df_indexed[at])
-            idf = math.log(1 + (self._count_indexed - n_indexed + 0.5) / (n_indexed + 0.5))
+            idf: Any = math.log(1 + (self._count_indexed - n_indexed + 0.5) / (n_indexed + 0.5))
             norm = self._norm_indexed[r]
             new = self._unindexed[r]
             if new.any():
