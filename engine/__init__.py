@@ -2,7 +2,7 @@
 
 from .agent import AgentMemory
 from .api import MemoryEngine
-from .config import Settings
+from .config import Settings, prepare_process_environment
 from .errors import (
                      InvalidInput,
                      LLMUnavailable,
@@ -45,6 +45,7 @@ from .retrieval.trace import CandidateTrace, HopTrace, RetrievalTrace
 
 __all__ = [
     "MemoryEngine", "AgentMemory", "Settings", "MemlensError", "InvalidInput", "NotFound", "StoreBusy", "StoreCorrupt",
+    "prepare_process_environment",
     "StoreTooNew", "ModelMismatch", "LLMUnavailable", "KINDS", "ROLES", "TYPED_SLOTS", "Category", "Episode",
     "FeedbackEvent", "ForgetLogEntry", "ForgetResult", "Item", "Message", "Page", "PrunePlan", "RankedSkill",
     "SearchHit", "SessionInfo", "Skill", "SkillOutcome", "SlotEdit", "Step", "StoreStats", "TracePrunePlan",

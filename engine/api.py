@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .admin import StoreAdmin
-from .config import Settings
+from .config import Settings, prepare_process_environment
 from .errors import InvalidInput
 from .ids import check_id
 from .memory.base import Backends
@@ -76,6 +76,7 @@ class MemoryEngine:
     """Agent memory on DuckDB + LanceDB with traced retrieval. Open with :meth:`open`."""
 
     def __init__(self, settings: Settings, embedder: Embedder, llm: LLM) -> None:
+        prepare_process_environment()  # before LanceDB loads (VectorIndex), for every program that uses the engine
         self.settings = settings
         self.path = store_path(settings.store)
         self.path.mkdir(parents=True, exist_ok=True)

@@ -21,41 +21,56 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_STORE = PROJECT_ROOT / "data" / "store"
 DEMO_DIR = PROJECT_ROOT / "data" / "demo"
 
-# Nothing may download at run time and LanceDB's per-query warnings are noise in a CLI.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("LANCEDB_LOG", "error")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-# torch's OpenMP threads otherwise spin for a while after each embedding and take a core from the LanceDB and DuckDB
-# work that follows it (a retrieval measured ~25% slower). Read when torch loads, so it must be set before that.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# What every memlens process needs in its environment, set by prepare_process_environment() (never by importing this
+# module): nothing may download at run time, LanceDB's per-query warnings are noise in a CLI, and torch's OpenMP
+# threads otherwise spin for a while after each embedding and take a core from the LanceDB and DuckDB work that
+# follows it (a retrieval measured ~25% slower). LanceDB and torch read these once, when they are imported.
+PROCESS_ENV_DEFAULTS = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "LANCEDB_LOG": "error",
+    "TOKENIZERS_PARALLELISM": "false",
+    "TRANSFORMERS_VERBOSITY": "error",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "OMP_WAIT_POLICY": "PASSIVE",
+}
+
+
+def prepare_process_environment() -> None:
+    """Set PROCESS_ENV_DEFAULTS in this process, keeping any value already set. The entry points call it before
+    LanceDB or torch is imported: the CLI (and so the MCP server), the dashboard, ``MemoryEngine`` and the local
+    model's loader; both libraries are imported lazily, so a library user gets it from ``MemoryEngine`` too."""
+    for name, value in PROCESS_ENV_DEFAULTS.items():
+        os.environ.setdefault(name, value)
 
 
 def _s(default: Any, help: str, *, choices: tuple | None = None, lo: float | None = None,
-       hi: float | None = None, retrieval: bool = False, secret: bool = False) -> Any:
+       hi: float | None = None, retrieval: bool = False, secret: bool = False, env: str | None = None) -> Any:
+    """One setting: its default, help, allowed values or range, whether a retrieval call may override it, whether
+    it is a secret, and the environment variable that sets it (``env``; read by ``Settings.from_env`` only)."""
     return field(default=default, repr=not secret, metadata={"help": help, "choices": choices, "lo": lo, "hi": hi,
-                                            "retrieval": retrieval, "secret": secret})
+                                            "retrieval": retrieval, "secret": secret, "env": env})
 
 
 @dataclass(frozen=True)
 class Settings:
     # --- store and backends -------------------------------------------------------------------------------------
-    store: str = _s(str(DEFAULT_STORE), "Store location (folder path or URI). Env MEMLENS_STORE.")
+    store: str = _s(str(DEFAULT_STORE), "Store location (folder path or URI).", env="MEMLENS_STORE")
     embedder: str = _s("auto", "Embedder: local (all-MiniLM-L6-v2, bundled), openai, or auto (openai when "
-                       "OPENAI_API_KEY is set and MEMLENS_EMBEDDER is not local).", choices=("auto", "local", "openai"))
-    openai_api_key: str = _s("", "OpenAI (or compatible) API key. Env OPENAI_API_KEY. Never displayed.", secret=True)
-    openai_base_url: str = _s("", "Base URL of an OpenAI-compatible server. Env OPENAI_BASE_URL.")
-    chat_model: str = _s("gpt-4o-mini", "Chat model for LLM features. Env MEMLENS_CHAT_MODEL.")
+                       "OPENAI_API_KEY is set and MEMLENS_EMBEDDER is not local).", choices=("auto", "local", "openai"),
+                       env="MEMLENS_EMBEDDER")
+    openai_api_key: str = _s("", "OpenAI (or compatible) API key. Never displayed.", secret=True, env="OPENAI_API_KEY")
+    openai_base_url: str = _s("", "Base URL of an OpenAI-compatible server.", env="OPENAI_BASE_URL")
+    chat_model: str = _s("gpt-4o-mini", "Chat model for LLM features.", env="MEMLENS_CHAT_MODEL")
     embed_precision: str = _s("auto", "Local model arithmetic: fp32, bf16 (about 2x faster on CPUs with AMX; vectors "
                               "agree with fp32 to cosine > 0.9999; queries use a bf16 copy of the weights), or auto (bf16 "
-                              "on CPUs with native bf16). Env MEMLENS_EMBED_PRECISION.", choices=("auto", "fp32", "bf16"))
-    embedding_model: str = _s("text-embedding-3-small", "OpenAI embedding model. Env MEMLENS_EMBEDDING_MODEL.")
-    llm_timeout_s: float = _s(60.0, "LLM request timeout in seconds. Env MEMLENS_LLM_TIMEOUT.", lo=0.1)
-    llm_retries: int = _s(2, "LLM retries on 429/5xx/connection errors. Env MEMLENS_LLM_RETRIES.", lo=0, hi=10)
-    llm_backoff_s: float = _s(0.5, "First retry delay in seconds, doubled per retry (llmemory: 0.5*2^(n-1)). "
-                              "Env MEMLENS_LLM_BACKOFF.", lo=0, hi=60)
+                              "on CPUs with native bf16).", choices=("auto", "fp32", "bf16"),
+                              env="MEMLENS_EMBED_PRECISION")
+    embedding_model: str = _s("text-embedding-3-small", "OpenAI embedding model.", env="MEMLENS_EMBEDDING_MODEL")
+    llm_timeout_s: float = _s(60.0, "LLM request timeout in seconds.", lo=0.1, env="MEMLENS_LLM_TIMEOUT")
+    llm_retries: int = _s(2, "LLM retries on 429/5xx/connection errors.", lo=0, hi=10, env="MEMLENS_LLM_RETRIES")
+    llm_backoff_s: float = _s(0.5, "First retry delay in seconds, doubled per retry (llmemory: 0.5*2^(n-1)).",
+                              lo=0, hi=60, env="MEMLENS_LLM_BACKOFF")
     max_text_chars: int = _s(32000, "Longest text accepted for a message, memory, step or slot value.", lo=100)
     preceding_text_weight: float = _s(0.4, "[memlens] How much an item's preceding_text (what came right before it, "
                                       "e.g. the previous turn of a conversation) counts in its vector: normalise(e(text) "
@@ -79,7 +94,7 @@ class Settings:
                             "each); another memlens process that is waiting gets it within ~20 ms anyway.",
                             lo=0, hi=60)
     mcp_token: str = _s("", "Bearer token the MCP HTTP server requires (Authorization: Bearer <token>); needed to "
-                        "bind to a non-loopback host. Env MEMLENS_MCP_TOKEN. Never displayed.", secret=True)
+                        "bind to a non-loopback host. Never displayed.", secret=True, env="MEMLENS_MCP_TOKEN")
     # --- session lifecycle (llmemory §1.6) ---------------------------------------------------------------------
     session_idle_minutes: int = _s(60, "Idle pruning: sessions inactive longer than this.", lo=1)
     session_stale_days: int = _s(30, "Stale pruning: sessions inactive longer than this many days.", lo=1)
@@ -146,17 +161,10 @@ class Settings:
         """Defaults, then environment variables, then explicit keyword values."""
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
-        mapping = {
-            "MEMLENS_STORE": "store", "MEMLENS_EMBEDDER": "embedder", "OPENAI_API_KEY": "openai_api_key",
-            "OPENAI_BASE_URL": "openai_base_url", "MEMLENS_CHAT_MODEL": "chat_model",
-            "MEMLENS_EMBEDDING_MODEL": "embedding_model", "MEMLENS_LLM_TIMEOUT": "llm_timeout_s",
-            "MEMLENS_LLM_RETRIES": "llm_retries",
-            "MEMLENS_MCP_TOKEN": "mcp_token",
-            "MEMLENS_LLM_BACKOFF": "llm_backoff_s", "MEMLENS_EMBED_PRECISION": "embed_precision",
-        }
-        for var, name in mapping.items():
-            if env.get(var):
-                values[name] = env[var]
+        for f in dataclasses.fields(cls):
+            var = f.metadata.get("env")
+            if var and env.get(var):
+                values[f.name] = env[var]
         base = cls()
         return base.with_overrides({**values, **explicit})
 
@@ -168,7 +176,7 @@ class Settings:
             m = f.metadata
             out.append({"name": f.name, "type": f.type if isinstance(f.type, str) else f.type.__name__,
                         "default": "" if m["secret"] else f.default, "help": m["help"], "choices": m["choices"],
-                        "min": m["lo"], "max": m["hi"], "retrieval": m["retrieval"]})
+                        "min": m["lo"], "max": m["hi"], "retrieval": m["retrieval"], "env": m.get("env")})
         return out
 
     @classmethod
@@ -247,3 +255,4 @@ def _coerce(f: dataclasses.Field, raw: Any) -> Any:
     if m["hi"] is not None and value > m["hi"]:
         raise InvalidInput(f"setting {f.name} must be <= {m['hi']}, got {value}")
     return value
+

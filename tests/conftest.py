@@ -17,8 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engine import MemoryEngine, Settings  # noqa: E402
+from engine import MemoryEngine, Settings, prepare_process_environment  # noqa: E402
 from engine.providers.embedders import LocalMiniLM  # noqa: E402
+
+prepare_process_environment()  # the suite is an entry point too: before anything imports torch or LanceDB
 
 BROWSER_GROUP = "browser"
 

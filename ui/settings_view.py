@@ -40,5 +40,6 @@ def settings_rows(settings: Settings) -> list[dict[str, Any]]:
             shown = mask_url(value) if isinstance(value, str) and "://" in value else value
             default = d["default"]
         rows.append({"setting": name, "in use": str(shown), "default": str(default),
-                     "changed": (name not in secret and value != d["default"]), "meaning": d["help"]})
+                     "changed": (name not in secret and value != d["default"]),
+                     "meaning": d["help"] + (f" Env {d['env']}." if d["env"] else "")})
     return rows

