@@ -87,6 +87,9 @@ class VectorIndex:
         self._owner: dict[str, tuple[int, str | None]] = {}  # table name -> (version, its only user or None)
         self._writes: dict[str, int] = {}  # table name -> add() calls since this process last optimized it
         self.resident = ResidentVectors(resident_max_rows)
+        # Whether held tables answer full-text searches from memory (resident_text.py) or ask LanceDB for ids and
+        # scores; switchable for bench/latency.py --compare-resident-text, which measures what it buys.
+        self.resident_text = True
 
     # -- tables -----------------------------------------------------------------------------------------------------
     def _schema(self, kind: str) -> pa.Schema:
@@ -293,7 +296,7 @@ class VectorIndex:
         if owners is not None:  # a table held in memory: its copy knows the owners, texts and vectors
             if user_id not in owners:
                 return [], "in memory (BM25)"
-            held = self.resident.text_search(tb, version, user_id, query, k)
+            held = self.resident.text_search(tb, version, user_id, query, k) if self.resident_text else None
             if held is not None:
                 return _hits(held.ids, held.texts, held.vectors, bm25=held.scores), "in memory (BM25)"
             hits = self._fts_held(tb, version, user_id, query, k, only_owner=len(owners) == 1)
