@@ -14,11 +14,10 @@ from typing import Any
 from .admin import StoreAdmin
 from .config import Settings, prepare_process_environment
 from .errors import InvalidInput
-from .ids import check_id
 from .memory.base import Backends
 from .memory.episodic import EpisodicMemory
 from .memory.feedback import FeedbackLog
-from .memory.forgetting import Forgetter, check_kind
+from .memory.forgetting import Forgetter
 from .memory.memorize import Memorizer, MemorizeResult
 from .memory.procedural import SkillLibrary
 from .memory.reasoning import Reasoner, ReasonResult
@@ -31,7 +30,6 @@ from .memory.working import WorkingMemory
 from .providers.embedders import Embedder, LocalMiniLM, OpenAIEmbedder
 from .providers.llm import LLM, NoLLM, OpenAIChat
 from .records import (
-    KINDS,
     Category,
     Episode,
     FeedbackEvent,
@@ -49,8 +47,8 @@ from .records import (
     StoreStats,
     TracePrunePlan,
 )
-from .retrieval.candidates import build_inputs, search_sources
 from .retrieval.pipeline import Retriever
+from .retrieval.search import plain_search
 from .retrieval.store import TraceStore, trace_from_dict
 from .retrieval.trace import RetrievalTrace
 from .storage.database import Database, release_under
@@ -334,35 +332,10 @@ class MemoryEngine:
     # -- search and retrieval ---------------------------------------------------------------------------------------
     def search(self, user_id: str, query: str, kind: str = "all", limit: int = 10,
                mode: str = "hybrid") -> list[SearchHit]:
-        """Plain search without the ranking pipeline. ``hybrid``: 0.7*cosine + 0.3*BM25/max over the union of
-        vector and full-text hits; ``vector``: cosine only; ``fts``: LanceDB BM25 only."""
-        check_id(user_id, "user id")
-        from .ids import check_text
-
-        check_text(query, "query", self.settings.max_text_chars)
-        kinds = KINDS if kind == "all" else (check_kind(kind),)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise InvalidInput("limit must be an integer from 1 to 1000")
-        if mode not in ("hybrid", "vector", "fts"):
-            raise InvalidInput("search mode must be hybrid, vector or fts")
-        qvec = self.embedder.embed([query])[0]
-        hits, _ = search_sources(self._b, user_id, query, qvec, kinds, max(limit, 20))
-        if mode != "hybrid":
-            hits = {k: (v, []) if mode == "vector" else ([], f) for k, (v, f) in hits.items()}
-        with self._b.db.read() as conn:
-            inputs, _ = build_inputs(self._b, conn, user_id, qvec, hits)
-        top = max((i.fts_score or 0.0 for i in inputs), default=0.0) or 1.0
-
-        def score(i) -> float:
-            if mode == "vector":
-                return i.vector_similarity
-            if mode == "fts":
-                return i.fts_score or 0.0
-            return round(0.7 * i.vector_similarity + 0.3 * (i.fts_score or 0) / top, 6)
-
-        scored = [SearchHit(i.id, i.kind, i.text, score(i), i.vector_similarity, i.fts_score,
-                            datetime.fromisoformat(i.created_at)) for i in inputs]
-        return sorted(scored, key=lambda h: -h.score)[:limit]
+        """Plain search without the ranking pipeline (engine/retrieval/search.py). ``hybrid``: (1-w)*cosine +
+        w*BM25/max with w = ``bm25_weight``, over the union of vector and full-text hits; ``vector``: cosine only
+        (no full-text search runs); ``fts``: LanceDB BM25 only."""
+        return plain_search(self._b, user_id, query, kind, limit, mode)
 
     def retrieve(self, user_id: str, question: str, session_id: str | None = None, hops: int | None = None,
                  budget: int | None = None, overrides: Mapping[str, Any] | None = None, reasoner: Any = None,

@@ -43,16 +43,21 @@ FROM found
 
 
 def search_sources(b: Backends, user_id: str, query: str, query_vector: np.ndarray, sources: Sequence[str],
-                   top_k: int) -> tuple[dict[str, tuple[list[VectorHit], list[VectorHit]]], dict[str, dict[str, str]]]:
+                   top_k: int, searches: Sequence[str] = ("vector", "fts"),
+                   ) -> tuple[dict[str, tuple[list[VectorHit], list[VectorHit]]], dict[str, dict[str, str]]]:
     """Vector and full-text hits per source (the searches run concurrently: LanceDB releases the GIL), and how
     each source was searched: ``{"vector_search": {kind: mode}, "full_text_search": {kind: mode}}`` (exact,
-    approximate or in memory; LanceDB index or in memory)."""
+    approximate or in memory; LanceDB index or in memory). A search left out of ``searches`` does not run: its
+    hits are empty and its mode is ``not run``."""
+    not_run: tuple[list[VectorHit], str] = ([], "not run")
     jobs = {}
     for kind in sources:
-        jobs[(kind, "vector")] = _POOL.submit(b.index.search_vectors, kind, user_id, query_vector, top_k)
-        jobs[(kind, "fts")] = _POOL.submit(b.index.search_text, kind, user_id, query, top_k)
-    vectors = {kind: jobs[(kind, "vector")].result() for kind in sources}
-    texts = {kind: jobs[(kind, "fts")].result() for kind in sources}
+        if "vector" in searches:
+            jobs[(kind, "vector")] = _POOL.submit(b.index.search_vectors, kind, user_id, query_vector, top_k)
+        if "fts" in searches:
+            jobs[(kind, "fts")] = _POOL.submit(b.index.search_text, kind, user_id, query, top_k)
+    vectors = {kind: jobs[(kind, "vector")].result() if (kind, "vector") in jobs else not_run for kind in sources}
+    texts = {kind: jobs[(kind, "fts")].result() if (kind, "fts") in jobs else not_run for kind in sources}
     hits = {kind: (vectors[kind][0], texts[kind][0]) for kind in sources}
     return hits, {"vector_search": {kind: vectors[kind][1] for kind in sources},
                   "full_text_search": {kind: texts[kind][1] for kind in sources}}
