@@ -90,7 +90,7 @@ class EpisodicMemory:
         return episode.searchable_text
 
     def insert(self, conn, episodes: Sequence[Episode]) -> list[Episode]:
-        if not episodes:  # DuckDB's executemany refuses an empty parameter list
+        if not episodes:
             return []
         insert_rows(
             conn, "episodes", EPISODE_TYPES,

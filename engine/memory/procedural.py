@@ -93,7 +93,7 @@ class SkillLibrary:
         return skill.searchable_text
 
     def insert(self, conn, skills: Sequence[Skill]) -> list[Skill]:
-        if not skills:  # DuckDB's executemany refuses an empty parameter list
+        if not skills:
             return []
         insert_rows(conn, "skills", SKILL_TYPES,
                     [[s.id, s.user_id, s.name, s.version, s.kind, s.description, s.body, 0, 0,

@@ -104,7 +104,7 @@ class SemanticMemory:
         return item.preceding_text
 
     def insert(self, conn, items: Sequence[Item]) -> list[Item]:
-        if not items:  # DuckDB's executemany refuses an empty parameter list
+        if not items:
             return []
         insert_rows(conn, "items", ITEM_TYPES,
                     [[i.id, i.user_id, i.category, i.content, i.importance, i.evergreen, dumps(i.provenance), i.source,
