@@ -128,7 +128,8 @@ def run(path: Path, preset: str | None, limit_convs: int | None, methods: list[s
             print(f"{user}: {len(items)} turns, {len(conv['qa'])} questions", file=sys.stderr)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    result: dict = {"methods": {}, "skipped_no_evidence": skipped, "preset": preset or "default", "preceding": preceding,
+    result: dict = {"methods": {}, "skipped_no_evidence": skipped, "preset": preset or "default",
+                    "preceding": preceding,
                     "ms_per_query": {m: 1000 * sum(v) / len(v) for m, v in timing.items() if m in methods}}
     for m in methods:
         result["methods"][m] = {cat: {key: sum(r[key] for r in rows) / len(rows) for key in rows[0]} | {"n": len(rows)}
@@ -156,7 +157,8 @@ def main() -> None:
             name = "overall" if cat == "overall" else f"{cat} {CATEGORY_NAMES.get(int(cat), '')}"
             rows.append([m, name, v["n"], v["recall@5"], v["recall@10"], v["recall@25"], v["hit@10"], v["all@10"]])
     print(table(["method", "category", "n", "recall@5", "recall@10", "recall@25", "hit@10", "all@10"], rows))
-    print(f"\npreset: {result['preset']}; preceding text: {result['preceding']}; QAs skipped (no resolvable evidence): {result['skipped_no_evidence']}; "
+    print(f"\npreset: {result['preset']}; preceding text: {result['preceding']}; QAs skipped (no resolvable "
+          f"evidence): {result['skipped_no_evidence']}; "
           + "; ".join(f"{m} {ms:.0f} ms/query" for m, ms in result["ms_per_query"].items()))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))

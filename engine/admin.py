@@ -104,7 +104,8 @@ class StoreAdmin:
             where, params = "WHERE user_id = ?", [check_id(user_id, "user id")]
         with self._b.db.read() as conn:
             rows = conn.execute("SELECT user_id, operation, model, count(*), sum(input_tokens), sum(output_tokens), "
-                                f"sum(total_tokens), max(occurred_at) FROM llm_usage {where} GROUP BY ALL ORDER BY 1, 2",
+                                f"sum(total_tokens), max(occurred_at) FROM llm_usage {where} GROUP BY ALL ORDER "
+                                f"BY 1, 2",
                                 params).fetchall()
         keys = ("user_id", "operation", "model", "calls", "input_tokens", "output_tokens", "total_tokens", "last_at")
         return [dict(zip(keys, r)) for r in rows]

@@ -63,7 +63,8 @@ class Settings:
     openai_base_url: str = _s("", "Base URL of an OpenAI-compatible server.", env="OPENAI_BASE_URL")
     chat_model: str = _s("gpt-4o-mini", "Chat model for LLM features.", env="MEMLENS_CHAT_MODEL")
     embed_precision: str = _s("auto", "Local model arithmetic: fp32, bf16 (about 2x faster on CPUs with AMX; vectors "
-                              "agree with fp32 to cosine > 0.9999; queries use a bf16 copy of the weights), or auto (bf16 "
+                              "agree with fp32 to cosine > 0.9999; queries use a bf16 copy of the weights), or "
+                              "auto (bf16 "
                               "on CPUs with native bf16).", choices=("auto", "fp32", "bf16"),
                               env="MEMLENS_EMBED_PRECISION")
     embedding_model: str = _s("text-embedding-3-small", "OpenAI embedding model.", env="MEMLENS_EMBEDDING_MODEL")
@@ -73,7 +74,8 @@ class Settings:
                               lo=0, hi=60, env="MEMLENS_LLM_BACKOFF")
     max_text_chars: int = _s(32000, "Longest text accepted for a message, memory, step or slot value.", lo=100)
     preceding_text_weight: float = _s(0.4, "[memlens] How much an item's preceding_text (what came right before it, "
-                                      "e.g. the previous turn of a conversation) counts in its vector: normalise(e(text) "
+                                      "e.g. the previous turn of a conversation) counts in its vector: "
+                                      "normalise(e(text) "
                                       "+ w*e(preceding_text)). Applied when an item is written; reindex rebuilds every "
                                       "vector with the current value. 0: stored but not embedded.", lo=0, hi=2)
     lock_timeout_s: float = _s(20.0, "How long to wait for another process's DuckDB lock before StoreBusy.", lo=0)
@@ -106,7 +108,8 @@ class Settings:
                                    retrieval=True)
     hybrid_enabled: bool = _s(True, "Blend BM25 into the score (hybrid_search_enabled).", retrieval=True)
     bm25_weight: float = _s(0.3, "w in hybrid = w*bm25_norm + (1-w)*vector_similarity.", lo=0, hi=1, retrieval=True)
-    bm25_source: str = _s("candidates", "Where bm25_raw comes from: candidates (parity: BM25 over the candidate set with "
+    bm25_source: str = _s("candidates", "Where bm25_raw comes from: candidates (parity: BM25 over the candidate "
+                                        "set with "
                           "llmemory's tokenizer) or index ([memlens]: LanceDB's BM25 over the whole table, with "
                           "stemming and stop words; 0 for candidates the full-text search did not return).",
                           choices=("candidates", "index"), retrieval=True)
@@ -129,7 +132,8 @@ class Settings:
     half_life_days: float = _s(30.0, "Time-decay half-life in days.", lo=0.001, retrieval=True)
     importance_weight: float = _s(1.0, "Exponent on importance (0 disables importance).", lo=0, retrieval=True)
     skill_importance: str = _s("success_rate", "Skill importance inside retrieval: success_rate (parity) or "
-                               "wilson ([memlens] 95% Wilson lower bound; an untried skill keeps the neutral 0.5).", choices=("success_rate", "wilson"),
+                               "wilson ([memlens] 95% Wilson lower bound; an untried skill keeps the neutral 0.5).",
+                               choices=("success_rate", "wilson"),
                                retrieval=True)
     feedback_weight: float = _s(0.5, "w_f in factor = 1 + w_f*clamp(net,-cap,cap)/cap; 0 disables.", lo=0, hi=1,
                                 retrieval=True)

@@ -105,7 +105,8 @@ def show_insights(items: list[Item], strategy: str) -> None:
                        f"{len(sources)} episode(s):")
             cols = st.columns(min(6, max(1, len(sources))))
             for n, source in enumerate(sources):
-                cols[n % len(cols)].page_link(page_file("episodes"), label=md_escape(source), icon=":material/timeline:",
+                cols[n % len(cols)].page_link(page_file("episodes"), label=md_escape(source),
+                                              icon=":material/timeline:",
                                               query_params={"episodes_episode": source})
 
 

@@ -85,7 +85,8 @@ tab_trace, tab_queue, tab_ledger, tab_effect = st.tabs(["Label a trace", "Unlabe
                                                         "Effect on retrieval"])
 with tab_trace:
     if trace is None:
-        st.info(f"No traces for {md_escape(user)} yet. Ask a question on the Retrieval trace page, then label what it recalled "
+        st.info(f"No traces for {md_escape(user)} yet. Ask a question on the Retrieval trace page, then label "
+                f"what it recalled "
                 "here. (Memories can still be looked up in the ledger tab.)")
     else:
         c1, c2 = st.columns([1, 3])

@@ -113,7 +113,8 @@ def prune_section(engine: MemoryEngine, user: str | None) -> None:
             # The preview's clock, so idle/stale select the same sessions (minus any that became active since)
             done = engine.prune_sessions(user, rule, apply=True, now=preview["now"])
             deleted = [x.session_id for x in done.sessions]
-            note = "" if set(deleted) == set(preview["ids"]) else " (the store changed since the preview, so this differs)"
+            changed = " (the store changed since the preview, so this differs)"
+            note = "" if set(deleted) == set(preview["ids"]) else changed
             flash("sessions", f"Deleted {len(deleted)} session(s) with {done.message_count:,} message(s){note}.")
             st.session_state.pop("sessions_prune_plan", None)
             st.rerun()

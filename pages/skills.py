@@ -39,7 +39,8 @@ def ranked_table(ranked: list[RankedSkill]) -> None:
                                 "Wilson upper": st.column_config.NumberColumn(format="%.3f")})
     few = [r for r in ranked if r.few_trials]
     if few:
-        st.caption(f":material/warning: {len(few)} of these skills have too few trials for their success rate to mean much (wide "
+        st.caption(f":material/warning: {len(few)} of these skills have too few trials for their success rate to "
+                   f"mean much (wide "
                    "interval); they rank by the interval's lower bound, so they sit below proven skills.")
 
 

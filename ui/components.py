@@ -60,7 +60,8 @@ def need_user(what: str = "this page") -> str | None:
 def need_session(user: str, what: str = "this page") -> str | None:
     session = current_session()
     if not session:
-        st.info(f"User {md_escape(user)} has no sessions yet, so there is nothing for {what}. An agent creates a session "
+        st.info(f"User {md_escape(user)} has no sessions yet, so there is nothing for {what}. An agent creates a "
+                f"session "
                 "by recording its first message (engine.add_message or the memory_add_message MCP tool).")
     return session
 

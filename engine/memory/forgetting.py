@@ -76,8 +76,10 @@ class Forgetter:
             where = "WHERE user_id = ?"
             params.append(check_id(user_id, "user id"))
         with self.b.db.read() as conn:
-            rows = conn.execute("SELECT id, user_id, memory_type, ids, count, mode, reason, actor, occurred_at FROM forget_log "
-                                f"{where} ORDER BY occurred_at DESC, id DESC LIMIT ?", params + [page_args(limit)[0]]).fetchall()
+            rows = conn.execute("SELECT id, user_id, memory_type, ids, count, mode, reason, actor, occurred_at "
+                                "FROM forget_log "
+                                f"{where} ORDER BY occurred_at DESC, id DESC LIMIT ?",
+                                params + [page_args(limit)[0]]).fetchall()
         return [ForgetLogEntry(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], r[7], r[8]) for r in rows]
 
     def prepare_entry(self, user_id: str, memory_type: str, ids: Sequence[str], mode: str, reason: str,

@@ -143,7 +143,8 @@ class SkillLibrary:
         def write(c):
             c.execute(f"UPDATE skills SET {column} = {column} + 1, updated_at = greatest(updated_at, ?) "
                       "WHERE user_id=? AND id=?", [when, user_id, skill_id])
-            c.execute("INSERT INTO skill_outcomes (skill_id, user_id, success, episode_id, occurred_at) VALUES (?,?,?,?,?)",
+            c.execute("INSERT INTO skill_outcomes (skill_id, user_id, success, episode_id, occurred_at) VALUES "
+                      "(?,?,?,?,?)",
                       [skill_id, user_id, success, episode_id, when])
 
         if conn is not None:  # part of a caller's transaction (ingest): the caller reads the result later

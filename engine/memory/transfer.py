@@ -142,7 +142,8 @@ class Transfer:
         """Ids must be new (in the file and the store); outcomes must name skills and feedback memories, in the
         file or already stored. Each error names its line. An existing id must be refused here: writing it would
         fail and the rollback would delete the existing memory's vectors along with the new ones."""
-        tables: tuple[tuple[str, str, Sequence[Any]], ...] = (("item", "items", plan.items), ("episode", "episodes", plan.episodes),
+        tables: tuple[tuple[str, str, Sequence[Any]], ...] = (
+                  ("item", "items", plan.items), ("episode", "episodes", plan.episodes),
                   ("skill", "skills", plan.skills))
         with self.b.db.read() as conn:
             for kind, table, records in tables:

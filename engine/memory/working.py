@@ -94,7 +94,8 @@ class WorkingMemory:
                 conn.execute("INSERT INTO working_slots VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_id, session_id, "
                              "slot) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
                              [user_id, session_id, slot, text, now])
-            conn.execute("INSERT INTO working_history (user_id, session_id, slot, old_value, new_value, source, occurred_at) "
+            conn.execute("INSERT INTO working_history (user_id, session_id, slot, old_value, new_value, source, "
+                         "occurred_at) "
                          "VALUES (?, ?, ?, ?, ?, ?, ?)", [user_id, session_id, slot, old_text, text, source, now])
 
     def set(self, user_id: str, session_id: str, slot: str, value: Any, source: str = "api") -> Any:

@@ -149,7 +149,8 @@ def relevance_filter(items: Sequence[Scored], relevance_text: str, settings: Any
         return
     if n <= int(_get(settings, "relevance_keep_all_max")):
         for s in items:
-            s.verdicts.update(relevance="kept", rule=f"few_candidates ({n} <= {_get(settings, 'relevance_keep_all_max')})")
+            keep_all_max = _get(settings, "relevance_keep_all_max")
+            s.verdicts.update(relevance="kept", rule=f"few_candidates ({n} <= {keep_all_max})")
         return
     min_score = float(_get(settings, "relevance_min_score"))
     min_chars = int(_get(settings, "relevance_min_word_chars"))

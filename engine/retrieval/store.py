@@ -65,7 +65,8 @@ class TraceStore:
         args = [trace.trace_id, trace.user_id, trace.session_id, trace.question, len(trace.hops), trace.stop_reason,
                 trace.settings.get("embedder"), trace.strategies.get("reasoner"),
                 trace.timings_ms.get("pipeline"), json.dumps(list(trace.context_ids)), body, trace.created_at]
-        sql = ("INSERT INTO traces (id, user_id, session_id, question, hops, stop_reason, embedder, strategy, total_ms, "
+        sql = ("INSERT INTO traces (id, user_id, session_id, question, hops, stop_reason, embedder, strategy, "
+               "total_ms, "
                "context_ids, body_packed, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)")
         if conn is not None:
             conn.execute(sql, args)

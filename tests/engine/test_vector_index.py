@@ -1,4 +1,5 @@
-"""Large vector tables get an approximate (HNSW-SQ) index from optimize(); searches stay right for big and small users."""
+"""Large vector tables get an approximate (HNSW-SQ) index from optimize(); searches stay right for big and small
+users."""
 
 from __future__ import annotations
 
