@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .text import STOPWORDS, content_words
+from .text import CONTENT_STOP_WORDS, content_words
 
 DONE = "DONE"
 # Capitalised words (optionally joined: "Jonas Weber", "Hotel Almirante"), identifiers with digits or inner
@@ -82,7 +82,7 @@ class OfflineBridgeReasoner:
         for m in _PROPER.finditer(text):
             phrase = m.group(0).strip(" .-")
             words = phrase.split()
-            if words and words[0].lower() in STOPWORDS:
+            if words and words[0].lower() in CONTENT_STOP_WORDS:
                 words = words[1:]
             if not words:
                 continue
@@ -104,7 +104,7 @@ class OfflineBridgeReasoner:
             return Proposal(DONE, self.name, {"why": "no results to bridge from"})
         names_mid = {m.group(0) for text in pool for m in _PROPER.finditer(text)
                      if not _sentence_start(text, m.start())}
-        q_words = {w for w in _words(question) if w not in STOPWORDS and len(w) > 2}
+        q_words = {w for w in _words(question) if w not in CONTENT_STOP_WORDS and len(w) > 2}
         # Terms present in many results (a speaker on every line, the project name everywhere) do not bridge.
         spread: Counter[str] = Counter()
         for text in pool:
@@ -114,7 +114,7 @@ class OfflineBridgeReasoner:
             terms = []
             for term in dict.fromkeys(self.terms(text, names_mid)):
                 words = _words(term)
-                if not words or words <= known or all(w in STOPWORDS for w in words):
+                if not words or words <= known or all(w in CONTENT_STOP_WORDS for w in words):
                     continue
                 if len(pool) >= 4 and spread[term.lower()] / len(pool) > self.common_share:
                     continue

@@ -13,7 +13,9 @@ WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’_-]*")
 K1 = 1.5
 B = 0.75
 
-STOPWORDS = frozenset("""
+# Words that carry no content of their own: never taken as a keyword of a condensed query (content_words) nor as a
+# bridge term by the offline reasoner. (LanceDB's full-text index has its own list, applied by LanceDB.)
+CONTENT_STOP_WORDS = frozenset("""
 a about above after again against all am an and any are as at be because been before being below between both but by
 can could did do does doing down during each few for from further had has have having he her here hers herself him
 himself his how i if in into is it its itself just me more most my myself no nor not now of off on once only or other
@@ -67,7 +69,7 @@ def content_words(text: str) -> list[str]:
     seen: dict[str, str] = {}
     for w in WORD.findall(text):
         key = w.lower().strip("'’-_")
-        if len(key) >= 2 and key not in STOPWORDS and key not in seen:
+        if len(key) >= 2 and key not in CONTENT_STOP_WORDS and key not in seen:
             seen[key] = w
     return list(seen.values())
 
