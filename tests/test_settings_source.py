@@ -53,6 +53,7 @@ def test_the_generated_table_has_a_row_per_setting_with_its_variable():
     assert "/work/" not in table and str(ROOT) not in table  # the default store is shown relative to the project
 
 
+@pytest.mark.subprocess
 def test_importing_the_configuration_leaves_the_environment_alone():
     env = {k: v for k, v in os.environ.items() if k not in PROCESS_ENV_DEFAULTS}
     code = ("import os; before = dict(os.environ); import engine.config, engine; "
