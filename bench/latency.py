@@ -62,9 +62,6 @@ def main() -> None:
     ap.add_argument("--store", type=Path)
     ap.add_argument("--runs", type=int, default=60)
     ap.add_argument("--build-only", action="store_true", help="build (or top up) the store at --store, then stop")
-    ap.add_argument("--compare-resident-text", action="store_true",
-                    help="retrieve p50 with full-text searches of held tables answered in memory vs by LanceDB, "
-                         "interleaved query by query in one run")
     args = ap.parse_args()
     store = args.store or Path(tempfile.mkdtemp(prefix="memlens-latency-")) / "store"
     embedder = LocalMiniLM()
@@ -75,9 +72,6 @@ def main() -> None:
         build(engine, args.items, args.episodes, args.skills)
         print(f"built the store in {time.perf_counter() - t:.0f}s at {store}")
     if args.build_only:
-        return
-    if args.compare_resident_text:
-        compare_resident_text(engine, args.runs)
         return
     stats = engine.stats()
     queries = [f"What did {NAMES[i % len(NAMES)]} decide about {TOPICS[(i * 3) % len(TOPICS)]}?"
@@ -127,39 +121,6 @@ def main() -> None:
                  for n in names]))
     print(f"vector search: {first.strategies['vector_search']}")
     print(f"full-text search: {first.strategies['full_text_search']}")
-
-
-def compare_resident_text(engine: MemoryEngine, runs: int) -> None:
-    """What answering full-text searches of held tables (episodes, skills) from memory buys: the same queries,
-    each retrieved with it on and off in turn, so both variants see the same machine load."""
-    index = engine._b.index  # the switch is below the engine's public API on purpose
-    queries = [f"What did {NAMES[i % len(NAMES)]} decide about {TOPICS[(i * 3) % len(TOPICS)]}?"
-               for i in range(runs)]
-    variants = {"in memory (resident_text.py)": True, "LanceDB index": False}
-    times: dict[tuple[str, int], list[float]] = {}
-    for on in variants.values():  # warm both: the model, caches and the in-memory postings
-        index.resident_text = on
-        for q in queries[:5]:
-            engine.retrieve(USER, q, hops=2, save=False)
-    strategies = {}
-    for q in queries:
-        for name, on in variants.items():
-            index.resident_text = on
-            for hops in (1, 2):
-                t = time.perf_counter()
-                trace = engine.retrieve(USER, q, hops=hops)
-                times.setdefault((name, hops), []).append(1000 * (time.perf_counter() - t))
-                strategies[name] = trace.strategies.get("full_text_search")
-    index.resident_text = True
-    base = {h: statistics.median(times[("LanceDB index", h)]) for h in (1, 2)}
-    rows = [[name, *(f"{statistics.median(times[(name, h)]):.1f}" for h in (1, 2)),
-             *(f"{100 * (1 - statistics.median(times[(name, h)]) / base[h]):+.1f}%" for h in (1, 2))]
-            for name in variants]
-    print(f"{runs} queries, each retrieved with both variants in turn")
-    print(table(["full-text search of held tables", "1 hop p50 ms", "2 hops p50 ms", "1 hop saved", "2 hops saved"],
-                rows))
-    for name, used in strategies.items():
-        print(f"{name}: full_text_search strategy {used}")
 
 
 def collect_stages(into: dict[str, list[float]], trace) -> None:

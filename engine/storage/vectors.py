@@ -87,9 +87,6 @@ class VectorIndex:
         self._owner: dict[str, tuple[int, str | None]] = {}  # table name -> (version, its only user or None)
         self._writes: dict[str, int] = {}  # table name -> add() calls since this process last optimized it
         self.resident = ResidentVectors(resident_max_rows)
-        # Whether held tables answer full-text searches from memory (resident_text.py) or ask LanceDB for ids and
-        # scores; switchable for bench/latency.py --compare-resident-text, which measures what it buys.
-        self.resident_text = True
 
     # -- tables -----------------------------------------------------------------------------------------------------
     def _schema(self, kind: str) -> pa.Schema:
@@ -286,8 +283,8 @@ class VectorIndex:
         return self.search_text(kind, user_id, query, k)[0]
 
     def search_text(self, kind: str, user_id: str, query: str, k: int) -> tuple[list[VectorHit], str]:
-        """The user's k best rows by BM25 (LanceDB's scoring, over the whole table), and where they were scored:
-        ``in memory (BM25)`` for a held table whose index resident_text.py reproduces, else ``LanceDB index``."""
+        """The user's k best rows by BM25 (LanceDB's index, over the whole table), and where they were scored
+        (``LanceDB index``). For a table held in memory LanceDB returns only ids and scores: the copy has the rest."""
         tb = self.table(kind, create=False)
         if tb is None or not _WORD.search(query or ""):
             return [], "LanceDB index"
@@ -295,10 +292,7 @@ class VectorIndex:
         owners = self.resident.owners(tb.name, version)
         if owners is not None:  # a table held in memory: its copy knows the owners, texts and vectors
             if user_id not in owners:
-                return [], "in memory (BM25)"
-            held = self.resident.text_search(tb, version, user_id, query, k) if self.resident_text else None
-            if held is not None:
-                return _hits(held.ids, held.texts, held.vectors, bm25=held.scores), "in memory (BM25)"
+                return [], "LanceDB index"
             hits = self._fts_held(tb, version, user_id, query, k, only_owner=len(owners) == 1)
             if hits is not None:
                 return hits, "LanceDB index"
