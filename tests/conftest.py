@@ -1,5 +1,5 @@
 """Shared fixtures: real DuckDB + LanceDB stores in tmp_path and the real local embedding model (loaded once per
-process), and how the suite is spread over pytest-xdist workers (see ``pytest_collection_modifyitems``).
+process), and how the suite is spread over pytest-xdist workers (see ``pytest_xdist_make_scheduler``).
 
 Each xdist worker is its own process with its own session fixtures, so every store below lives in that worker's own
 temporary folder (``tmp_path_factory`` gives each worker its own base directory): workers never share a store.
@@ -22,22 +22,27 @@ from engine.providers.embedders import LocalMiniLM  # noqa: E402
 
 prepare_process_environment()  # the suite is an entry point too: before anything imports torch or LanceDB
 
-BROWSER_GROUP = "browser"
+BROWSER_DIR = "tests/browser/"
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns the groups into node-id suffixes
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Group tests for ``--dist loadgroup``: every browser test in one group, so one worker starts one Streamlit
-    server and one Chromium for all of them; every other module in a group of its own, so its module-scoped stores
-    and servers are built once and its tests run in file order, as they do serially."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        if item.get_closest_marker("browser") is not None:
-            group = BROWSER_GROUP
-        else:
-            group = item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+def xdist_scope(nodeid: str) -> str:
+    """The unit of work one xdist worker takes whole: a test module, or all of tests/browser/."""
+    module = nodeid.split("::", 1)[0]
+    return BROWSER_DIR if module.startswith(BROWSER_DIR) else module
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Spread the suite over xdist workers by module: each module's tests run on one worker, in file order (its
+    module-scoped stores and servers are built once), and every browser test runs on the same worker (one Streamlit
+    server, one Chromium). xdist's own ``xdist_group`` marker cannot do this with pytest 9, whose node ids it no
+    longer rewrites, so the grouping is a scheduler of our own."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_scope(nodeid)
+
+    return ModuleScheduling(config, log)
 
 
 def _worker_count() -> int:

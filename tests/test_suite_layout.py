@@ -12,9 +12,17 @@ ROOT = Path(__file__).resolve().parent.parent
 STARTS_PROCESSES = re.compile(r"subprocess\.(Popen|run)\(|cli_subprocess\(|stdio_server\(|start_http_server\(")
 
 
-def test_plain_pytest_runs_in_parallel_and_keeps_groups_on_one_worker():
+def test_plain_pytest_runs_in_parallel():
     addopts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
-    assert "-n auto" in addopts and "--dist loadgroup" in addopts
+    assert "-n auto" in addopts
+
+
+def test_the_scheduler_keeps_a_module_on_one_worker_and_every_browser_test_on_one():
+    from tests.conftest import xdist_scope as split
+
+    assert split("tests/engine/test_cli.py::test_a[x]") == split("tests/engine/test_cli.py::test_b")
+    assert split("tests/engine/test_cli.py::test_a") != split("tests/engine/test_store.py::test_a")
+    assert split("tests/browser/test_overview_browser.py::t") == split("tests/browser/test_skills_browser.py::t")
 
 
 def test_every_browser_test_module_is_marked_browser():
