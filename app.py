@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine import MemlensError
+from engine import MemlensError, prepare_process_environment
 from ui.feedback import error_text
 from ui.nav import page_file
 from ui.resources import ensure_demo, get_engine
 from ui.sidebar import pick_session, pick_user
 from ui.text import md_escape
+
+prepare_process_environment()  # before the engine loads LanceDB and the model
 
 st.set_page_config(page_title="memlens", page_icon=":material/manage_search:", layout="wide")
 

@@ -45,8 +45,15 @@ def main() -> None:
         t = time.perf_counter()
         report = engine.evals.import_benchmark("locomo", str(args.path), "locomo-dev")
         import_s = time.perf_counter() - t
-        rows.append(["import (embed + write)", report["turns_added"], "turns", round(import_s, 1),
-                     round(report["turns_added"] / import_s, 1)])
+        rows.append(
+            [
+                "import (embed + write)",
+                report["turns_added"],
+                "turns",
+                round(import_s, 1),
+                round(report["turns_added"] / import_s, 1),
+            ]
+        )
         t = time.perf_counter()
         engine.optimize()
         rows.append(["optimize after import", 1, "store", round(time.perf_counter() - t, 1), ""])
@@ -56,19 +63,35 @@ def main() -> None:
             run = engine.evaluate("locomo-dev", hops=hops, label=f"speed {hops} hop")
             took = time.perf_counter() - t
             runs[hops] = run
-            rows.append([f"run, {hops} hop{'s' if hops > 1 else ''} (traces stored)", run.cases, "cases",
-                         round(took, 1), round(run.cases / took, 2)])
+            rows.append(
+                [
+                    f"run, {hops} hop{'s' if hops > 1 else ''} (traces stored)",
+                    run.cases,
+                    "cases",
+                    round(took, 1),
+                    round(run.cases / took, 2),
+                ]
+            )
         t = time.perf_counter()
         results = engine.evals.results(runs[1].run_id)
         engine.evals.losses(runs[1].run_id)
         case_rows(results)
-        rows.append(["page data of one run (results, losses, case table)", len(results), "cases",
-                     round(time.perf_counter() - t, 2), ""])
+        rows.append(
+            [
+                "page data of one run (results, losses, case table)",
+                len(results),
+                "cases",
+                round(time.perf_counter() - t, 2),
+                "",
+            ]
+        )
         print(table(["step", "n", "of", "seconds", "per second"], rows))
-        print(f"\nimport rate / encoder rate: {(report['turns_added'] / import_s) / (len(texts) / encoder_s):.2f}; "
-              f"recall@10 1 hop {runs[1].metrics['overall']['recall@10']:.3f}, 2 hops "
-              f"{runs[2].metrics['overall']['recall@10']:.3f}; load average {os.getloadavg()[0]:.1f} on "
-              f"{os.cpu_count()} cores")
+        print(
+            f"\nimport rate / encoder rate: {(report['turns_added'] / import_s) / (len(texts) / encoder_s):.2f}; "
+            f"recall@10 1 hop {runs[1].metrics['overall']['recall@10']:.3f}, 2 hops "
+            f"{runs[2].metrics['overall']['recall@10']:.3f}; load average {os.getloadavg()[0]:.1f} on "
+            f"{os.cpu_count()} cores"
+        )
         engine.close()
     finally:
         if args.store is None:

@@ -57,8 +57,10 @@ def run(size: int, batch: int, embedder: TimedEmbedder) -> list:
         embedder.seconds = 0.0
         t = time.perf_counter()
         for start in range(0, size, batch):
-            engine.remember_many({"user_id": "bench", "content": texts[i], "category": "notes",
-                                  "created_at": times[i]} for i in range(start, min(size, start + batch)))
+            engine.remember_many(
+                {"user_id": "bench", "content": texts[i], "category": "notes", "created_at": times[i]}
+                for i in range(start, min(size, start + batch))
+            )
         engine.optimize(vector_index=False)  # compact + full-text/user_id indexes: searchable (exactly) from here
         total = time.perf_counter() - t
         embed = embedder.seconds
@@ -69,17 +71,29 @@ def run(size: int, batch: int, embedder: TimedEmbedder) -> list:
         engine.close()
         # Versions replaced within vector_version_retention_s (10 min) are kept for other processes' readers, so the
         # run leaves all of them; with no other process, they can go at once.
-        engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(workdir / "store"),
-                                                              vector_version_retention_s=0), embedder=embedder)
+        engine = MemoryEngine.open(
+            settings=Settings.from_env({}, store=str(workdir / "store"), vector_version_retention_s=0),
+            embedder=embedder,
+        )
         engine.optimize(vector_index=False)
         pruned = engine.disk_bytes()
         engine.close()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     store = total - embed
-    return [size, f"{size / total:.0f}", f"{size / embed:.0f}", f"{total:.1f}", f"{embed:.1f}", f"{store:.1f}",
-            f"{100 * store / embed:.1f}%", f"{ann:.1f}", f"{disk / 1e6:.0f} MB", f"{pruned / 1e6:.0f} MB",
-            f"{peak_rss_mb():.0f} MB"]
+    return [
+        size,
+        f"{size / total:.0f}",
+        f"{size / embed:.0f}",
+        f"{total:.1f}",
+        f"{embed:.1f}",
+        f"{store:.1f}",
+        f"{100 * store / embed:.1f}%",
+        f"{ann:.1f}",
+        f"{disk / 1e6:.0f} MB",
+        f"{pruned / 1e6:.0f} MB",
+        f"{peak_rss_mb():.0f} MB",
+    ]
 
 
 def main() -> None:
@@ -92,10 +106,28 @@ def main() -> None:
     embedder = TimedEmbedder(local)
     embedder.embed(["warm up the model"] * 32)
     rows = [run(int(s), args.batch, embedder) for s in args.sizes.split(",")]
-    print(f"model: {local.name}, precision {args.precision} (bf16: {local.uses_bf16()}), "
-          f"batches of {args.batch} through MemoryEngine.remember_many")
-    print(table(["items", "items/s", "model alone items/s", "total s", "embedding s", "storage s",
-                 "storage/embedding", "ANN index s", "store size", "old versions pruned", "peak RSS"], rows))
+    print(
+        f"model: {local.name}, precision {args.precision} (bf16: {local.uses_bf16()}), "
+        f"batches of {args.batch} through MemoryEngine.remember_many"
+    )
+    print(
+        table(
+            [
+                "items",
+                "items/s",
+                "model alone items/s",
+                "total s",
+                "embedding s",
+                "storage s",
+                "storage/embedding",
+                "ANN index s",
+                "store size",
+                "old versions pruned",
+                "peak RSS",
+            ],
+            rows,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Retrieval latency at scale: p50/p95 of retrieve (1 hop, 2 hops with the offline reasoner, trace write included)
 next to the floor (embed the query + one LanceDB vector search on the same data), and replay of a stored 2-hop trace.
 
-    python bench/latency.py [--items 100000 --episodes 10000 --skills 1000] [--store PATH] [--runs 60]
+    python bench/latency.py [--items 100000 --episodes 10000 --skills 1000] [--store PATH] [--runs 60] [--build-only]
 
 ``--store`` keeps the built store so a second run skips the (long) embedding step.
 Targets (issue 3): 1-hop p50 <= 60 ms, 2-hop p50 <= 120 ms, ratio to the floor <= 3x, replay <= 20 ms.
@@ -30,21 +30,44 @@ def build(engine: MemoryEngine, items: int, episodes: int, skills: int) -> None:
     have = engine.stats()
     texts, times = sentences(items), timestamps(items)
     for start in range(have.items, items, 2000):
-        engine.remember_many({"user_id": USER, "content": texts[i], "category": "notes", "created_at": times[i],
-                              "importance": 0.3 + 0.7 * ((i * 37) % 100) / 100}
-                             for i in range(start, min(items, start + 2000)))
+        engine.remember_many(
+            {
+                "user_id": USER,
+                "content": texts[i],
+                "category": "notes",
+                "created_at": times[i],
+                "importance": 0.3 + 0.7 * ((i * 37) % 100) / 100,
+            }
+            for i in range(start, min(items, start + 2000))
+        )
     steps = sentences(episodes * 3, seed=3)
-    lines = [json.dumps({"kind": "episode", "user_id": USER, "outcome": "success" if i % 3 else "failure",
-                         "steps": [{"observation": steps[3 * i], "action": steps[3 * i + 1],
-                                    "result": steps[3 * i + 2]}],
-                         "created_at": times[i % items].isoformat()}) for i in range(have.episodes, episodes)]
+    lines = [
+        json.dumps(
+            {
+                "kind": "episode",
+                "user_id": USER,
+                "outcome": "success" if i % 3 else "failure",
+                "steps": [{"observation": steps[3 * i], "action": steps[3 * i + 1], "result": steps[3 * i + 2]}],
+                "created_at": times[i % items].isoformat(),
+            }
+        )
+        for i in range(have.episodes, episodes)
+    ]
     for start in range(0, len(lines), 2000):
-        engine.ingest_lines(lines[start:start + 2000])
+        engine.ingest_lines(lines[start : start + 2000])
     if have.skills < skills:
-        lines = [json.dumps({"kind": "skill", "user_id": USER, "name": f"skill-{i % 400}",
-                             "body": f"{VERBS[i % len(VERBS)]} {TOPICS[i % len(TOPICS)]} {DETAILS[i % len(DETAILS)]}",
-                             "description": f"How {NAMES[i % len(NAMES)]} handles {TOPICS[(i * 7) % len(TOPICS)]}"})
-                 for i in range(skills)]
+        lines = [
+            json.dumps(
+                {
+                    "kind": "skill",
+                    "user_id": USER,
+                    "name": f"skill-{i % 400}",
+                    "body": f"{VERBS[i % len(VERBS)]} {TOPICS[i % len(TOPICS)]} {DETAILS[i % len(DETAILS)]}",
+                    "description": f"How {NAMES[i % len(NAMES)]} handles {TOPICS[(i * 7) % len(TOPICS)]}",
+                }
+            )
+            for i in range(skills)
+        ]
         engine.ingest_lines(lines)
     engine.optimize()
 
@@ -61,6 +84,7 @@ def main() -> None:
     ap.add_argument("--skills", type=int, default=1_000)
     ap.add_argument("--store", type=Path)
     ap.add_argument("--runs", type=int, default=60)
+    ap.add_argument("--build-only", action="store_true", help="build (or top up) the store at --store, then stop")
     args = ap.parse_args()
     store = args.store or Path(tempfile.mkdtemp(prefix="memlens-latency-")) / "store"
     embedder = LocalMiniLM()
@@ -70,9 +94,12 @@ def main() -> None:
         t = time.perf_counter()
         build(engine, args.items, args.episodes, args.skills)
         print(f"built the store in {time.perf_counter() - t:.0f}s at {store}")
+    if args.build_only:
+        return
     stats = engine.stats()
-    queries = [f"What did {NAMES[i % len(NAMES)]} decide about {TOPICS[(i * 3) % len(TOPICS)]}?"
-               for i in range(args.runs)]
+    queries = [
+        f"What did {NAMES[i % len(NAMES)]} decide about {TOPICS[(i * 3) % len(TOPICS)]}?" for i in range(args.runs)
+    ]
     for q in queries[:5]:  # warm caches and the model
         engine.retrieve(USER, q, hops=2)
     floor, one, two, replay = [], [], [], []
@@ -99,23 +126,38 @@ def main() -> None:
         engine.replay_trace(trace, {"bm25_weight": 0.5})
         replay.append(1000 * (time.perf_counter() - t))
     f50 = statistics.median(floor)
-    rows = [["floor (embed + 1 vector search)", f"{f50:.1f}", f"{pct(floor, 0.95):.1f}", "1.0x"],
-            ["retrieve, 1 hop", f"{statistics.median(one):.1f}", f"{pct(one, 0.95):.1f}",
-             f"{statistics.median(one) / f50:.1f}x"],
-            # A second hop repeats the embedding and the searches (its query depends on the first hop's results,
-            # so they cannot be batched): the per-hop ratio compares like with like.
-            ["retrieve, 2 hops (offline reasoner)", f"{statistics.median(two):.1f}", f"{pct(two, 0.95):.1f}",
-             f"{statistics.median(two) / f50:.1f}x ({statistics.median(two) / 2 / f50:.1f}x per hop)"],
-            ["replay of a stored 2-hop trace", f"{statistics.median(replay):.1f}", f"{pct(replay, 0.95):.1f}", ""]]
-    print(f"store: {stats.items} items, {stats.episodes} episodes, {stats.skills} skills for one user; "
-          f"{len(queries)} queries")
+    rows = [
+        ["floor (embed + 1 vector search)", f"{f50:.1f}", f"{pct(floor, 0.95):.1f}", "1.0x"],
+        [
+            "retrieve, 1 hop",
+            f"{statistics.median(one):.1f}",
+            f"{pct(one, 0.95):.1f}",
+            f"{statistics.median(one) / f50:.1f}x",
+        ],
+        # A second hop repeats the embedding and the searches (its query depends on the first hop's results,
+        # so they cannot be batched): the per-hop ratio compares like with like.
+        [
+            "retrieve, 2 hops (offline reasoner)",
+            f"{statistics.median(two):.1f}",
+            f"{pct(two, 0.95):.1f}",
+            f"{statistics.median(two) / f50:.1f}x ({statistics.median(two) / 2 / f50:.1f}x per hop)",
+        ],
+        ["replay of a stored 2-hop trace", f"{statistics.median(replay):.1f}", f"{pct(replay, 0.95):.1f}", ""],
+    ]
+    print(
+        f"store: {stats.items} items, {stats.episodes} episodes, {stats.skills} skills for one user; "
+        f"{len(queries)} queries"
+    )
     print(table(["operation", "p50 ms", "p95 ms", "vs floor p50"], rows))
     print()
     print("where the time goes (median ms per retrieval, from the traces' timings):")
     names = list(dict.fromkeys([*stages[2], *stages[1]]))
-    print(table(["stage", "1 hop", "2 hops"],
-                [[n, *(f"{statistics.median(stages[h][n]):.1f}" if n in stages[h] else "" for h in (1, 2))]
-                 for n in names]))
+    print(
+        table(
+            ["stage", "1 hop", "2 hops"],
+            [[n, *(f"{statistics.median(stages[h][n]):.1f}" if n in stages[h] else "" for h in (1, 2))] for n in names],
+        )
+    )
     print(f"vector search: {first.strategies['vector_search']}")
     print(f"full-text search: {first.strategies['full_text_search']}")
 

@@ -34,13 +34,25 @@ from engine.evaluation.metrics import aggregate
 from engine.presets import PRESETS
 from engine.providers.embedders import LocalMiniLM
 
-METHODS = {"vector": ("vector", None), "bm25": ("bm25", None), "memlens": ("memlens", 1),
-           "memlens-multihop": ("memlens", 2)}
+METHODS = {
+    "vector": ("vector", None),
+    "bm25": ("bm25", None),
+    "memlens": ("memlens", 1),
+    "memlens-multihop": ("memlens", 2),
+}
 SHOWN = ("recall@5", "recall@10", "recall@25", "hit@10", "all@10")
 
 
-def run_units(kind: str, path: Path, units: list, preset: str | None, methods: list[str], extra: dict | None,
-              preceding: bool, label: str) -> dict:
+def run_units(
+    kind: str,
+    path: Path,
+    units: list,
+    preset: str | None,
+    methods: list[str],
+    extra: dict | None,
+    preceding: bool,
+    label: str,
+) -> dict:
     """Import each unit (conversation or question) into its own store, run every method on its set, and aggregate
     the per-case scores of all stores as the API does."""
     embedder = LocalMiniLM()
@@ -51,8 +63,9 @@ def run_units(kind: str, path: Path, units: list, preset: str | None, methods: l
         for n, unit in enumerate(units):
             one = workdir / f"unit-{n}.json"
             one.write_text(json.dumps([unit]))
-            engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(workdir / f"store-{n}")),
-                                       embedder=embedder)
+            engine = MemoryEngine.open(
+                settings=Settings.from_env({}, store=str(workdir / f"store-{n}")), embedder=embedder
+            )
             t = time.perf_counter()
             report = engine.evals.import_benchmark(kind, str(one), "bench", preceding=preceding)
             engine.optimize()
@@ -62,18 +75,31 @@ def run_units(kind: str, path: Path, units: list, preset: str | None, methods: l
             if report["cases"]:
                 for m in methods:
                     method, hops = METHODS[m]
-                    run = engine.evaluate("bench", method=method, hops=hops, label=m,
-                                          preset=preset if method == "memlens" else None,
-                                          overrides=extra if method == "memlens" else None)
+                    run = engine.evaluate(
+                        "bench",
+                        method=method,
+                        hops=hops,
+                        label=m,
+                        preset=preset if method == "memlens" else None,
+                        overrides=extra if method == "memlens" else None,
+                    )
                     rows[m] += [(r.category, r.scores, r.latency_ms, r) for r in engine.evals.results(run.run_id)]
             engine.close()
-            print(f"{report['users']} user(s) {n + 1}/{len(units)}: {report['turns']} turns, {report['cases']} cases",
-                  file=sys.stderr)
+            print(
+                f"{report['users']} user(s) {n + 1}/{len(units)}: {report['turns']} turns, {report['cases']} cases",
+                file=sys.stderr,
+            )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    result: dict = {"methods": {}, "skipped_no_evidence": skipped, "preset": preset or "default",
-                    "preceding": "previous-turn" if preceding else "none", "turns": turns,
-                    "import_s": round(import_s, 2), "ms_per_query": {}}
+    result: dict = {
+        "methods": {},
+        "skipped_no_evidence": skipped,
+        "preset": preset or "default",
+        "preceding": "previous-turn" if preceding else "none",
+        "turns": turns,
+        "import_s": round(import_s, 2),
+        "ms_per_query": {},
+    }
     for m in methods:
         result["methods"][m] = aggregate((c, s, ms) for c, s, ms, _ in rows[m])
         lat = [ms for _, _, ms, _ in rows[m]]
@@ -88,9 +114,11 @@ def print_table(result: dict, methods: list[str], shown=SHOWN) -> None:
         for cat, v in result["methods"][m].items():
             lines.append([m, cat, v["n"], *(v[k] for k in shown)])
     print(table(["method", "category", "n", *shown], lines))
-    print(f"\npreset: {result['preset']}; preceding text: {result['preceding']}; cases skipped (no resolvable "
-          f"evidence): {result['skipped_no_evidence']}; {result['turns']} turns imported in {result['import_s']} s; "
-          + "; ".join(f"{m} {ms:.0f} ms/query" for m, ms in result["ms_per_query"].items() if ms is not None))
+    print(
+        f"\npreset: {result['preset']}; preceding text: {result['preceding']}; cases skipped (no resolvable "
+        f"evidence): {result['skipped_no_evidence']}; {result['turns']} turns imported in {result['import_s']} s; "
+        + "; ".join(f"{m} {ms:.0f} ms/query" for m, ms in result["ms_per_query"].items() if ms is not None)
+    )
 
 
 def main() -> None:
@@ -99,16 +127,33 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="write the results as JSON here")
     ap.add_argument("--preset", choices=sorted(PRESETS), help="a named retrieval preset for the memlens methods")
     ap.add_argument("--limit-convs", type=int)
-    ap.add_argument("--preceding", choices=("previous-turn", "none"), default="previous-turn",
-                    help="each turn's preceding_text (default: the previous turn of its session)")
+    ap.add_argument(
+        "--preceding",
+        choices=("previous-turn", "none"),
+        default="previous-turn",
+        help="each turn's preceding_text (default: the previous turn of its session)",
+    )
     ap.add_argument("--methods", default=",".join(METHODS))
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="extra retrieval overrides on top of the preset (for exploring, not for reporting)")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra retrieval overrides on top of the preset (for exploring, not for reporting)",
+    )
     args = ap.parse_args()
     methods = args.methods.split(",")
     units = json.loads(args.path.read_text())[: args.limit_convs or None]
-    result = run_units("locomo", args.path, units, args.preset, methods, parse_assignments(args.set) or None,
-                       args.preceding == "previous-turn", "locomo")
+    result = run_units(
+        "locomo",
+        args.path,
+        units,
+        args.preset,
+        methods,
+        parse_assignments(args.set) or None,
+        args.preceding == "previous-turn",
+        "locomo",
+    )
     result.pop("_results")
     print_table(result, methods)
     if args.json:

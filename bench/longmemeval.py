@@ -63,8 +63,16 @@ def main() -> None:
         for u in units:
             by_type[u["question_type"]].append(u)
         units = [u for group in by_type.values() for u in group[: args.per_type]]
-    result = run_units("longmemeval", args.path, units, args.preset, methods, parse_assignments(args.set) or None,
-                       args.preceding == "previous-turn", "longmemeval")
+    result = run_units(
+        "longmemeval",
+        args.path,
+        units,
+        args.preset,
+        methods,
+        parse_assignments(args.set) or None,
+        args.preceding == "previous-turn",
+        "longmemeval",
+    )
     rows = result.pop("_results")
     for m in methods:
         for cat, extra in session_scores(rows[m]).items():

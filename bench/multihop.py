@@ -52,11 +52,18 @@ def run(path: Path, preset: str | None, limit: int | None, extra: dict) -> dict:
         for n, q in enumerate(questions):
             user = f"q{n}"
             for p in q["paragraphs"]:
-                records.append({"user_id": user, "id": f"q{n}-p{p['idx']}", "category": "paragraph",
-                                "content": f"{p['title']}: {p['paragraph_text']}", "source": "multihop"})
+                records.append(
+                    {
+                        "user_id": user,
+                        "id": f"q{n}-p{p['idx']}",
+                        "category": "paragraph",
+                        "content": f"{p['title']}: {p['paragraph_text']}",
+                        "source": "multihop",
+                    }
+                )
         t = time.perf_counter()
         for start in range(0, len(records), 1000):
-            engine.remember_many(records[start:start + 1000])
+            engine.remember_many(records[start : start + 1000])
         engine.optimize()
         print(f"{len(records)} paragraphs stored in {time.perf_counter() - t:.1f}s", file=sys.stderr)
         for n, q in enumerate(questions):
@@ -65,12 +72,14 @@ def run(path: Path, preset: str | None, limit: int | None, extra: dict) -> dict:
             for m in METHODS:
                 t = time.perf_counter()
                 if m in ("vector", "bm25"):
-                    hits = engine.search(user, q["question"], kind="semantic", limit=max(KS),
-                                         mode="vector" if m == "vector" else "fts")
+                    hits = engine.search(
+                        user, q["question"], kind="semantic", limit=max(KS), mode="vector" if m == "vector" else "fts"
+                    )
                     ranking = [h.id for h in hits]
                 else:
-                    trace = engine.retrieve(user, q["question"], hops=2 if m == "memlens-2hop" else 1,
-                                            overrides=overrides, save=False)
+                    trace = engine.retrieve(
+                        user, q["question"], hops=2 if m == "memlens-2hop" else 1, overrides=overrides, save=False
+                    )
                     ranking = memlens_ranking(trace)
                 timing[m].append(time.perf_counter() - t)
                 row = {}
@@ -80,10 +89,13 @@ def run(path: Path, preset: str | None, limit: int | None, extra: dict) -> dict:
                 scores[m].append(row)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return {"dataset": path.name, "questions": len(questions), "preset": preset or "default",
-            "methods": {m: {key: sum(r[key] for r in rows) / len(rows) for key in rows[0]}
-                        for m, rows in scores.items()},
-            "ms_per_query": {m: 1000 * sum(v) / len(v) for m, v in timing.items()}}
+    return {
+        "dataset": path.name,
+        "questions": len(questions),
+        "preset": preset or "default",
+        "methods": {m: {key: sum(r[key] for r in rows) / len(rows) for key in rows[0]} for m, rows in scores.items()},
+        "ms_per_query": {m: 1000 * sum(v) / len(v) for m, v in timing.items()},
+    }
 
 
 def main() -> None:
@@ -95,8 +107,10 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args()
     result = run(args.path, args.preset, args.limit, parse_assignments(args.set))
-    rows = [[m, *(v[f"recall@{k}"] for k in KS), *(v[f"all@{k}"] for k in KS), f"{result['ms_per_query'][m]:.0f}"]
-            for m, v in result["methods"].items()]
+    rows = [
+        [m, *(v[f"recall@{k}"] for k in KS), *(v[f"all@{k}"] for k in KS), f"{result['ms_per_query'][m]:.0f}"]
+        for m, v in result["methods"].items()
+    ]
     print(table(["method", *(f"recall@{k}" for k in KS), *(f"all@{k}" for k in KS), "ms/query"], rows))
     print(f"\n{result['dataset']}: {result['questions']} questions; preset: {result['preset']}")
     if args.json:

@@ -48,10 +48,18 @@ def add_sessions(engine: MemoryEngine) -> None:
     lines = []
     for s in range(5_000):
         for m in range(40):
-            lines.append(json.dumps({"kind": "message", "user_id": USER, "session_id": f"s{s:05d}",
-                                     "role": "user" if m % 2 == 0 else "assistant",
-                                     "content": f"message {m} of session {s}: the quick brown fox {s * m % 97}",
-                                     "created_at": f"2026-{1 + s % 11:02d}-{1 + m % 28:02d}T10:{m % 60:02d}:00+00:00"}))
+            lines.append(
+                json.dumps(
+                    {
+                        "kind": "message",
+                        "user_id": USER,
+                        "session_id": f"s{s:05d}",
+                        "role": "user" if m % 2 == 0 else "assistant",
+                        "content": f"message {m} of session {s}: the quick brown fox {s * m % 97}",
+                        "created_at": f"2026-{1 + s % 11:02d}-{1 + m % 28:02d}T10:{m % 60:02d}:00+00:00",
+                    }
+                )
+            )
         if len(lines) >= 20_000:
             engine.ingest_lines(lines)
             lines = []
@@ -67,7 +75,8 @@ def time_pages(store: Path, user: str, runs: int) -> dict[str, tuple[float, floa
     # Streamlit warns of a "missing ScriptRunContext" on every cached call made outside a script run, as the
     # ones here are; it is harmless and would bury the table. (A filter, as Streamlit resets its loggers' levels.)
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(
-        lambda record: "missing ScriptRunContext" not in record.getMessage())
+        lambda record: "missing ScriptRunContext" not in record.getMessage()
+    )
     os.environ["MEMLENS_STORE"] = str(store)
     get_engine.clear()
     get_engine()  # the one engine load per process, outside the timings
@@ -76,12 +85,20 @@ def time_pages(store: Path, user: str, runs: int) -> dict[str, tuple[float, floa
     # The trace comparison (issue 18): two 2-hop traces of the user, one before and one after labels would differ.
     engine = get_engine()
     a = engine.retrieve(user, "Which service does the payments team own, and who is on call for it?", hops=2)
-    b = engine.retrieve(user, "Which service does the payments team own, and who is on call for it?", hops=2,
-                        overrides={"mmr_enabled": True})
-    links = {"retrieval compare": ("retrieval", {"trace": a.trace_id, "trace_b": b.trace_id, "tab": "compare"}),
-             "retrieval timings": ("retrieval", {"trace": a.trace_id, "tab": "timings"})}
-    print(f"compared traces: {sum(len(h.candidates) for h in a.hops)} and {sum(len(h.candidates) for h in b.hops)} "
-          "candidates over 2 hops")
+    b = engine.retrieve(
+        user,
+        "Which service does the payments team own, and who is on call for it?",
+        hops=2,
+        overrides={"mmr_enabled": True},
+    )
+    links = {
+        "retrieval compare": ("retrieval", {"trace": a.trace_id, "trace_b": b.trace_id, "tab": "compare"}),
+        "retrieval timings": ("retrieval", {"trace": a.trace_id, "tab": "timings"}),
+    }
+    print(
+        f"compared traces: {sum(len(h.candidates) for h in a.hops)} and {sum(len(h.candidates) for h in b.hops)} "
+        "candidates over 2 hops"
+    )
     for page in PAGES + list(links):
         at = AppTest.from_file(str(ENTRY), default_timeout=120)
         if components is not None:

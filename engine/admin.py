@@ -1,7 +1,7 @@
-"""Store administration for ``MemoryEngine``: import/export and the demo, usage and stats, index maintenance.
+"""Store administration: import/export and the demo, usage and stats, index maintenance.
 
-A mixin so the facade stays one front door while each file keeps one responsibility; it relies on the attributes
-``MemoryEngine.__init__`` sets (``_b``, ``transfer``, ``embedder``, ``llm``, ``path``, the memory modules).
+A composed part of ``MemoryEngine`` (``engine.admin``), not a mixin: it gets exactly what it works on in its
+constructor, and the facade keeps its public methods by handing each call to it.
 """
 
 from __future__ import annotations
@@ -9,15 +9,22 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from .clock import utcnow
 from .config import DEMO_DIR
 from .errors import StoreCorrupt
 from .ids import check_id
-from .records import KINDS, StoreStats
-
-_TABLES = {"semantic": "items", "episodic": "episodes", "procedural": "skills"}
+from .memory.base import Backends
+from .memory.episodic import EpisodicMemory
+from .memory.procedural import SkillLibrary
+from .memory.semantic import SemanticMemory
+from .memory.sessions import SessionStore
+from .memory.transfer import Transfer
+from .providers.llm import LLM
+from .records import KIND_TABLES, KINDS, Page, StoreStats
+from .storage.database import one_row
 
 
 def _some(ids: Sequence[str], n: int = 5) -> str:
@@ -25,9 +32,41 @@ def _some(ids: Sequence[str], n: int = 5) -> str:
 
 
 class StoreAdmin:
+    def __init__(
+        self,
+        backends: Backends,
+        path: Path,
+        llm: LLM,
+        sessions: SessionStore,
+        semantic: SemanticMemory,
+        episodic: EpisodicMemory,
+        skills: SkillLibrary,
+        transfer: Transfer,
+    ) -> None:
+        self._b = backends
+        self.path = path
+        self.llm = llm
+        self.sessions = sessions
+        self.transfer = transfer
+        self.semantic = semantic
+        self.episodic = episodic
+        self.skills = skills
+
+    @property
+    def embedder(self):
+        return self._b.embedder
+
+    @property
+    def settings(self):
+        return self._b.settings
+
+    def users(self) -> list[str]:
+        return self.sessions.users()
+
     # -- import, export, demo -------------------------------------------------------------------------------------
-    def ingest_lines(self, lines: Iterable[str], progress: Callable[[str, int, int], None] | None = None
-                     ) -> dict[str, int]:
+    def ingest_lines(
+        self, lines: Iterable[str], progress: Callable[[str, int, int], None] | None = None
+    ) -> dict[str, int]:
         """Import JSONL records; a bad line raises InvalidInput naming it, and nothing is written."""
         return self.transfer.apply(self.transfer.plan(lines), progress)
 
@@ -37,10 +76,9 @@ class StoreAdmin:
 
     def demo_loaded(self) -> bool:
         with self._b.db.read() as conn:
-            return conn.execute("SELECT count(*) FROM items WHERE id = 'ada-item-001'").fetchone()[0] > 0
+            return one_row(conn.execute("SELECT count(*) FROM items WHERE id = 'ada-item-001'"))[0] > 0
 
-    def load_demo(self, reset: bool = False, progress: Callable[[str, int, int], None] | None = None
-                  ) -> dict[str, int]:
+    def load_demo(self, reset: bool = False, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
         """Load the bundled demo dataset; loading twice changes nothing, ``reset`` reloads it from scratch."""
         path = DEMO_DIR / "demo.jsonl"
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -56,21 +94,38 @@ class StoreAdmin:
         """Remove every row and vector of a user (used by demo reset and tests)."""
         check_id(user_id, "user id")
         with self._b.db.write() as conn:
-            ids = {k: [r[0] for r in conn.execute(f"SELECT id FROM {t} WHERE user_id=?", [user_id]).fetchall()]
-                   for k, t in (("semantic", "items"), ("episodic", "episodes"), ("procedural", "skills"))}
-            for table in ("messages", "sessions", "working_slots", "working_history", "items", "categories",
-                          "episodes", "skills", "skill_outcomes", "feedback", "forget_log", "traces", "llm_usage"):
+            ids = {
+                k: [r[0] for r in conn.execute(f"SELECT id FROM {t} WHERE user_id=?", [user_id]).fetchall()]
+                for k, t in KIND_TABLES.items()
+            }
+            for table in (
+                "messages",
+                "sessions",
+                "working_slots",
+                "working_history",
+                "items",
+                "categories",
+                "episodes",
+                "skills",
+                "skill_outcomes",
+                "feedback",
+                "forget_log",
+                "traces",
+                "llm_usage",
+            ):
                 conn.execute(f"DELETE FROM {table} WHERE user_id=?", [user_id])
         for kind, kind_ids in ids.items():
             self._b.index.delete(kind, kind_ids)
 
     # -- usage, stats, maintenance ----------------------------------------------------------------------------------
-    def record_usage(self, user_id: str | None, operation: str, model: str, input_tokens: int,
-                     output_tokens: int) -> None:
+    def record_usage(
+        self, user_id: str | None, operation: str, model: str, input_tokens: int, output_tokens: int
+    ) -> None:
         with self._b.db.write() as conn:
-            conn.execute("INSERT INTO llm_usage VALUES (?,?,?,?,?,?,?)",
-                         [user_id or "", operation, model, input_tokens, output_tokens,
-                          input_tokens + output_tokens, utcnow()])
+            conn.execute(
+                "INSERT INTO llm_usage VALUES (?,?,?,?,?,?,?)",
+                [user_id or "", operation, model, input_tokens, output_tokens, input_tokens + output_tokens, utcnow()],
+            )
 
     def usage(self, user_id: str | None = None) -> list[dict[str, Any]]:
         """Token usage per user and operation (from the API's usage fields)."""
@@ -78,14 +133,18 @@ class StoreAdmin:
         if user_id is not None:
             where, params = "WHERE user_id = ?", [check_id(user_id, "user id")]
         with self._b.db.read() as conn:
-            rows = conn.execute("SELECT user_id, operation, model, count(*), sum(input_tokens), sum(output_tokens), "
-                                f"sum(total_tokens), max(occurred_at) FROM llm_usage {where} GROUP BY ALL ORDER BY 1, 2",
-                                params).fetchall()
+            rows = conn.execute(
+                "SELECT user_id, operation, model, count(*), sum(input_tokens), sum(output_tokens), "
+                f"sum(total_tokens), max(occurred_at) FROM llm_usage {where} GROUP BY ALL ORDER "
+                f"BY 1, 2",
+                params,
+            ).fetchall()
         keys = ("user_id", "operation", "model", "calls", "input_tokens", "output_tokens", "total_tokens", "last_at")
         return [dict(zip(keys, r)) for r in rows]
 
-    def activity(self, user_id: str | None = None, since: datetime | str | None = None,
-                 until: datetime | str | None = None) -> list[dict[str, Any]]:
+    def activity(
+        self, user_id: str | None = None, since: datetime | str | None = None, until: datetime | str | None = None
+    ) -> list[dict[str, Any]]:
         """Daily counts per kind (messages, items, episodes, outcomes, edits, labels, traces, forgets), in SQL."""
         from .memory.activity import daily_activity
 
@@ -99,19 +158,28 @@ class StoreAdmin:
 
     def stats(self) -> StoreStats:
         """Counts per memory kind and per user, the backends in use, and warnings about the store."""
-        tables = {"sessions": "sessions", "messages": "messages", "working_slots": "working_slots",
-                  "items": "items WHERE archived_at IS NULL", "categories": "categories",
-                  "episodes": "episodes WHERE archived_at IS NULL", "skills": "skills WHERE archived_at IS NULL",
-                  "feedback_events": "feedback", "forget_log_entries": "forget_log", "traces": "traces"}
+        tables = {
+            "sessions": "sessions",
+            "messages": "messages",
+            "working_slots": "working_slots",
+            "items": "items WHERE archived_at IS NULL",
+            "categories": "categories",
+            "episodes": "episodes WHERE archived_at IS NULL",
+            "skills": "skills WHERE archived_at IS NULL",
+            "feedback_events": "feedback",
+            "forget_log_entries": "forget_log",
+            "traces": "traces",
+        }
         with self._b.db.read() as conn:
-            counts = {k: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for k, t in tables.items()}
+            counts = {k: one_row(conn.execute(f"SELECT count(*) FROM {t}"))[0] for k, t in tables.items()}
             per_user_rows = conn.execute(
                 "SELECT user_id, kind, n FROM (SELECT user_id, 'sessions' kind, count(*) n FROM sessions GROUP BY 1 "
                 "UNION ALL SELECT user_id, 'messages', count(*) FROM messages GROUP BY 1 "
                 "UNION ALL SELECT user_id, 'items', count(*) FROM items WHERE archived_at IS NULL GROUP BY 1 "
                 "UNION ALL SELECT user_id, 'episodes', count(*) FROM episodes WHERE archived_at IS NULL GROUP BY 1 "
                 "UNION ALL SELECT user_id, 'skills', count(*) FROM skills WHERE archived_at IS NULL GROUP BY 1 "
-                "UNION ALL SELECT user_id, 'traces', count(*) FROM traces GROUP BY 1) ORDER BY 1, 2").fetchall()
+                "UNION ALL SELECT user_id, 'traces', count(*) FROM traces GROUP BY 1) ORDER BY 1, 2"
+            ).fetchall()
         per_user: dict[str, dict[str, int]] = {}
         for user_id, kind, n in per_user_rows:
             per_user.setdefault(user_id, {})[kind] = n
@@ -124,32 +192,55 @@ class StoreAdmin:
                 continue
             if found["without_vector"]:
                 hint = f" (vectors exist for other models: {', '.join(others)})" if others else ""
-                warnings.append(f"{kind}: {len(found['without_vector'])} memories have no {self.embedder.name} "
-                                f"vector ({_some(found['without_vector'])}){hint}; run `python -m engine repair` "
-                                "(or `reindex`) to build them")
+                warnings.append(
+                    f"{kind}: {len(found['without_vector'])} memories have no {self.embedder.name} "
+                    f"vector ({_some(found['without_vector'])}){hint}; run `python -m engine repair` "
+                    "(or `reindex`) to build them"
+                )
             if found["without_row"]:
-                warnings.append(f"{kind}: {len(found['without_row'])} vectors have no active memory "
-                                f"({_some(found['without_row'])}), e.g. left by a crash mid-write; run "
-                                "`python -m engine repair` to remove them")
+                warnings.append(
+                    f"{kind}: {len(found['without_row'])} vectors have no active memory "
+                    f"({_some(found['without_row'])}), e.g. left by a crash mid-write; run "
+                    "`python -m engine repair` to remove them"
+                )
             if found["duplicated"]:
-                warnings.append(f"{kind}: {len(found['duplicated'])} memories have more than one vector "
-                                f"({_some(found['duplicated'])}); run `python -m engine repair`")
-        return StoreStats(str(self.path), f"{self.embedder.name} ({self.embedder.dim}d)", self.embedder.dim,
-                          self.llm.name, len(per_user), counts["sessions"], counts["messages"],
-                          counts["working_slots"], counts["items"], counts["categories"], counts["episodes"],
-                          counts["skills"], counts["feedback_events"], counts["forget_log_entries"],
-                          counts["traces"], per_user, tuple(warnings),
-                          {k: {n: list(v) if isinstance(v, list) else v for n, v in f.items()}
-                           for k, f in orphans.items()})
+                warnings.append(
+                    f"{kind}: {len(found['duplicated'])} memories have more than one vector "
+                    f"({_some(found['duplicated'])}); run `python -m engine repair`"
+                )
+        return StoreStats(
+            str(self.path),
+            f"{self.embedder.name} ({self.embedder.dim}d)",
+            self.embedder.dim,
+            self.llm.name,
+            len(per_user),
+            counts["sessions"],
+            counts["messages"],
+            counts["working_slots"],
+            counts["items"],
+            counts["categories"],
+            counts["episodes"],
+            counts["skills"],
+            counts["feedback_events"],
+            counts["forget_log_entries"],
+            counts["traces"],
+            per_user,
+            tuple(warnings),
+            {k: {n: list(v) if isinstance(v, list) else v for n, v in f.items()} for k, f in orphans.items()},
+        )
 
     def reindex(self, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
         """(Re)build this model's vector tables from the active memories in DuckDB."""
         done: dict[str, int] = {}
-        for kind, table, module in (("semantic", "items", self.semantic), ("episodic", "episodes", self.episodic),
-                                    ("procedural", "skills", self.skills)):
+        active: dict[str, tuple[Any, Callable[[str], Page]]] = {
+            "semantic": (self.semantic, lambda u: self.semantic.list_items(u, limit=10_000_000)),
+            "episodic": (self.episodic, lambda u: self.episodic.list_episodes(u, limit=10_000_000)),
+            "procedural": (self.skills, lambda u: self.skills.list_skills(u, limit=10_000_000)),
+        }
+        for kind, (module, list_active) in active.items():
             with self._b.db.read() as conn:
-                users = [r[0] for r in conn.execute(f"SELECT DISTINCT user_id FROM {table}").fetchall()]
-            records = [r for u in users for r in module.list(u, limit=10_000_000).rows]
+                users = [r[0] for r in conn.execute(f"SELECT DISTINCT user_id FROM {KIND_TABLES[kind]}").fetchall()]
+            records = [r for u in users for r in list_active(u).rows]
             with self._b.intent(kind, [r.id for r in records]):
                 self._b.index.delete(kind, [r.id for r in records])  # duplicates too; a crash here is journalled
                 self._index_records(kind, module, records, progress)
@@ -159,7 +250,7 @@ class StoreAdmin:
     def _index_records(self, kind: str, module: Any, records: list, progress=None) -> None:
         """(Re)write the vectors of ``records``, upserted by id: never two vectors for one memory."""
         for start in range(0, len(records), 512):
-            chunk = records[start:start + 512]
+            chunk = records[start : start + 512]
             texts, vectors = self._b.record_vectors(module, chunk)
             self._b.index.add(kind, [r.id for r in chunk], [r.user_id for r in chunk], texts, vectors, upsert=True)
             if progress:
@@ -174,7 +265,7 @@ class StoreAdmin:
         another. Reads the id columns only (~1 s per million ids)."""
         out: dict[str, dict[str, Any]] = {}
         for kind in kinds:
-            table = _TABLES[kind]
+            table = KIND_TABLES[kind]
             with self._b.db.read() as conn:
                 active = {r[0] for r in conn.execute(f"SELECT id FROM {table} WHERE archived_at IS NULL").fetchall()}
             try:
@@ -185,8 +276,11 @@ class StoreAdmin:
             seen: dict[str, int] = {}
             for i in vector_ids:
                 seen[i] = seen.get(i, 0) + 1
-            out[kind] = {"without_row": sorted(set(seen) - active), "without_vector": sorted(active - set(seen)),
-                         "duplicated": sorted(i for i, n in seen.items() if n > 1 and i in active)}
+            out[kind] = {
+                "without_row": sorted(set(seen) - active),
+                "without_vector": sorted(active - set(seen)),
+                "duplicated": sorted(i for i, n in seen.items() if n > 1 and i in active),
+            }
         return out
 
     def repair(self, progress: Callable[[str, int, int], None] | None = None) -> dict[str, dict[str, int]]:
@@ -203,8 +297,9 @@ class StoreAdmin:
             found = self.orphans([kind])[kind]
             if "unreadable" in found:
                 raise StoreCorrupt(found["unreadable"])
-            done[kind] = self.repair_ids(kind, found["without_row"] + found["without_vector"] + found["duplicated"],
-                                         progress)
+            done[kind] = self.repair_ids(
+                kind, found["without_row"] + found["without_vector"] + found["duplicated"], progress
+            )
             done[kind]["table_rebuilt"] = rebuilt
         return done
 
@@ -213,10 +308,11 @@ class StoreAdmin:
         ids = sorted(set(ids))
         if not ids:
             return {"vectors_removed": 0, "vectors_written": 0}
-        table, module = _TABLES[kind], self._module(kind)
+        table, module = KIND_TABLES[kind], self._module(kind)
         with self._b.db.read() as conn:
-            rows = conn.execute(f"SELECT id, user_id FROM {table} WHERE archived_at IS NULL AND id IN "
-                                "(SELECT unnest(?))", [ids]).fetchall()
+            rows = conn.execute(
+                f"SELECT id, user_id FROM {table} WHERE archived_at IS NULL AND id IN (SELECT unnest(?))", [ids]
+            ).fetchall()
         active = {r[0]: r[1] for r in rows}
         gone = [i for i in ids if i not in active]
         with self._b.intent(kind, ids):
@@ -237,7 +333,7 @@ class StoreAdmin:
         if self._b.db.read_only:
             return
         for path, kind, ids in self._b.journal.leftovers() if self._b.journal is not None else ():
-            if kind in _TABLES:
+            if kind in KIND_TABLES:
                 self.repair_ids(kind, ids)
             path.unlink(missing_ok=True)
         self.purges.start_owed()

@@ -45,34 +45,51 @@ class AgentMemory:
         """The session's working memory as it is now (including edits made in the dashboard)."""
         return self.engine.working_get(self.user_id, self.session_id)
 
-    def remember(self, content: str, category: str = "general", importance: float | None = None,
-                 preceding_text: str | None = None) -> Item:
+    def remember(
+        self,
+        content: str,
+        category: str = "general",
+        importance: float | None = None,
+        preceding_text: str | None = None,
+    ) -> Item:
         """Store one fact in semantic memory; ``preceding_text`` is what came right before it (e.g. the question it
         answers), embedded with it."""
-        return self.engine.remember(self.user_id, content, category, importance, source="agent",
-                                    preceding_text=preceding_text)
+        return self.engine.remember(
+            self.user_id, content, category, importance, source="agent", preceding_text=preceding_text
+        )
 
-    def recall(self, question: str, hops: int | None = None, budget: int | None = None,
-               overrides: Mapping[str, Any] | None = None) -> RetrievalTrace:
+    def recall(
+        self,
+        question: str,
+        hops: int | None = None,
+        budget: int | None = None,
+        overrides: Mapping[str, Any] | None = None,
+    ) -> RetrievalTrace:
         """The traced retrieval pipeline; ``.context`` goes into the prompt, ``.trace_id`` into feedback."""
-        return self.engine.retrieve(self.user_id, question, session_id=self.session_id, hops=hops, budget=budget,
-                                    overrides=overrides)
+        return self.engine.retrieve(
+            self.user_id, question, session_id=self.session_id, hops=hops, budget=budget, overrides=overrides
+        )
 
-    def episode(self, steps: Sequence[Mapping[str, Any]], summary: str | None = None, outcome: str | None = None,
-                importance: float | None = None) -> Episode:
+    def episode(
+        self,
+        steps: Sequence[Mapping[str, Any]],
+        summary: str | None = None,
+        outcome: str | None = None,
+        importance: float | None = None,
+    ) -> Episode:
         """Record a trajectory of {observation, action, result} steps in this session."""
         return self.engine.record_episode(self.user_id, steps, summary, outcome, importance, self.session_id)
 
     def skill(self, name: str, body: str, description: str = "", kind: str = "prompt") -> Skill:
         """Register a skill (the same name again makes a new version)."""
-        return self.engine.register_skill(self.user_id, name, body, description, kind,
-                                          provenance={"source": "agent"})
+        return self.engine.register_skill(self.user_id, name, body, description, kind, provenance={"source": "agent"})
 
     def skill_outcome(self, skill_id: str, success: bool, episode_id: str | None = None) -> Skill:
         """Record one success or failure of a skill."""
         return self.engine.report_outcome(self.user_id, skill_id, success, episode_id)
 
-    def feedback(self, useful: Sequence[str] = (), harmful: Sequence[str] = (), trace_id: str | None = None,
-                 note: str = "") -> list[FeedbackEvent]:
+    def feedback(
+        self, useful: Sequence[str] = (), harmful: Sequence[str] = (), trace_id: str | None = None, note: str = ""
+    ) -> list[FeedbackEvent]:
         """Label memories useful/harmful, tied to the trace that surfaced them."""
         return self.engine.report_feedback(self.user_id, useful, harmful, trace_id, note)

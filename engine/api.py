@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from .admin import StoreAdmin
-from .config import Settings
+from .config import Settings, prepare_process_environment
 from .errors import InvalidInput
 from .evaluation import EvalRun, Evaluations
 from .ids import check_id
 from .memory.base import Backends
 from .memory.episodic import EpisodicMemory
 from .memory.feedback import FeedbackLog
-from .memory.forgetting import Forgetter, check_kind
+from .memory.forgetting import Forgetter
 from .memory.memorize import Memorizer, MemorizeResult
 from .memory.procedural import SkillLibrary
 from .memory.reasoning import Reasoner, ReasonResult
@@ -33,7 +33,6 @@ from .memory.working import WorkingMemory
 from .providers.embedders import Embedder, LocalMiniLM, OpenAIEmbedder
 from .providers.llm import LLM, NoLLM, OpenAIChat
 from .records import (
-    KINDS,
     Category,
     Episode,
     FeedbackEvent,
@@ -48,10 +47,11 @@ from .records import (
     SessionInfo,
     Skill,
     SkillOutcome,
+    StoreStats,
     TracePrunePlan,
 )
-from .retrieval.candidates import build_inputs, search_sources
 from .retrieval.pipeline import Retriever
+from .retrieval.search import plain_search
 from .retrieval.store import TraceStore, trace_from_dict
 from .retrieval.trace import RetrievalTrace
 from .retrieval.why_not import MemoryState, WhyNot, why_not
@@ -74,7 +74,7 @@ def store_path(location: str | Path) -> Path:
     if problem:
         raise InvalidInput(f"store location {problem}")
     if text.startswith("file://"):
-        text = text[len("file://"):]
+        text = text[len("file://") :]
     elif "://" in text:
         raise InvalidInput(f"store {text[:60]!r}: only local folders (or file:// URIs) are supported so far")
     path = Path(text).expanduser()
@@ -83,10 +83,11 @@ def store_path(location: str | Path) -> Path:
     return path
 
 
-class MemoryEngine(StoreAdmin):
+class MemoryEngine:
     """Agent memory on DuckDB + LanceDB with traced retrieval. Open with :meth:`open`."""
 
     def __init__(self, settings: Settings, embedder: Embedder, llm: LLM) -> None:
+        prepare_process_environment()  # before LanceDB loads (VectorIndex), for every program that uses the engine
         self.settings = settings
         self.path = store_path(settings.store)
         # A folder that cannot be written (a read-only file system) is opened read-only for browsing.
@@ -99,8 +100,14 @@ class MemoryEngine(StoreAdmin):
         except BaseException:  # a refused store (newer, corrupt) is let go at once, not after db_linger_s
             db.close()
             raise
-        index = VectorIndex(str(self.path / VECTOR_DIR), embedder.name, embedder.dim,
-                            settings.resident_vector_max_rows, settings.vector_version_retention_s, self.read_only)
+        index = VectorIndex(
+            str(self.path / VECTOR_DIR),
+            embedder.name,
+            embedder.dim,
+            settings.resident_vector_max_rows,
+            settings.vector_version_retention_s,
+            self.read_only,
+        )
         self.embedder = embedder
         self.llm = llm
         b = Backends(db, index, embedder, settings, WriteJournal(self.path / JOURNAL_DIR))
@@ -114,19 +121,29 @@ class MemoryEngine(StoreAdmin):
         self.traces = TraceStore(b)
         self.purges = VectorPurges(db, index, settings.forget_purge_grace_s)
         self.forgetter = Forgetter(b, self.traces.mark_forgotten, self.purges)
-        self.transfer = Transfer(b, self.sessions, self.working, self.semantic, self.episodic, self.skills,
-                                 self.feedback, self.forgetter)
+        self.transfer = Transfer(
+            b, self.sessions, self.working, self.semantic, self.episodic, self.skills, self.feedback, self.forgetter
+        )
         self.reflector = Reflector(self.episodic, self.semantic, llm)
         self.memorizer = Memorizer(self.semantic, llm)
         self.miner = SkillMiner(self.episodic, self.skills, llm)
         self.reasoning = Reasoner(self.working, llm)
         self.retriever = Retriever(b, llm, self.traces.save)
+        self.admin = StoreAdmin(
+            b, self.path, llm, self.sessions, self.semantic, self.episodic, self.skills, self.transfer
+        )
         self.evals = Evaluations(b, self)  # expectation sets, runs, comparisons (engine/evaluation)
-        self._recover_at_open()
+        self.admin._recover_at_open()
 
     @classmethod
-    def open(cls, path: str | Path | None = None, settings: Settings | None = None, *,
-             embedder: Embedder | None = None, llm: LLM | None = None) -> MemoryEngine:
+    def open(
+        cls,
+        path: str | Path | None = None,
+        settings: Settings | None = None,
+        *,
+        embedder: Embedder | None = None,
+        llm: LLM | None = None,
+    ) -> MemoryEngine:
         """Open (or create) a store. ``path`` overrides ``settings.store``; backends default from settings."""
         settings = settings or Settings.from_env()
         if path is not None:
@@ -135,8 +152,12 @@ class MemoryEngine(StoreAdmin):
         if settings.llm_configured:
             import openai
 
-            client = openai.OpenAI(api_key=settings.openai_api_key, base_url=settings.openai_base_url or None,
-                                   timeout=settings.llm_timeout_s, max_retries=0)
+            client = openai.OpenAI(
+                api_key=settings.openai_api_key,
+                base_url=settings.openai_base_url or None,
+                timeout=settings.llm_timeout_s,
+                max_retries=0,
+            )
         holder: dict[str, MemoryEngine] = {}
 
         def sink(user_id, operation, model, i, o):
@@ -145,13 +166,17 @@ class MemoryEngine(StoreAdmin):
 
         if embedder is None:
             # Embeddings use the openai client's own retries (429/5xx/connection, with backoff); chat retries itself.
-            embedder = (OpenAIEmbedder(client.with_options(max_retries=settings.llm_retries),
-                                       settings.embedding_model, sink)
-                        if settings.embedder_choice == "openai" and client is not None
-                        else LocalMiniLM(precision=settings.embed_precision))
+            embedder = (
+                OpenAIEmbedder(client.with_options(max_retries=settings.llm_retries), settings.embedding_model, sink)
+                if settings.embedder_choice == "openai" and client is not None
+                else LocalMiniLM(precision=settings.embed_precision)
+            )
         if llm is None:
-            llm = (OpenAIChat(client, settings.chat_model, settings.llm_retries, sink, settings.llm_backoff_s)
-                   if client else NoLLM())
+            llm = (
+                OpenAIChat(client, settings.chat_model, settings.llm_retries, sink, settings.llm_backoff_s)
+                if client
+                else NoLLM()
+            )
         engine = cls(settings, embedder, llm)
         holder["engine"] = engine
         return engine
@@ -169,16 +194,24 @@ class MemoryEngine(StoreAdmin):
         self._b.db.close()
 
     # -- short-term memory ------------------------------------------------------------------------------------------
-    def add_message(self, user_id: str, session_id: str, role: str, content: str,
-                    created_at: datetime | str | None = None) -> Message:
+    def add_message(
+        self, user_id: str, session_id: str, role: str, content: str, created_at: datetime | str | None = None
+    ) -> Message:
         """Append one message to a session (created on first use)."""
         return self.sessions.add_messages([(user_id, session_id, role, content, created_at)])[0]
 
     def users(self) -> list[str]:
         return self.sessions.users()
 
-    def list_sessions(self, user_id: str | None = None, search: str | None = None, since: datetime | None = None,
-                      until: datetime | None = None, limit: int = 50, offset: int = 0) -> Page:
+    def list_sessions(
+        self,
+        user_id: str | None = None,
+        search: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> Page:
         return self.sessions.list_sessions(user_id, search, since, until, limit, offset)
 
     def get_session(self, user_id: str, session_id: str) -> SessionInfo:
@@ -195,13 +228,15 @@ class MemoryEngine(StoreAdmin):
     def working_get(self, user_id: str, session_id: str) -> dict[str, Any]:
         return self.working.get(user_id, session_id)
 
-    def working_update(self, user_id: str, session_id: str, slots: Mapping[str, Any],
-                       source: str = "api") -> dict[str, Any]:
+    def working_update(
+        self, user_id: str, session_id: str, slots: Mapping[str, Any], source: str = "api"
+    ) -> dict[str, Any]:
         """Set several slots in one transaction; ``None`` removes a slot."""
         return self.working.update(user_id, session_id, slots, source)
 
-    def working_set_json(self, user_id: str, session_id: str, slot: str, text: str,
-                         source: str = "ui") -> dict[str, Any]:
+    def working_set_json(
+        self, user_id: str, session_id: str, slot: str, text: str, source: str = "ui"
+    ) -> dict[str, Any]:
         """Set a slot from JSON text; invalid JSON raises InvalidInput and writes nothing."""
         from .memory.working import parse_json_value
 
@@ -210,29 +245,53 @@ class MemoryEngine(StoreAdmin):
     def working_history(self, user_id: str, session_id: str, slot: str | None = None, limit: int = 100):
         return self.working.history(user_id, session_id, slot, limit)
 
-    def working_restore(self, user_id: str, session_id: str, edit_id: int, which: str = "old",
-                        source: str = "ui") -> Any:
+    def working_restore(
+        self, user_id: str, session_id: str, edit_id: int, which: str = "old", source: str = "ui"
+    ) -> Any:
         return self.working.restore(user_id, session_id, edit_id, which, source)
 
     def working_clear(self, user_id: str, session_id: str, source: str = "api") -> int:
         return self.working.clear(user_id, session_id, source)
 
-    def reason(self, user_id: str, session_id: str, template: str | Callable[[dict], str],
-               into: str | None = "intermediate_reasoning",
-               parse: str | Callable[[str], Any] | None = None) -> ReasonResult:
+    def reason(
+        self,
+        user_id: str,
+        session_id: str,
+        template: str | Callable[[dict], str],
+        into: str | None = "intermediate_reasoning",
+        parse: str | Callable[[str], Any] | None = None,
+    ) -> ReasonResult:
         """Fill ``{{slot}}`` from working memory, ask the LLM, write the answer into ``into`` (source ``llm``).
         Needs an LLM: without one (or when the call fails) raises LLMUnavailable and writes nothing."""
         return self.reasoning.reason(user_id, session_id, template, into, parse)
 
     # -- semantic memory --------------------------------------------------------------------------------------------
-    def remember(self, user_id: str, content: str, category: str = "general", importance: float | None = None,
-                 evergreen: bool = False, provenance: Mapping | None = None, source: str = "api",
-                 created_at: datetime | str | None = None, preceding_text: str | None = None) -> Item:
+    def remember(
+        self,
+        user_id: str,
+        content: str,
+        category: str = "general",
+        importance: float | None = None,
+        evergreen: bool = False,
+        provenance: Mapping | None = None,
+        source: str = "api",
+        created_at: datetime | str | None = None,
+        preceding_text: str | None = None,
+    ) -> Item:
         """Store one fact directly (llmemory's remember_fact). ``preceding_text``: what came right before it where it
         was said (e.g. the previous turn); stored with it and embedded into its vector
         (``Settings.preceding_text_weight``)."""
-        item = self.semantic.prepare(user_id, content, category, importance, evergreen, provenance, source,
-                                     created_at, preceding_text=preceding_text)
+        item = self.semantic.prepare(
+            user_id,
+            content,
+            category,
+            importance,
+            evergreen,
+            provenance,
+            source,
+            created_at,
+            preceding_text=preceding_text,
+        )
         return self.semantic.add([item])[0]
 
     def remember_many(self, records: Iterable[Mapping[str, Any]]) -> list[Item]:
@@ -240,31 +299,47 @@ class MemoryEngine(StoreAdmin):
         items = [self.semantic.prepare(**dict(r)) for r in records]
         return self.semantic.add(items)
 
-    def memorize(self, user_id: str, text: str, category: str | None = None,
-                 importance: float | None = None) -> list[Item]:
+    def memorize(
+        self, user_id: str, text: str, category: str | None = None, importance: float | None = None
+    ) -> list[Item]:
         """Write raw text: LLM fact extraction when configured, else one item in ``general`` (or ``category``).
         Each item's provenance method says which ran; :meth:`memorize_report` also returns the strategy."""
         return list(self.memorizer.memorize(user_id, text, category, importance).items)
 
-    def memorize_report(self, user_id: str, text: str, category: str | None = None,
-                        importance: float | None = None) -> MemorizeResult:
+    def memorize_report(
+        self, user_id: str, text: str, category: str | None = None, importance: float | None = None
+    ) -> MemorizeResult:
         """Like :meth:`memorize`, returning the strategy that ran, touched categories, new summaries and notes."""
         return self.memorizer.memorize(user_id, text, category, importance)
 
     def get_item(self, user_id: str, item_id: str) -> Item:
         return self.semantic.get(user_id, item_id)
 
-    def list_items(self, user_id: str, category: str | None = None, query: str | None = None,
-                   include_archived: bool = False, limit: int = 50, offset: int = 0) -> Page:
-        return self.semantic.list(user_id, category, query, include_archived, limit, offset)
+    def list_items(
+        self,
+        user_id: str,
+        category: str | None = None,
+        query: str | None = None,
+        include_archived: bool = False,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> Page:
+        return self.semantic.list_items(user_id, category, query, include_archived, limit, offset)
 
     def categories(self, user_id: str) -> list[Category]:
         return self.semantic.categories(user_id)
 
     # -- episodic memory --------------------------------------------------------------------------------------------
-    def record_episode(self, user_id: str, steps: Sequence[Mapping[str, Any]], summary: str | None = None,
-                       outcome: str | None = None, importance: float | None = None, session_id: str | None = None,
-                       created_at: datetime | str | None = None) -> Episode:
+    def record_episode(
+        self,
+        user_id: str,
+        steps: Sequence[Mapping[str, Any]],
+        summary: str | None = None,
+        outcome: str | None = None,
+        importance: float | None = None,
+        session_id: str | None = None,
+        created_at: datetime | str | None = None,
+    ) -> Episode:
         """Record a trajectory; a missing summary is derived from the actions."""
         ep = self.episodic.prepare(user_id, steps, summary, outcome, importance, session_id, created_at)
         return self.episodic.add([ep])[0]
@@ -272,10 +347,17 @@ class MemoryEngine(StoreAdmin):
     def get_episode(self, user_id: str, episode_id: str) -> Episode:
         return self.episodic.get(user_id, episode_id)
 
-    def list_episodes(self, user_id: str, outcome: str | None = None, query: str | None = None,
-                      session_id: str | None = None, include_archived: bool = False, limit: int = 50,
-                      offset: int = 0) -> Page:
-        return self.episodic.list(user_id, outcome, query, session_id, include_archived, limit, offset)
+    def list_episodes(
+        self,
+        user_id: str,
+        outcome: str | None = None,
+        query: str | None = None,
+        session_id: str | None = None,
+        include_archived: bool = False,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> Page:
+        return self.episodic.list_episodes(user_id, outcome, query, session_id, include_archived, limit, offset)
 
     def reflect(self, user_id: str, window: int = 10) -> tuple[list[Item], str]:
         """Insights from the last ``window`` episodes, stored in ``insights``; returns them and the strategy."""
@@ -283,8 +365,16 @@ class MemoryEngine(StoreAdmin):
         return self.reflector.reflect(user_id, window)
 
     # -- procedural memory ------------------------------------------------------------------------------------------
-    def register_skill(self, user_id: str, name: str, body: str, description: str = "", kind: str = "prompt",
-                       version: int | None = None, provenance: Mapping | None = None) -> Skill:
+    def register_skill(
+        self,
+        user_id: str,
+        name: str,
+        body: str,
+        description: str = "",
+        kind: str = "prompt",
+        version: int | None = None,
+        provenance: Mapping | None = None,
+    ) -> Skill:
         """Register a skill; the same name again becomes the next version with fresh counters."""
         return self.skills.add([self.skills.prepare(user_id, name, body, description, kind, version, provenance)])[0]
 
@@ -295,9 +385,15 @@ class MemoryEngine(StoreAdmin):
         """Skill PROPOSALS from the last ``window`` episodes; nothing is written until one is accepted."""
         return self.miner.mine(user_id, window, outcomes)
 
-    def accept_skill_proposal(self, user_id: str, proposal: SkillProposal | Mapping[str, Any],
-                              name: str | None = None, body: str | None = None, description: str | None = None,
-                              kind: str | None = None) -> Skill:
+    def accept_skill_proposal(
+        self,
+        user_id: str,
+        proposal: SkillProposal | Mapping[str, Any],
+        name: str | None = None,
+        body: str | None = None,
+        description: str | None = None,
+        kind: str | None = None,
+    ) -> Skill:
         """Register a (possibly edited) proposal with provenance {method: skill_mining, sources: episodes}.
         Rejecting a proposal needs no call: proposals are never stored."""
         return self.miner.accept(user_id, proposal, name, body, description, kind)
@@ -305,8 +401,9 @@ class MemoryEngine(StoreAdmin):
     def get_skill(self, user_id: str, skill_id: str) -> Skill:
         return self.skills.get(user_id, skill_id)
 
-    def rank_skills(self, user_id: str, query: str | None = None, kind: str | None = None,
-                    limit: int = 50) -> list[RankedSkill]:
+    def rank_skills(
+        self, user_id: str, query: str | None = None, kind: str | None = None, limit: int = 50
+    ) -> list[RankedSkill]:
         """Skills by proven utility: Wilson lower bound first, rate and trials beside it."""
         return self.skills.rank(user_id, query, kind, limit)
 
@@ -317,13 +414,26 @@ class MemoryEngine(StoreAdmin):
         return self.skills.outcomes(user_id, skill_id, name)
 
     # -- feedback and forgetting ------------------------------------------------------------------------------------
-    def label(self, user_id: str, item_id: str, label: str, trace_id: str | None = None, hop: int | None = None,
-              note: str = "") -> FeedbackEvent:
+    def label(
+        self,
+        user_id: str,
+        item_id: str,
+        label: str,
+        trace_id: str | None = None,
+        hop: int | None = None,
+        note: str = "",
+    ) -> FeedbackEvent:
         """Label a memory useful or harmful (optionally from a trace and hop)."""
         return self.feedback.record([self.feedback.prepare(user_id, item_id, label, trace_id, hop, note)])[0]
 
-    def report_feedback(self, user_id: str, useful: Sequence[str] = (), harmful: Sequence[str] = (),
-                        trace_id: str | None = None, note: str = "") -> list[FeedbackEvent]:
+    def report_feedback(
+        self,
+        user_id: str,
+        useful: Sequence[str] = (),
+        harmful: Sequence[str] = (),
+        trace_id: str | None = None,
+        note: str = "",
+    ) -> list[FeedbackEvent]:
         """llmemory's report_feedback: +1 per useful id, -1 per harmful id, in one transaction."""
         rows = [self.feedback.prepare(user_id, i, "useful", trace_id, None, note) for i in useful]
         rows += [self.feedback.prepare(user_id, i, "harmful", trace_id, None, note) for i in harmful]
@@ -334,8 +444,9 @@ class MemoryEngine(StoreAdmin):
     def feedback_net(self, user_id: str, ids: Sequence[str]) -> dict[str, int]:
         return self.feedback.net(user_id, ids)
 
-    def feedback_events(self, user_id: str, item_id: str | None = None, trace_id: str | None = None,
-                        limit: int = 500) -> list[FeedbackEvent]:
+    def feedback_events(
+        self, user_id: str, item_id: str | None = None, trace_id: str | None = None, limit: int = 500
+    ) -> list[FeedbackEvent]:
         return self.feedback.events(user_id, item_id, trace_id, limit)
 
     def unlabel(self, user_id: str, event_id: int) -> FeedbackEvent:
@@ -346,8 +457,9 @@ class MemoryEngine(StoreAdmin):
         """Text of each memory id of a user, any kind, forgotten ones too (one query; unknown ids are absent)."""
         return self.feedback.memory_texts(user_id, ids)
 
-    def forget(self, user_id: str, kind: str, ids: Sequence[str], reason: str, mode: str = "soft",
-               actor: str = "api") -> ForgetResult:
+    def forget(
+        self, user_id: str, kind: str, ids: Sequence[str], reason: str, mode: str = "soft", actor: str = "api"
+    ) -> ForgetResult:
         """Soft (archive, unretrievable) or hard (deleted everywhere) forgetting, with an audit entry."""
         return self.forgetter.forget(user_id, kind, ids, reason, mode, actor)
 
@@ -355,46 +467,34 @@ class MemoryEngine(StoreAdmin):
         return self.forgetter.log(user_id, limit)
 
     # -- search and retrieval ---------------------------------------------------------------------------------------
-    def search(self, user_id: str, query: str, kind: str = "all", limit: int = 10,
-               mode: str = "hybrid") -> list[SearchHit]:
-        """Plain search without the ranking pipeline. ``hybrid``: 0.7*cosine + 0.3*BM25/max over the union of
-        vector and full-text hits; ``vector``: cosine only; ``fts``: LanceDB BM25 only."""
-        check_id(user_id, "user id")
-        from .ids import check_text
+    def search(
+        self, user_id: str, query: str, kind: str = "all", limit: int = 10, mode: str = "hybrid"
+    ) -> list[SearchHit]:
+        """Plain search without the ranking pipeline (engine/retrieval/search.py). ``hybrid``: (1-w)*cosine +
+        w*BM25/max with w = ``bm25_weight``, over the union of vector and full-text hits; ``vector``: cosine only
+        (no full-text search runs); ``fts``: LanceDB BM25 only."""
+        return plain_search(self._b, user_id, query, kind, limit, mode)
 
-        check_text(query, "query", self.settings.max_text_chars)
-        kinds = KINDS if kind == "all" else (check_kind(kind),)
-        check_int(limit, "limit", "search_limit")
-        if mode not in ("hybrid", "vector", "fts"):
-            raise InvalidInput("search mode must be hybrid, vector or fts")
-        qvec = self.embedder.embed([query])[0]
-        hits, _ = search_sources(self._b, user_id, query, qvec, kinds, max(limit, 20))
-        if mode != "hybrid":
-            hits = {k: (v, []) if mode == "vector" else ([], f) for k, (v, f) in hits.items()}
-        with self._b.db.read() as conn:
-            inputs, _ = build_inputs(self._b, conn, user_id, qvec, hits)
-        top = max((i.fts_score or 0.0 for i in inputs), default=0.0) or 1.0
-
-        def score(i) -> float:
-            if mode == "vector":
-                return i.vector_similarity
-            if mode == "fts":
-                return i.fts_score or 0.0
-            return round(0.7 * i.vector_similarity + 0.3 * (i.fts_score or 0) / top, 6)
-
-        scored = [SearchHit(i.id, i.kind, i.text, score(i), i.vector_similarity, i.fts_score,
-                            datetime.fromisoformat(i.created_at)) for i in inputs]
-        return sorted(scored, key=lambda h: -h.score)[:limit]
-
-    def retrieve(self, user_id: str, question: str, session_id: str | None = None, hops: int | None = None,
-                 budget: int | None = None, overrides: Mapping[str, Any] | None = None, reasoner: Any = None,
-                 now: datetime | str | None = None, save: bool = True, preset: str | None = None) -> RetrievalTrace:
+    def retrieve(
+        self,
+        user_id: str,
+        question: str,
+        session_id: str | None = None,
+        hops: int | None = None,
+        budget: int | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        reasoner: Any = None,
+        now: datetime | str | None = None,
+        save: bool = True,
+        preset: str | None = None,
+    ) -> RetrievalTrace:
         """The traced pipeline; returns (and stores) the trace, whose ``context`` is what the agent gets.
         ``preset`` names a set of overrides (engine.presets; ``llmemory`` for parity), ``overrides`` win over it."""
         check_optional_int(hops, "hops", "hops")
         check_optional_int(budget, "budget", "budget_tokens")
-        return self.retriever.retrieve(user_id, question, session_id, hops, budget, overrides, reasoner, now,
-                                       save=save, preset=preset)
+        return self.retriever.retrieve(
+            user_id, question, session_id, hops, budget, overrides, reasoner, now, save=save, preset=preset
+        )
 
     def replay(self, trace_id: str, overrides: Mapping[str, Any] | None = None) -> RetrievalTrace:
         """Re-rank a stored trace under other settings without searching again."""
@@ -411,13 +511,19 @@ class MemoryEngine(StoreAdmin):
         return self.traces.get(trace_id, user_id)
 
     def list_traces(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> Page:
-        return self.traces.list(user_id, limit, offset)
+        return self.traces.list_traces(user_id, limit, offset)
 
     def delete_trace(self, trace_id: str, user_id: str | None = None) -> None:
         self.traces.delete(trace_id, user_id)
 
-    def prune_traces(self, older_than_days: float, user_id: str | None = None, keep_labelled: bool = True,
-                     apply: bool = False, now: datetime | None = None) -> TracePrunePlan:
+    def prune_traces(
+        self,
+        older_than_days: float,
+        user_id: str | None = None,
+        keep_labelled: bool = True,
+        apply: bool = False,
+        now: datetime | None = None,
+    ) -> TracePrunePlan:
         """Traces older than ``older_than_days`` (one user's or all); deleted only with ``apply``. Labelled traces
         are kept unless ``keep_labelled`` is false."""
         return self.traces.prune(older_than_days, user_id, keep_labelled, apply, now)
@@ -441,9 +547,16 @@ class MemoryEngine(StoreAdmin):
         state = None if seen else self.memory_states(trace.user_id, [item_id])[item_id]
         return why_not(trace, item_id, state)
 
-    def evaluate(self, set_name: str, preset: str | None = None, overrides: Mapping[str, Any] | None = None,
-                 hops: int | None = None, label: str | None = None, method: str = "memlens",
-                 progress: Callable[[int, int], None] | None = None) -> EvalRun:
+    def evaluate(
+        self,
+        set_name: str,
+        preset: str | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        hops: int | None = None,
+        label: str | None = None,
+        method: str = "memlens",
+        progress: Callable[[int, int], None] | None = None,
+    ) -> EvalRun:
         """Run an expectation set through traced retrieval (``method`` memlens) or a plain ``vector`` / ``bm25``
         ranking and store the run; ``engine.evals`` has the sets, runs, results and comparisons."""
         return self.evals.evaluate(set_name, method, preset, overrides, hops, label, progress)
@@ -455,6 +568,65 @@ class MemoryEngine(StoreAdmin):
         except InvalidInput as exc:
             raise InvalidInput(f"not a memlens trace: {exc}") from None
         return trace_from_dict(data)
+
+    # -- store administration (engine/admin.py) ---------------------------------------------------------------------
+    def ingest_lines(
+        self, lines: Iterable[str], progress: Callable[[str, int, int], None] | None = None
+    ) -> dict[str, int]:
+        """Import JSONL records; a bad line raises InvalidInput naming it, and nothing is written."""
+        return self.admin.ingest_lines(lines, progress)
+
+    def export(self, user_id: str) -> Iterator[dict]:
+        return self.admin.export(user_id)
+
+    def demo_loaded(self) -> bool:
+        return self.admin.demo_loaded()
+
+    def load_demo(self, reset: bool = False, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
+        """Load the bundled demo dataset; loading twice changes nothing, ``reset`` reloads it from scratch."""
+        return self.admin.load_demo(reset, progress)
+
+    def delete_user(self, user_id: str) -> None:
+        """Remove every row and vector of a user (used by demo reset and tests)."""
+        self.admin.delete_user(user_id)
+
+    def record_usage(
+        self, user_id: str | None, operation: str, model: str, input_tokens: int, output_tokens: int
+    ) -> None:
+        self.admin.record_usage(user_id, operation, model, input_tokens, output_tokens)
+
+    def usage(self, user_id: str | None = None) -> list[dict[str, Any]]:
+        """Token usage per user and operation (from the API's usage fields)."""
+        return self.admin.usage(user_id)
+
+    def activity(
+        self, user_id: str | None = None, since: datetime | str | None = None, until: datetime | str | None = None
+    ) -> list[dict[str, Any]]:
+        """Daily counts per kind (messages, items, episodes, outcomes, edits, labels, traces, forgets)."""
+        return self.admin.activity(user_id, since, until)
+
+    def episode_outcomes(self, user_id: str) -> dict[str, int]:
+        """Active episodes per outcome label, most frequent first."""
+        return self.admin.episode_outcomes(user_id)
+
+    def stats(self) -> StoreStats:
+        """Counts per memory kind and per user, the backends in use, and warnings about the store."""
+        return self.admin.stats()
+
+    def reindex(self, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
+        """(Re)build this model's vector tables from the active memories in DuckDB."""
+        return self.admin.reindex(progress)
+
+    def optimize(self, vector_index: bool = True) -> list[str]:
+        """Compact and index the vector tables (see StoreAdmin.optimize); returns the tables indexed now."""
+        return self.admin.optimize(vector_index)
+
+    def disk_bytes(self) -> int:
+        return self.admin.disk_bytes()
+
+    def check(self) -> list[str]:
+        """Applied migrations, for diagnostics."""
+        return self.admin.check()
 
 
 def remove_store(path: str | Path) -> None:

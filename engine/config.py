@@ -21,74 +21,156 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_STORE = PROJECT_ROOT / "data" / "store"
 DEMO_DIR = PROJECT_ROOT / "data" / "demo"
 
-# Nothing may download at run time and LanceDB's per-query warnings are noise in a CLI.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("LANCEDB_LOG", "error")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-# torch's OpenMP threads otherwise spin for a while after each embedding and take a core from the LanceDB and DuckDB
-# work that follows it (a retrieval measured ~25% slower). Read when torch loads, so it must be set before that.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# What every memlens process needs in its environment, set by prepare_process_environment() (never by importing this
+# module): nothing may download at run time, LanceDB's per-query warnings are noise in a CLI, and torch's OpenMP
+# threads otherwise spin for a while after each embedding and take a core from the LanceDB and DuckDB work that
+# follows it (a retrieval measured ~25% slower). LanceDB and torch read these once, when they are imported.
+PROCESS_ENV_DEFAULTS = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "LANCEDB_LOG": "error",
+    "TOKENIZERS_PARALLELISM": "false",
+    "TRANSFORMERS_VERBOSITY": "error",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "OMP_WAIT_POLICY": "PASSIVE",
+}
 
 
-def _s(default: Any, help: str, *, choices: tuple | None = None, lo: float | None = None,
-       hi: float | None = None, retrieval: bool = False, secret: bool = False) -> Any:
-    return field(default=default, repr=not secret, metadata={"help": help, "choices": choices, "lo": lo, "hi": hi,
-                                            "retrieval": retrieval, "secret": secret})
+def prepare_process_environment() -> None:
+    """Set PROCESS_ENV_DEFAULTS in this process, keeping any value already set. The entry points call it before
+    LanceDB or torch is imported: the CLI (and so the MCP server), the dashboard, ``MemoryEngine`` and the local
+    model's loader; both libraries are imported lazily, so a library user gets it from ``MemoryEngine`` too."""
+    for name, value in PROCESS_ENV_DEFAULTS.items():
+        os.environ.setdefault(name, value)
+
+
+def _s(
+    default: Any,
+    help: str,
+    *,
+    choices: tuple | None = None,
+    lo: float | None = None,
+    hi: float | None = None,
+    retrieval: bool = False,
+    secret: bool = False,
+    env: str | None = None,
+) -> Any:
+    """One setting: its default, help, allowed values or range, whether a retrieval call may override it, whether
+    it is a secret, and the environment variable that sets it (``env``; read by ``Settings.from_env`` only)."""
+    return field(
+        default=default,
+        repr=not secret,
+        metadata={
+            "help": help,
+            "choices": choices,
+            "lo": lo,
+            "hi": hi,
+            "retrieval": retrieval,
+            "secret": secret,
+            "env": env,
+        },
+    )
 
 
 @dataclass(frozen=True)
 class Settings:
     # --- store and backends -------------------------------------------------------------------------------------
-    store: str = _s(str(DEFAULT_STORE), "Store location (folder path or URI). Env MEMLENS_STORE.")
-    embedder: str = _s("auto", "Embedder: local (all-MiniLM-L6-v2, bundled), openai, or auto (openai when "
-                       "OPENAI_API_KEY is set and MEMLENS_EMBEDDER is not local).", choices=("auto", "local", "openai"))
-    openai_api_key: str = _s("", "OpenAI (or compatible) API key. Env OPENAI_API_KEY. Never displayed.", secret=True)
-    openai_base_url: str = _s("", "Base URL of an OpenAI-compatible server. Env OPENAI_BASE_URL.")
-    chat_model: str = _s("gpt-4o-mini", "Chat model for LLM features. Env MEMLENS_CHAT_MODEL.")
-    embed_precision: str = _s("auto", "Local model arithmetic: fp32, bf16 (about 2x faster on CPUs with AMX; vectors "
-                              "agree with fp32 to cosine > 0.9999; queries use a bf16 copy of the weights), or auto (bf16 "
-                              "on CPUs with native bf16). Env MEMLENS_EMBED_PRECISION.", choices=("auto", "fp32", "bf16"))
-    embedding_model: str = _s("text-embedding-3-small", "OpenAI embedding model. Env MEMLENS_EMBEDDING_MODEL.")
-    llm_timeout_s: float = _s(60.0, "LLM request timeout in seconds. Env MEMLENS_LLM_TIMEOUT.", lo=0.1)
-    llm_retries: int = _s(2, "LLM retries on 429/5xx/connection errors. Env MEMLENS_LLM_RETRIES.", lo=0, hi=10)
-    llm_backoff_s: float = _s(0.5, "First retry delay in seconds, doubled per retry (llmemory: 0.5*2^(n-1)). "
-                              "Env MEMLENS_LLM_BACKOFF.", lo=0, hi=60)
+    store: str = _s(str(DEFAULT_STORE), "Store location (folder path or URI).", env="MEMLENS_STORE")
+    embedder: str = _s(
+        "auto",
+        "Embedder: local (all-MiniLM-L6-v2, bundled), openai, or auto (openai when "
+        "OPENAI_API_KEY is set and MEMLENS_EMBEDDER is not local).",
+        choices=("auto", "local", "openai"),
+        env="MEMLENS_EMBEDDER",
+    )
+    openai_api_key: str = _s("", "OpenAI (or compatible) API key. Never displayed.", secret=True, env="OPENAI_API_KEY")
+    openai_base_url: str = _s("", "Base URL of an OpenAI-compatible server.", env="OPENAI_BASE_URL")
+    chat_model: str = _s("gpt-4o-mini", "Chat model for LLM features.", env="MEMLENS_CHAT_MODEL")
+    embed_precision: str = _s(
+        "auto",
+        "Local model arithmetic: fp32, bf16 (about 2x faster on CPUs with AMX; vectors "
+        "agree with fp32 to cosine > 0.9999; queries use a bf16 copy of the weights), or "
+        "auto (bf16 "
+        "on CPUs with native bf16).",
+        choices=("auto", "fp32", "bf16"),
+        env="MEMLENS_EMBED_PRECISION",
+    )
+    embedding_model: str = _s("text-embedding-3-small", "OpenAI embedding model.", env="MEMLENS_EMBEDDING_MODEL")
+    llm_timeout_s: float = _s(60.0, "LLM request timeout in seconds.", lo=0.1, env="MEMLENS_LLM_TIMEOUT")
+    llm_retries: int = _s(2, "LLM retries on 429/5xx/connection errors.", lo=0, hi=10, env="MEMLENS_LLM_RETRIES")
+    llm_backoff_s: float = _s(
+        0.5,
+        "First retry delay in seconds, doubled per retry (llmemory: 0.5*2^(n-1)).",
+        lo=0,
+        hi=60,
+        env="MEMLENS_LLM_BACKOFF",
+    )
     max_text_chars: int = _s(32000, "Longest text accepted for a message, memory, step or slot value.", lo=100)
-    preceding_text_weight: float = _s(0.4, "[memlens] How much an item's preceding_text (what came right before it, "
-                                      "e.g. the previous turn of a conversation) counts in its vector: normalise(e(text) "
-                                      "+ w*e(preceding_text)). Applied when an item is written; reindex rebuilds every "
-                                      "vector with the current value. 0: stored but not embedded.", lo=0, hi=2)
+    preceding_text_weight: float = _s(
+        0.4,
+        "[memlens] How much an item's preceding_text (what came right before it, "
+        "e.g. the previous turn of a conversation) counts in its vector: "
+        "normalise(e(text) "
+        "+ w*e(preceding_text)). Applied when an item is written; reindex rebuilds every "
+        "vector with the current value. 0: stored but not embedded.",
+        lo=0,
+        hi=2,
+    )
     lock_timeout_s: float = _s(20.0, "How long to wait for another process's DuckDB lock before StoreBusy.", lo=0)
-    vector_index_min_rows: int = _s(10_000, "optimize() gives vector tables with at least this many rows an "
-                                    "approximate HNSW-SQ index (~10 ms instead of ~110 ms per search at 100k rows, "
-                                    "recall@20 ~0.99); 0: always search exactly.", lo=0)
-    resident_vector_max_rows: int = _s(20_000, "Vector tables with at most this many rows (episodes and skills, "
-                                       "usually) are searched exactly in memory, ~5 ms less per search than a "
-                                       "LanceDB query; a copy is re-read after the table changes. 0: always ask "
-                                       "LanceDB.", lo=0)
-    vector_version_retention_s: float = _s(600.0, "optimize() (run by writes every few thousand rows, and by "
-                                           "`python -m engine optimize`) deletes LanceDB table versions replaced "
-                                           "longer ago than this, with their files; LanceDB alone keeps them 7 days "
-                                           "(a 100k-item store: 2.0 GB of LanceDB files instead of 0.24 GB). 0: "
-                                           "keep only the latest, safe only when no other process uses the store.",
-                                           lo=0)
-    db_linger_s: float = _s(1.0, "Keep the DuckDB file open this long after the last operation (0: close after "
-                            "each); another memlens process that is waiting gets it within ~20 ms anyway.",
-                            lo=0, hi=60)
-    read_only: bool = _s(False, "Open the store read-only, for browsing: nothing is written (no migrations, no "
-                         "vectors, no lock flags) and every write is refused with StoreReadOnly. A store whose folder "
-                         "cannot be written (a read-only file system) is opened read-only by itself. "
-                         "Env MEMLENS_READ_ONLY.")
-    forget_purge_grace_s: float = _s(10.0, "A hard forget rewrites the LanceDB files that still hold the memory at "
-                                     "once, and deletes the table versions that hold it this long after they were "
-                                     "replaced (no query runs that long; see Forgetting). A process exiting sooner "
-                                     "waits for it. 0: at once, safe only when no other process uses the store.",
-                                     lo=0, hi=3600)
-    mcp_token: str = _s("", "Bearer token the MCP HTTP server requires (Authorization: Bearer <token>); needed to "
-                        "bind to a non-loopback host. Env MEMLENS_MCP_TOKEN. Never displayed.", secret=True)
+    vector_index_min_rows: int = _s(
+        10_000,
+        "optimize() gives vector tables with at least this many rows an "
+        "approximate HNSW-SQ index (~10 ms instead of ~110 ms per search at 100k rows, "
+        "recall@20 ~0.99); 0: always search exactly.",
+        lo=0,
+    )
+    resident_vector_max_rows: int = _s(
+        20_000,
+        "Vector tables with at most this many rows (episodes and skills, "
+        "usually) are searched exactly in memory, ~5 ms less per search than a "
+        "LanceDB query; a copy is re-read after the table changes. 0: always ask "
+        "LanceDB.",
+        lo=0,
+    )
+    vector_version_retention_s: float = _s(
+        600.0,
+        "optimize() (run by writes every few thousand rows, and by "
+        "`python -m engine optimize`) deletes LanceDB table versions replaced "
+        "longer ago than this, with their files; LanceDB alone keeps them 7 days "
+        "(a 100k-item store: 2.0 GB of LanceDB files instead of 0.24 GB). 0: "
+        "keep only the latest, safe only when no other process uses the store.",
+        lo=0,
+    )
+    db_linger_s: float = _s(
+        1.0,
+        "Keep the DuckDB file open this long after the last operation (0: close after "
+        "each); another memlens process that is waiting gets it within ~20 ms anyway.",
+        lo=0,
+        hi=60,
+    )
+    read_only: bool = _s(
+        False,
+        "Open the store read-only, for browsing: nothing is written (no migrations, no "
+        "vectors, no lock flags) and every write is refused with StoreReadOnly. A store whose folder "
+        "cannot be written (a read-only file system) is opened read-only by itself.",
+        env="MEMLENS_READ_ONLY",
+    )
+    forget_purge_grace_s: float = _s(
+        10.0,
+        "A hard forget rewrites the LanceDB files that still hold the memory at "
+        "once, and deletes the table versions that hold it this long after they were "
+        "replaced (no query runs that long; see Forgetting). A process exiting sooner "
+        "waits for it. 0: at once, safe only when no other process uses the store.",
+        lo=0,
+        hi=3600,
+    )
+    mcp_token: str = _s(
+        "",
+        "Bearer token the MCP HTTP server requires (Authorization: Bearer <token>); needed to "
+        "bind to a non-loopback host. Never displayed.",
+        secret=True,
+        env="MEMLENS_MCP_TOKEN",
+    )
     # --- session lifecycle (llmemory §1.6) ---------------------------------------------------------------------
     session_idle_minutes: int = _s(60, "Idle pruning: sessions inactive longer than this.", lo=1)
     session_stale_days: int = _s(30, "Stale pruning: sessions inactive longer than this many days.", lo=1)
@@ -96,82 +178,157 @@ class Settings:
     # --- retrieval (llmemory §6) --------------------------------------------------------------------------------
     top_k: int = _s(20, "Candidates per source (semantic, episodic, procedural).", lo=1, hi=1000, retrieval=True)
     hops: int = _s(1, "Hops for retrieve() when not given; the CLI's --hops overrides.", lo=1, hi=5, retrieval=True)
-    query_condense_chars: int = _s(100, "Messages longer than this are condensed into a search query.", lo=1,
-                                   retrieval=True)
+    query_condense_chars: int = _s(
+        100, "Messages longer than this are condensed into a search query.", lo=1, retrieval=True
+    )
     hybrid_enabled: bool = _s(True, "Blend BM25 into the score (hybrid_search_enabled).", retrieval=True)
     bm25_weight: float = _s(0.3, "w in hybrid = w*bm25_norm + (1-w)*vector_similarity.", lo=0, hi=1, retrieval=True)
-    bm25_source: str = _s("candidates", "Where bm25_raw comes from: candidates (parity: BM25 over the candidate set with "
-                          "llmemory's tokenizer) or index ([memlens]: LanceDB's BM25 over the whole table, with "
-                          "stemming and stop words; 0 for candidates the full-text search did not return).",
-                          choices=("candidates", "index"), retrieval=True)
-    preceding_bm25_weight: float = _s(0.5, "[memlens] How much the query's words in an item's preceding_text count "
-                                      "towards its BM25: bm25_norm = (bm25_raw + v*bm25_preceding) / the candidates' "
-                                      "maximum of that sum, bm25_preceding being BM25 of the candidates' preceding "
-                                      "texts over the candidate set (llmemory's tokenizer). Only items with a "
-                                      "preceding text are affected. 0: their own text only.", lo=0, hi=5,
-                                      retrieval=True)
-    fusion: str = _s("weighted", "How the cosine and the lexical score (BM25 plus the preceding text's share) become the "
-                     "hybrid score: weighted (llmemory: bm25_weight*bm25_norm + (1-bm25_weight)*cosine), zscore "
-                     "([memlens] sigmoid(w*z_bm25 + (1-w)*z_vector), each standardised over the query's candidates, "
-                     "so neither score's scale decides; 0.5 is an average candidate) or rrf "
-                     "([memlens] reciprocal rank fusion over the candidates: (1-w)*(k+1)/(k+rank_vector) + "
-                     "w*(k+1)/(k+rank_bm25), 1 for a candidate first on both).", choices=("weighted", "zscore", "rrf"),
-                     retrieval=True)
-    rrf_k: float = _s(60.0, "[memlens] k in reciprocal rank fusion (fusion=rrf): larger flattens the rank curve.",
-                      lo=1, hi=1000, retrieval=True)
-    relevance_filter: str = _s("heuristic", "Relevance filter: heuristic (parity), llm ([memlens] judge, needs "
-                               "an LLM; falls back to heuristic), or off.", choices=("heuristic", "llm", "off"),
-                               retrieval=True)
-    relevance_keep_all_max: int = _s(5, "With this many candidates or fewer, the filter keeps all.", lo=0,
-                                     retrieval=True)
-    relevance_min_score: float = _s(0.5, "Heuristic: keep candidates whose score is at least this.", lo=0, hi=1,
-                                    retrieval=True)
-    relevance_min_word_chars: int = _s(4, "Heuristic: a shared word must have at least this many characters.",
-                                       lo=1, retrieval=True)
-    relevance_words: str = _s("words", "Heuristic filter's shared-word check: words ([memlens] runs of letters and "
-                              "digits, so 'guitar?' is looked for as 'guitar') or raw (llmemory: whitespace-split words, punctuation "
-                              "included; 'guitar?' never matches a memory without the question mark). Both match "
-                              "substrings.", choices=("words", "raw"),
-                              retrieval=True)
-    relevance_protect_top: int = _s(0, "[memlens] The heuristic filter never drops a candidate ranked this high or "
-                                    "higher by the vector or the full-text score among the candidates (0: off, "
-                                    "llmemory).", lo=0, hi=1000, retrieval=True)
+    bm25_source: str = _s(
+        "candidates",
+        "Where bm25_raw comes from: candidates (parity: BM25 over the candidate "
+        "set with "
+        "llmemory's tokenizer) or index ([memlens]: LanceDB's BM25 over the whole table, with "
+        "stemming and stop words; 0 for candidates the full-text search did not return).",
+        choices=("candidates", "index"),
+        retrieval=True,
+    )
+    preceding_bm25_weight: float = _s(
+        0.5,
+        "[memlens] How much the query's words in an item's preceding_text count "
+        "towards its BM25: bm25_norm = (bm25_raw + v*bm25_preceding) / the candidates' "
+        "maximum of that sum, bm25_preceding being BM25 of the candidates' preceding "
+        "texts over the candidate set (llmemory's tokenizer). Only items with a "
+        "preceding text are affected. 0: their own text only.",
+        lo=0,
+        hi=5,
+        retrieval=True,
+    )
+    fusion: str = _s(
+        "weighted",
+        "How the cosine and the lexical score (BM25 plus the preceding text's share) become the "
+        "hybrid score: weighted (llmemory: bm25_weight*bm25_norm + (1-bm25_weight)*cosine), zscore "
+        "([memlens] sigmoid(w*z_bm25 + (1-w)*z_vector), each standardised over the query's candidates, "
+        "so neither score's scale decides; 0.5 is an average candidate) or rrf "
+        "([memlens] reciprocal rank fusion over the candidates: (1-w)*(k+1)/(k+rank_vector) + "
+        "w*(k+1)/(k+rank_bm25), 1 for a candidate first on both).",
+        choices=("weighted", "zscore", "rrf"),
+        retrieval=True,
+    )
+    rrf_k: float = _s(
+        60.0,
+        "[memlens] k in reciprocal rank fusion (fusion=rrf): larger flattens the rank curve.",
+        lo=1,
+        hi=1000,
+        retrieval=True,
+    )
+    relevance_filter: str = _s(
+        "heuristic",
+        "Relevance filter: heuristic (parity), llm ([memlens] judge, needs an LLM; falls back to heuristic), or off.",
+        choices=("heuristic", "llm", "off"),
+        retrieval=True,
+    )
+    relevance_keep_all_max: int = _s(
+        5, "With this many candidates or fewer, the filter keeps all.", lo=0, retrieval=True
+    )
+    relevance_min_score: float = _s(
+        0.5, "Heuristic: keep candidates whose score is at least this.", lo=0, hi=1, retrieval=True
+    )
+    relevance_min_word_chars: int = _s(
+        4, "Heuristic: a shared word must have at least this many characters.", lo=1, retrieval=True
+    )
+    relevance_words: str = _s(
+        "words",
+        "Heuristic filter's shared-word check: words ([memlens] runs of letters and "
+        "digits, so 'guitar?' is looked for as 'guitar') or raw (llmemory: whitespace-split words, punctuation "
+        "included; 'guitar?' never matches a memory without the question mark). Both match "
+        "substrings.",
+        choices=("words", "raw"),
+        retrieval=True,
+    )
+    relevance_protect_top: int = _s(
+        0,
+        "[memlens] The heuristic filter never drops a candidate ranked this high or "
+        "higher by the vector or the full-text score among the candidates (0: off, "
+        "llmemory).",
+        lo=0,
+        hi=1000,
+        retrieval=True,
+    )
     relevance_judge_threshold: float = _s(0.7, "LLM judge: keep relevance >= this.", lo=0, hi=1, retrieval=True)
     half_life_days: float = _s(30.0, "Time-decay half-life in days.", lo=0.001, retrieval=True)
-    decay_floor: float = _s(0.0, "[memlens] decay = floor + (1-floor)*exp(-ln2/half_life*age): above 0, recency "
-                            "is a bounded preference and an old memory keeps at least this share of its score "
-                            "(0: llmemory's decay towards zero).", lo=0, hi=1, retrieval=True)
-    clamp_future_age: bool = _s(True, "A memory dated after `now` counts as age 0 (llmemory floors its negative age, "
-                                "so a future memory decays above 1). False only reproduces traces stored before this "
-                                "setting existed.", retrieval=True)
+    decay_floor: float = _s(
+        0.0,
+        "[memlens] decay = floor + (1-floor)*exp(-ln2/half_life*age): above 0, recency "
+        "is a bounded preference and an old memory keeps at least this share of its score "
+        "(0: llmemory's decay towards zero).",
+        lo=0,
+        hi=1,
+        retrieval=True,
+    )
+    clamp_future_age: bool = _s(
+        True,
+        "A memory dated after `now` counts as age 0 (llmemory floors its negative age, "
+        "so a future memory decays above 1). False only reproduces traces stored before this "
+        "setting existed.",
+        retrieval=True,
+    )
     importance_weight: float = _s(1.0, "Exponent on importance (0 disables importance).", lo=0, retrieval=True)
-    skill_importance: str = _s("success_rate", "Skill importance inside retrieval: success_rate (parity) or "
-                               "wilson ([memlens] 95% Wilson lower bound; an untried skill keeps the neutral 0.5).", choices=("success_rate", "wilson"),
-                               retrieval=True)
-    feedback_weight: float = _s(0.5, "w_f in factor = 1 + w_f*clamp(net,-cap,cap)/cap; 0 disables.", lo=0, hi=1,
-                                retrieval=True)
+    skill_importance: str = _s(
+        "success_rate",
+        "Skill importance inside retrieval: success_rate (parity) or "
+        "wilson ([memlens] 95% Wilson lower bound; an untried skill keeps the neutral 0.5).",
+        choices=("success_rate", "wilson"),
+        retrieval=True,
+    )
+    feedback_weight: float = _s(
+        0.5, "w_f in factor = 1 + w_f*clamp(net,-cap,cap)/cap; 0 disables.", lo=0, hi=1, retrieval=True
+    )
     feedback_cap: int = _s(5, "Cap on |net| feedback.", lo=1, retrieval=True)
     mmr_enabled: bool = _s(False, "Diversify with MMR (reorders only).", retrieval=True)
     mmr_lambda: float = _s(0.7, "MMR lambda: relevance vs diversity.", lo=0, hi=1, retrieval=True)
-    mmr_similarity: str = _s("jaccard", "MMR similarity: jaccard (parity) or embedding ([memlens] cosine).",
-                             choices=("jaccard", "embedding"), retrieval=True)
-    budget_tokens: int = _s(2000, "Context token budget (max_retrieval_tokens).", lo=1, hi=1_000_000,
-                            retrieval=True)
-    assembly_mode: str = _s("skip", "Budget overflow: skip ([memlens] default, continue with smaller memories) or "
-                            "stop (parity: stop at the first memory that does not fit).", choices=("skip", "stop"),
-                            retrieval=True)
+    mmr_similarity: str = _s(
+        "jaccard",
+        "MMR similarity: jaccard (parity) or embedding ([memlens] cosine).",
+        choices=("jaccard", "embedding"),
+        retrieval=True,
+    )
+    budget_tokens: int = _s(2000, "Context token budget (max_retrieval_tokens).", lo=1, hi=1_000_000, retrieval=True)
+    assembly_mode: str = _s(
+        "skip",
+        "Budget overflow: skip ([memlens] default, continue with smaller memories) or "
+        "stop (parity: stop at the first memory that does not fit).",
+        choices=("skip", "stop"),
+        retrieval=True,
+    )
     context_max_items: int = _s(0, "[memlens] Cap on memories in the context (0 = no cap).", lo=0, retrieval=True)
-    reasoner: str = _s("auto", "Multi-hop reasoner: auto (llm when configured, else offline), llm, offline.",
-                       choices=("auto", "llm", "offline"), retrieval=True)
-    hop_weight: float = _s(1.0, "[memlens] Factor on the final scores of hop n's candidates, hop_weight^(n-1), "
-                           "before the multi-hop merge: below 1 a reasoner-proposed query's results must outscore "
-                           "the question's own by that margin to displace them (1 = parity).", lo=0, hi=1,
-                           retrieval=True)
-    reasoner_query: str = _s("terms", "Offline reasoner's next query: terms (only the new names/key terms) or "
-                             "question+terms (the question's words plus them, [memlens] query expansion).",
-                             choices=("terms", "question+terms"), retrieval=True)
-    query_generator: str = _s("auto", "Query generation for long messages: auto, llm, offline.",
-                              choices=("auto", "llm", "offline"), retrieval=True)
+    reasoner: str = _s(
+        "auto",
+        "Multi-hop reasoner: auto (llm when configured, else offline), llm, offline.",
+        choices=("auto", "llm", "offline"),
+        retrieval=True,
+    )
+    hop_weight: float = _s(
+        1.0,
+        "[memlens] Factor on the final scores of hop n's candidates, hop_weight^(n-1), "
+        "before the multi-hop merge: below 1 a reasoner-proposed query's results must outscore "
+        "the question's own by that margin to displace them (1 = parity).",
+        lo=0,
+        hi=1,
+        retrieval=True,
+    )
+    reasoner_query: str = _s(
+        "terms",
+        "Offline reasoner's next query: terms (only the new names/key terms) or "
+        "question+terms (the question's words plus them, [memlens] query expansion).",
+        choices=("terms", "question+terms"),
+        retrieval=True,
+    )
+    query_generator: str = _s(
+        "auto",
+        "Query generation for long messages: auto, llm, offline.",
+        choices=("auto", "llm", "offline"),
+        retrieval=True,
+    )
 
     # ------------------------------------------------------------------------------------------------------------
     @classmethod
@@ -179,17 +336,10 @@ class Settings:
         """Defaults, then environment variables, then explicit keyword values."""
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
-        mapping = {
-            "MEMLENS_STORE": "store", "MEMLENS_EMBEDDER": "embedder", "OPENAI_API_KEY": "openai_api_key",
-            "OPENAI_BASE_URL": "openai_base_url", "MEMLENS_CHAT_MODEL": "chat_model",
-            "MEMLENS_EMBEDDING_MODEL": "embedding_model", "MEMLENS_LLM_TIMEOUT": "llm_timeout_s",
-            "MEMLENS_LLM_RETRIES": "llm_retries",
-            "MEMLENS_MCP_TOKEN": "mcp_token", "MEMLENS_READ_ONLY": "read_only",
-            "MEMLENS_LLM_BACKOFF": "llm_backoff_s", "MEMLENS_EMBED_PRECISION": "embed_precision",
-        }
-        for var, name in mapping.items():
-            if env.get(var):
-                values[name] = env[var]
+        for f in dataclasses.fields(cls):
+            var = f.metadata.get("env")
+            if var and env.get(var):
+                values[f.name] = env[var]
         base = cls()
         return base.with_overrides({**values, **explicit})
 
@@ -199,9 +349,19 @@ class Settings:
         out = []
         for f in dataclasses.fields(cls):
             m = f.metadata
-            out.append({"name": f.name, "type": f.type if isinstance(f.type, str) else f.type.__name__,
-                        "default": "" if m["secret"] else f.default, "help": m["help"], "choices": m["choices"],
-                        "min": m["lo"], "max": m["hi"], "retrieval": m["retrieval"]})
+            out.append(
+                {
+                    "name": f.name,
+                    "type": f.type if isinstance(f.type, str) else f.type.__name__,
+                    "default": "" if m["secret"] else f.default,
+                    "help": m["help"],
+                    "choices": m["choices"],
+                    "min": m["lo"],
+                    "max": m["hi"],
+                    "retrieval": m["retrieval"],
+                    "env": m.get("env"),
+                }
+            )
         return out
 
     @classmethod
@@ -215,7 +375,9 @@ class Settings:
         fields = {f.name: f for f in dataclasses.fields(self)}
         changes: dict[str, Any] = {}
         if not isinstance(overrides, Mapping):
-            raise InvalidInput(f"overrides must be a mapping of setting names to values, got {type(overrides).__name__}")
+            raise InvalidInput(
+                f"overrides must be a mapping of setting names to values, got {type(overrides).__name__}"
+            )
         for key, raw in overrides.items():
             if not isinstance(key, str) or key not in fields:
                 shown = _short_repr(key)
@@ -301,6 +463,7 @@ def _coerce(f: dataclasses.Field, raw: Any) -> Any:
         raise InvalidInput(f"setting {f.name} must be <= {m['hi']}, got {_short_repr(value)}")
     # The validation wall's ceiling for settings without their own maximum: 10**30 never reaches DuckDB or a sleep.
     if kind in ("int", "float") and m["hi"] is None and value > (1_000_000_000 if kind == "int" else 1e9):
-        raise InvalidInput(f"setting {f.name} must be <= {1_000_000_000 if kind == 'int' else 1e9:g}, "
-                           f"got {_short_repr(value)}")
+        raise InvalidInput(
+            f"setting {f.name} must be <= {1_000_000_000 if kind == 'int' else 1e9:g}, got {_short_repr(value)}"
+        )
     return value

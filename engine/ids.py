@@ -30,7 +30,7 @@ def check_id(value: object, what: str = "id") -> str:
 def check_ids(values: object, what: str = "id") -> list[str]:
     if isinstance(values, str) or not hasattr(values, "__iter__"):
         raise InvalidInput(f"{what}s must be a list of strings")
-    return [check_id(v, what) for v in values]  # type: ignore[union-attr]
+    return [check_id(v, what) for v in values]
 
 
 def new_id(prefix: str) -> str:

@@ -43,12 +43,16 @@ def check_http_binding(host: str, port: int, token: str) -> None:
     if not isinstance(host, str) or not host or "\x00" in host or text_problem(host):
         raise InvalidInput("give a host to bind to")
     if not is_loopback(host) and not token:
-        raise InvalidInput(f"refusing to serve MCP on non-loopback host {host[:60]!r} without a token: "
-                           "set MEMLENS_MCP_TOKEN (clients send it as 'Authorization: Bearer <token>')")
+        raise InvalidInput(
+            f"refusing to serve MCP on non-loopback host {host[:60]!r} without a token: "
+            "set MEMLENS_MCP_TOKEN (clients send it as 'Authorization: Bearer <token>')"
+        )
     if not is_loopback(host) and len(token.strip()) < MIN_NETWORK_TOKEN_CHARS:
-        raise InvalidInput(f"refusing to serve MCP on non-loopback host {host[:60]!r} with a token of "
-                           f"{len(token.strip())} characters: a network-facing token needs at least "
-                           f"{MIN_NETWORK_TOKEN_CHARS} (e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')")
+        raise InvalidInput(
+            f"refusing to serve MCP on non-loopback host {host[:60]!r} with a token of "
+            f"{len(token.strip())} characters: a network-facing token needs at least "
+            f"{MIN_NETWORK_TOKEN_CHARS} (e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
 
 
 class BearerAuth:
@@ -71,9 +75,17 @@ class BearerAuth:
             await self.app(scope, receive, send)
             return
         body = b'{"error": "unauthorized: send Authorization: Bearer <MEMLENS_MCP_TOKEN>"}'
-        await send({"type": "http.response.start", "status": 401,
-                    "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer"),
-                                (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"www-authenticate", b"Bearer"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 

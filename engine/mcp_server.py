@@ -35,7 +35,8 @@ SkillKind = Literal["prompt", "template", "code"]
 INSTRUCTIONS = (
     "Agent memory with traced retrieval (memlens). Call memory_retrieve before answering and keep its trace_id; "
     "record messages with memory_add_message, facts with memory_save, trajectories with memory_episode_record and "
-    "skill results with memory_skill_report; report which memories helped with memory_feedback.")
+    "skill results with memory_skill_report; report which memories helped with memory_feedback."
+)
 
 
 class StepInput(BaseModel):
@@ -56,8 +57,10 @@ class RetrieveResult(BaseModel):
 
 def skill_line(skill: Skill) -> str:
     """llmemory's line: ``[id] name vN (kind) — success rate 0.xx (s/total)``."""
-    return (f"[{skill.id}] {skill.name} v{skill.version} ({skill.kind}) — success rate "
-            f"{skill.success_rate:.2f} ({skill.success_count}/{skill.trials})")
+    return (
+        f"[{skill.id}] {skill.name} v{skill.version} ({skill.kind}) — success rate "
+        f"{skill.success_rate:.2f} ({skill.success_count}/{skill.trials})"
+    )
 
 
 def _short(text: str, n: int) -> str:
@@ -90,17 +93,29 @@ def build_server(engine: MemoryEngine) -> MCPServer:
         return f"Message added to session '{msg.session_id}' (#{msg.seq}, {msg.tokens} tokens)."
 
     @tool
-    def memory_save(user_id: str, content: str, category: str = "observations", importance: Number | None = None,
-                    evergreen: Bool = False, preceding_text: str | None = None) -> str:
+    def memory_save(
+        user_id: str,
+        content: str,
+        category: str = "observations",
+        importance: Number | None = None,
+        evergreen: Bool = False,
+        preceding_text: str | None = None,
+    ) -> str:
         """Save one fact to semantic memory directly (no LLM). ``preceding_text``: what came right before it (e.g. the
         question it answers), embedded with it so that question finds it."""
-        item = engine.remember(user_id, content, category, importance, evergreen, source="mcp",
-                               preceding_text=preceding_text)
+        item = engine.remember(
+            user_id, content, category, importance, evergreen, source="mcp", preceding_text=preceding_text
+        )
         return f"Memory saved: {item.id}\nCategory: {item.category}\nContent: {item.content}"
 
     @tool
-    def memory_search(user_id: str, query: str, kind: Literal["all", "semantic", "episodic", "procedural"] = "all",
-                      max_results: Int = 10, mode: Literal["hybrid", "vector", "fts"] = "hybrid") -> str:
+    def memory_search(
+        user_id: str,
+        query: str,
+        kind: Literal["all", "semantic", "episodic", "procedural"] = "all",
+        max_results: Int = 10,
+        mode: Literal["hybrid", "vector", "fts"] = "hybrid",
+    ) -> str:
         """Plain search over long-term memory (no ranking pipeline, no trace): hybrid, vector or full-text."""
         hits = engine.search(user_id, query, kind, max_results, mode)
         if not hits:
@@ -109,16 +124,26 @@ def build_server(engine: MemoryEngine) -> MCPServer:
         return f"Found {len(hits)} memories:\n" + "\n".join(lines)
 
     @tool
-    def memory_retrieve(user_id: str, query: str, session_id: str | None = None, hops: Int | None = None,
-                        max_tokens: Int | None = None) -> RetrieveResult:
+    def memory_retrieve(
+        user_id: str, query: str, session_id: str | None = None, hops: Int | None = None, max_tokens: Int | None = None
+    ) -> RetrieveResult:
         """Run the traced retrieval pipeline; returns the context for the prompt and the stored trace's id."""
         trace = engine.retrieve(user_id, query, session_id=session_id, hops=hops, budget=max_tokens)
-        return RetrieveResult(trace_id=trace.trace_id, context=trace.context, memory_ids=list(trace.context_ids),
-                              context_tokens=trace.context_tokens)
+        return RetrieveResult(
+            trace_id=trace.trace_id,
+            context=trace.context,
+            memory_ids=list(trace.context_ids),
+            context_tokens=trace.context_tokens,
+        )
 
     @tool
-    def memory_feedback(user_id: str, useful: list[str] | None = None, harmful: list[str] | None = None,
-                        trace_id: str | None = None, note: str = "") -> str:
+    def memory_feedback(
+        user_id: str,
+        useful: list[str] | None = None,
+        harmful: list[str] | None = None,
+        trace_id: str | None = None,
+        note: str = "",
+    ) -> str:
         """Label memories useful (+1) or harmful (-1), optionally tied to the retrieval trace that surfaced them."""
         events = engine.report_feedback(user_id, useful or (), harmful or (), trace_id, note)
         n_useful = sum(1 for e in events if e.label == "useful")
@@ -136,26 +161,33 @@ def build_server(engine: MemoryEngine) -> MCPServer:
         return json.dumps(to_plain(result), ensure_ascii=False, indent=2)
 
     @tool
-    def memory_episode_record(user_id: str, steps: list[StepInput], summary: str | None = None,
-                              outcome: str | None = None, importance: Number | None = None,
-                              session_id: str | None = None) -> str:
+    def memory_episode_record(
+        user_id: str,
+        steps: list[StepInput],
+        summary: str | None = None,
+        outcome: str | None = None,
+        importance: Number | None = None,
+        session_id: str | None = None,
+    ) -> str:
         """Record an episode (a trajectory of observation/action/result steps) with an optional outcome."""
         ep = engine.record_episode(user_id, [s.model_dump() for s in steps], summary, outcome, importance, session_id)
         return f"Episode recorded: {ep.id} ({len(ep.steps)} steps)"
 
     @tool
-    def memory_episodes(user_id: str, query: str | None = None, outcome: str | None = None,
-                        limit: Int = 10) -> str:
+    def memory_episodes(user_id: str, query: str | None = None, outcome: str | None = None, limit: Int = 10) -> str:
         """Recent episodes, or those matching a query/outcome: one line each."""
         page = engine.list_episodes(user_id, outcome=outcome, query=query, limit=limit)
         if not page.rows:
             return "No episodes found."
-        return "\n".join(f"[{e.id}] (importance: {e.importance:.2f}; outcome: {e.outcome or '-'}) "
-                         f"{_short(e.summary, 120)}" for e in page.rows)
+        return "\n".join(
+            f"[{e.id}] (importance: {e.importance:.2f}; outcome: {e.outcome or '-'}) {_short(e.summary, 120)}"
+            for e in page.rows
+        )
 
     @tool
-    def memory_skill_register(user_id: str, name: str, body: str, description: str = "",
-                              kind: SkillKind = "prompt") -> str:
+    def memory_skill_register(
+        user_id: str, name: str, body: str, description: str = "", kind: SkillKind = "prompt"
+    ) -> str:
         """Register a skill; the same name again becomes its next version (with fresh counters)."""
         skill = engine.register_skill(user_id, name, body, description, kind, provenance={"source": "mcp"})
         return f"Skill registered: {skill.id} ({skill.name} v{skill.version})"
@@ -164,12 +196,13 @@ def build_server(engine: MemoryEngine) -> MCPServer:
     def memory_skill_report(user_id: str, skill_id: str, success: Bool, episode_id: str | None = None) -> str:
         """Record one success or failure of a skill (optionally linked to the episode it happened in)."""
         s = engine.report_outcome(user_id, skill_id, success, episode_id)
-        return (f"Outcome recorded for {s.name} ({s.id}): success {s.success_count} / failure {s.failure_count} "
-                f"(rate {s.success_rate:.2f})")
+        return (
+            f"Outcome recorded for {s.name} ({s.id}): success {s.success_count} / failure {s.failure_count} "
+            f"(rate {s.success_rate:.2f})"
+        )
 
     @tool
-    def memory_skills(user_id: str, query: str | None = None, kind: SkillKind | None = None,
-                      limit: Int = 10) -> str:
+    def memory_skills(user_id: str, query: str | None = None, kind: SkillKind | None = None, limit: Int = 10) -> str:
         """Skills ranked by proven utility (Wilson lower bound of the success rate), one line per skill."""
         ranked: list[RankedSkill] = engine.rank_skills(user_id, query, kind, limit)
         if not ranked:
@@ -177,8 +210,9 @@ def build_server(engine: MemoryEngine) -> MCPServer:
         return "\n".join(skill_line(r.skill) for r in ranked)
 
     @tool
-    def memory_forget(user_id: str, kind: Kind, ids: list[str], reason: str,
-                      mode: Literal["soft", "hard"] = "soft") -> str:
+    def memory_forget(
+        user_id: str, kind: Kind, ids: list[str], reason: str, mode: Literal["soft", "hard"] = "soft"
+    ) -> str:
         """Forget memories: soft archives them (unretrievable, restorable), hard deletes them; always audited."""
         r = engine.forget(user_id, kind, ids, reason, mode, actor="mcp")
         text = f"Forgot {r.count} entries from {r.memory_type} memory for user {user_id} ({r.mode})."
@@ -201,14 +235,18 @@ def build_server(engine: MemoryEngine) -> MCPServer:
             from .ids import check_id
 
             counts = st.per_user.get(check_id(user_id, "user id"), {})
-            shown = ", ".join(f"{k}: {counts.get(k, 0)}" for k in
-                              ("sessions", "messages", "items", "episodes", "skills", "traces"))
+            shown = ", ".join(
+                f"{k}: {counts.get(k, 0)}" for k in ("sessions", "messages", "items", "episodes", "skills", "traces")
+            )
             return f"User {user_id}: {shown}\nEmbedder: {st.embedder}; LLM: {st.llm}"
-        lines = [f"Store: {st.store}", f"Embedder: {st.embedder}; LLM: {st.llm}", f"Users: {st.users}",
-                 f"Sessions: {st.sessions}; messages: {st.messages}; working slots: {st.working_slots}",
-                 f"Items: {st.items}; categories: {st.categories}; episodes: {st.episodes}; skills: {st.skills}",
-                 f"Feedback events: {st.feedback_events}; forget-log entries: {st.forget_log_entries}; "
-                 f"traces: {st.traces}"]
+        lines = [
+            f"Store: {st.store}",
+            f"Embedder: {st.embedder}; LLM: {st.llm}",
+            f"Users: {st.users}",
+            f"Sessions: {st.sessions}; messages: {st.messages}; working slots: {st.working_slots}",
+            f"Items: {st.items}; categories: {st.categories}; episodes: {st.episodes}; skills: {st.skills}",
+            f"Feedback events: {st.feedback_events}; forget-log entries: {st.forget_log_entries}; traces: {st.traces}",
+        ]
         return "\n".join(lines + [f"Warning: {w}" for w in st.warnings])
 
     return server

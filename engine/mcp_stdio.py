@@ -42,7 +42,7 @@ def request_head(text: str) -> tuple[Any, str | None, bool]:
             end = i + 1
             while end < n and text[end] != '"':
                 end += 2 if text[end] == "\\" else 1
-            token = text[i: end + 1]
+            token = text[i : end + 1]
             if depth == 1 and expect_key:
                 key = _string(token)
                 expect_key = False
@@ -66,7 +66,7 @@ def request_head(text: str) -> tuple[Any, str | None, bool]:
             end = i + 1
             while end < n and text[end].isdigit():
                 end += 1
-            if end - i <= 19 and text[end: end + 1] not in (".", "e", "E"):
+            if end - i <= 19 and text[end : end + 1] not in (".", "e", "E"):
                 found["id"] = int(text[i:end])
             key = None
             i = end
@@ -96,15 +96,21 @@ def refusal(text: str, problem: str) -> types.JSONRPCMessage | None:
     if request_id is None:
         if method is not None and not has_id:  # a notification: JSON-RPC forbids an answer
             return None
-        return types.JSONRPCError(jsonrpc="2.0", id=None,
-                                  error=types.ErrorData(code=types.PARSE_ERROR, message=f"Parse error: {problem}"))
+        return types.JSONRPCError(
+            jsonrpc="2.0", id=None, error=types.ErrorData(code=types.PARSE_ERROR, message=f"Parse error: {problem}")
+        )
     if method == "tools/call":
-        result = types.CallToolResult(content=[types.TextContent(type="text", text=f"InvalidInput: {problem}")],
-                                      is_error=True)
-        return types.JSONRPCResponse(jsonrpc="2.0", id=request_id,
-                                     result=result.model_dump(by_alias=True, exclude_none=True))
-    return types.JSONRPCError(jsonrpc="2.0", id=request_id,
-                              error=types.ErrorData(code=types.INVALID_REQUEST, message=f"Invalid request: {problem}"))
+        result = types.CallToolResult(
+            content=[types.TextContent(type="text", text=f"InvalidInput: {problem}")], is_error=True
+        )
+        return types.JSONRPCResponse(
+            jsonrpc="2.0", id=request_id, result=result.model_dump(by_alias=True, exclude_none=True)
+        )
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=request_id,
+        error=types.ErrorData(code=types.INVALID_REQUEST, message=f"Invalid request: {problem}"),
+    )
 
 
 def describe(exc: Exception) -> str:
@@ -131,8 +137,13 @@ def encode(message: types.JSONRPCMessage) -> str:
         request_id = getattr(message, "id", None)
         if request_id is None:
             return ""
-        error = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(
-            code=types.INTERNAL_ERROR, message=f"the answer could not be encoded as JSON ({type(exc).__name__})"))
+        error = types.JSONRPCError(
+            jsonrpc="2.0",
+            id=request_id,
+            error=types.ErrorData(
+                code=types.INTERNAL_ERROR, message=f"the answer could not be encoded as JSON ({type(exc).__name__})"
+            ),
+        )
         return error.model_dump_json(by_alias=True, exclude_unset=True)
 
 
@@ -173,9 +184,18 @@ async def answering_stdio_server() -> AsyncIterator[tuple[Any, Any]]:
                             continue
                         if isinstance(message, types.JSONRPCNotification) and request_head(text)[2]:
                             # {"id": 1.5, "method": ...} reads as a notification, but its sender waits for an answer
-                            await emit(encode(refusal(text, "the id must be an integer or a string")
-                                              or types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
-                                                  code=types.INVALID_REQUEST, message="Invalid request: bad id"))))
+                            await emit(
+                                encode(
+                                    refusal(text, "the id must be an integer or a string")
+                                    or types.JSONRPCError(
+                                        jsonrpc="2.0",
+                                        id=None,
+                                        error=types.ErrorData(
+                                            code=types.INVALID_REQUEST, message="Invalid request: bad id"
+                                        ),
+                                    )
+                                )
+                            )
                             continue
                         await read_writer.send(SessionMessage(message))
             except anyio.ClosedResourceError:

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 KINDS = ("semantic", "episodic", "procedural")
+KIND_TABLES = {"semantic": "items", "episodic": "episodes", "procedural": "skills"}  # memory kind -> DuckDB table
 ROLES = ("user", "assistant", "system", "tool", "tool_result")
 TYPED_SLOTS = (
     "goals",

@@ -39,15 +39,15 @@ LATEST = datetime(2999, 12, 31, 23, 59, 59, tzinfo=UTC)
 
 # Integer fields: (lowest, highest) allowed. The same name means the same range at every entry point.
 INT_RULES: dict[str, tuple[int, int]] = {
-    "hops": (1, 5),                    # retrieval hops per call (Settings.hops has the same range)
-    "hop": (1, 100),                   # the hop a feedback label points at
-    "budget_tokens": (1, 1_000_000),   # context token budget (retrieve's budget, MCP max_tokens)
-    "version": (1, 1_000_000),         # a skill's version
-    "count": (0, 1_000_000),           # ids counted by a forget-log entry
-    "window": (1, 1_000),              # episodes looked at by reflect / mine-skills
-    "limit": (1, 10_000_000),          # rows in one listing (search: 1-1000)
-    "search_limit": (1, 1_000),        # hits of one plain search
-    "offset": (0, 1_000_000_000),      # rows skipped by a listing
+    "hops": (1, 5),  # retrieval hops per call (Settings.hops has the same range)
+    "hop": (1, 100),  # the hop a feedback label points at
+    "budget_tokens": (1, 1_000_000),  # context token budget (retrieve's budget, MCP max_tokens)
+    "version": (1, 1_000_000),  # a skill's version
+    "count": (0, 1_000_000),  # ids counted by a forget-log entry
+    "window": (1, 1_000),  # episodes looked at by reflect / mine-skills
+    "limit": (1, 10_000_000),  # rows in one listing (search: 1-1000)
+    "search_limit": (1, 1_000),  # hits of one plain search
+    "offset": (0, 1_000_000_000),  # rows skipped by a listing
     "port": (1, 65_535),
 }
 # Float fields: (lowest, highest) allowed; NaN and infinities are always refused.
@@ -76,8 +76,10 @@ def text_problem(value: str) -> str | None:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         bad = value[exc.start]
-        return (f"contains a lone surrogate U+{ord(bad):04X} at character {exc.start + 1} (not valid Unicode; "
-                "an undecodable byte from a shell or a bad \\u escape)")
+        return (
+            f"contains a lone surrogate U+{ord(bad):04X} at character {exc.start + 1} (not valid Unicode; "
+            "an undecodable byte from a shell or a bad \\u escape)"
+        )
     return None
 
 
@@ -104,8 +106,9 @@ def int_range(rule: str) -> tuple[int, int]:
     return INT_RULES[rule]
 
 
-def check_int(value: object, field: str, rule: str | None = None, *, lo: int | None = None,
-              hi: int | None = None) -> int:
+def check_int(
+    value: object, field: str, rule: str | None = None, *, lo: int | None = None, hi: int | None = None
+) -> int:
     """An ``int`` (not a bool, not a float) within ``INT_RULES[rule]`` or ``[lo, hi]``."""
     if rule is not None:
         lo, hi = INT_RULES[rule]
@@ -123,8 +126,9 @@ def check_optional_int(value: object, field: str, rule: str) -> int | None:
     return None if value is None else check_int(value, field, rule)
 
 
-def check_number(value: object, field: str, rule: str | None = None, *, lo: float | None = None,
-                 hi: float | None = None) -> float:
+def check_number(
+    value: object, field: str, rule: str | None = None, *, lo: float | None = None, hi: float | None = None
+) -> float:
     """A finite ``int`` or ``float`` (not a bool) within ``FLOAT_RULES[rule]`` or ``[lo, hi]``."""
     if rule is not None:
         lo, hi = FLOAT_RULES[rule]
@@ -139,8 +143,9 @@ def check_number(value: object, field: str, rule: str | None = None, *, lo: floa
     return number
 
 
-def check_json_value(value: Any, field: str, *, max_depth: int = MAX_JSON_DEPTH,
-                     max_chars: int = MAX_JSON_CHARS) -> Any:
+def check_json_value(
+    value: Any, field: str, *, max_depth: int = MAX_JSON_DEPTH, max_chars: int = MAX_JSON_CHARS
+) -> Any:
     """Refuse a value JSON cannot hold safely: too deep, too big, non-text keys, bad text, huge ints, NaN/inf,
     or anything that is not a dict/list/str/int/float/bool/None. Walks with an explicit stack (no recursion)."""
     stack: list[tuple[Any, int]] = [(value, 1)]
@@ -238,6 +243,8 @@ def _refuse_constant(name: str) -> Any:
 def check_time(dt: datetime, field: str) -> datetime:
     """A timezone-aware time between :data:`EARLIEST` and :data:`LATEST`."""
     if not EARLIEST <= dt <= LATEST:
-        raise InvalidInput(f"{field} {dt.isoformat()[:40]} is outside the accepted range "
-                           f"{EARLIEST.date().isoformat()} to {LATEST.date().isoformat()}")
+        raise InvalidInput(
+            f"{field} {dt.isoformat()[:40]} is outside the accepted range "
+            f"{EARLIEST.date().isoformat()} to {LATEST.date().isoformat()}"
+        )
     return dt

@@ -25,18 +25,30 @@ from engine import AgentMemory, MemlensError, MemoryEngine, Settings  # noqa: E4
 
 # (task, skill name, skill body, a fact the agent learns while doing it)
 TASKS = [
-    ("Deploy the web service to staging", "deploy-service",
-     "Build the image, push it, run the migration, then roll the deployment one pod at a time.",
-     "Staging deploys need the migration to run before the new pods start."),
-    ("Rotate the API keys of the billing service", "rotate-keys",
-     "Create the new key, deploy it next to the old one, switch clients, then revoke the old key.",
-     "The billing service caches keys for ten minutes, so wait before revoking the old key."),
-    ("Investigate the slow search endpoint", "profile-endpoint",
-     "Reproduce with the slow query, profile it, look for a missing index, compare query plans.",
-     "The search endpoint was slow because the tags column had no index."),
-    ("Write the weekly status report", "status-report",
-     "Collect merged pull requests, closed incidents and open risks; one paragraph each.",
-     "The status report goes to the team channel every Friday."),
+    (
+        "Deploy the web service to staging",
+        "deploy-service",
+        "Build the image, push it, run the migration, then roll the deployment one pod at a time.",
+        "Staging deploys need the migration to run before the new pods start.",
+    ),
+    (
+        "Rotate the API keys of the billing service",
+        "rotate-keys",
+        "Create the new key, deploy it next to the old one, switch clients, then revoke the old key.",
+        "The billing service caches keys for ten minutes, so wait before revoking the old key.",
+    ),
+    (
+        "Investigate the slow search endpoint",
+        "profile-endpoint",
+        "Reproduce with the slow query, profile it, look for a missing index, compare query plans.",
+        "The search endpoint was slow because the tags column had no index.",
+    ),
+    (
+        "Write the weekly status report",
+        "status-report",
+        "Collect merged pull requests, closed incidents and open risks; one paragraph each.",
+        "The status report goes to the team channel every Friday.",
+    ),
 ]
 OWN_SLOTS = {"current_task", "last_observation", "step", "iteration"}
 
@@ -76,15 +88,26 @@ def run(args: argparse.Namespace) -> dict:
         memory.working(current_task=task, step="act", iteration=i)
         counts["messages"] += 1
         success = rng.random() < 0.7
-        steps = [{"observation": f"Task: {task}", "action": f"recall ({len(trace.context_ids)} memories)",
-                  "result": f"trace {trace.trace_id}"},
-                 {"observation": body, "action": f"apply skill {skill_name}",
-                  "result": "done" if success else "failed: a step did not complete"}]
+        steps = [
+            {
+                "observation": f"Task: {task}",
+                "action": f"recall ({len(trace.context_ids)} memories)",
+                "result": f"trace {trace.trace_id}",
+            },
+            {
+                "observation": body,
+                "action": f"apply skill {skill_name}",
+                "result": "done" if success else "failed: a step did not complete",
+            },
+        ]
         answer = f"{'Done' if success else 'Could not finish'}: {task.lower()}."
         memory.message("assistant", answer)
         counts["messages"] += 1
-        ep = memory.episode(steps, summary=f"{task} ({'success' if success else 'failure'})",
-                            outcome="success" if success else "failure")
+        ep = memory.episode(
+            steps,
+            summary=f"{task} ({'success' if success else 'failure'})",
+            outcome="success" if success else "failure",
+        )
         counts["episodes"] += 1
         memory.skill_outcome(skills[skill_name], success, ep.id)
         counts["outcomes"] += 1
@@ -95,13 +118,29 @@ def run(args: argparse.Namespace) -> dict:
             memory.feedback(useful=trace.context_ids[:1], trace_id=trace.trace_id, note="agent_loop")
             counts["feedback"] += 1
         memory.working(step="done", last_observation=answer)
-        emit({"iteration": i, "session_id": session, "task": task, "success": success, "trace_id": trace.trace_id,
-              "context_ids": list(trace.context_ids), "seen_slots": seen})
+        emit(
+            {
+                "iteration": i,
+                "session_id": session,
+                "task": task,
+                "success": success,
+                "trace_id": trace.trace_id,
+                "context_ids": list(trace.context_ids),
+                "seen_slots": seen,
+            }
+        )
         i += 1
         if args.sleep > 0 and (args.iterations == 0 or i < args.iterations):
             time.sleep(args.sleep)
-    return {"done": True, "user_id": args.user, "session_id": session, "iterations": i, "counts": counts,
-            "seen_slots": seen, "final_slots": memory.slots()}
+    return {
+        "done": True,
+        "user_id": args.user,
+        "session_id": session,
+        "iterations": i,
+        "counts": counts,
+        "seen_slots": seen,
+        "final_slots": memory.slots(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,8 +13,12 @@ from ui.resources import get_engine
 from ui.text import label, md_escape, when
 
 ANY = "any outcome"
-OUTCOME_ICONS = {"success": ":green[:material/check_circle:]", "failure": ":red[:material/cancel:]",
-                 "partial": ":orange[:material/timelapse:]", "recovered": ":blue[:material/autorenew:]"}
+OUTCOME_ICONS = {
+    "success": ":green[:material/check_circle:]",
+    "failure": ":red[:material/cancel:]",
+    "partial": ":orange[:material/timelapse:]",
+    "recovered": ":blue[:material/autorenew:]",
+}
 STEPS_IN_LIST = 30  # longer trajectories are shown in full when opened by id
 
 
@@ -29,8 +33,12 @@ def timeline(ep: Episode, limit: int | None = None) -> None:
         with st.container(border=True):
             cols = st.columns([0.6, 3, 3, 3])
             cols[0].caption(f"step {n}" + (f" · {step.timestamp[11:16]}" if step.timestamp else ""))
-            for col, name, text in zip(cols[1:], ("observation", "action", "result"),
-                                       (step.observation, step.action, step.result), strict=False):
+            for col, name, text in zip(
+                cols[1:],
+                ("observation", "action", "result"),
+                (step.observation, step.action, step.result),
+                strict=False,
+            ):
                 col.caption(name)
                 col.text(text or "—")
     if limit is not None and len(ep.steps) > limit:
@@ -39,23 +47,32 @@ def timeline(ep: Episode, limit: int | None = None) -> None:
 
 def episode_header(ep: Episode) -> None:
     session = f" · session {md_escape(ep.session_id)}" if ep.session_id else ""
-    st.caption(f"{md_escape(ep.id)} · {when(ep.created_at)}{session} · outcome {md_escape(ep.outcome or 'none')} · "
-               f"importance {ep.importance:.2f} · {len(ep.steps)} step{'' if len(ep.steps) == 1 else 's'}")
+    st.caption(
+        f"{md_escape(ep.id)} · {when(ep.created_at)}{session} · outcome {md_escape(ep.outcome or 'none')} · "
+        f"importance {ep.importance:.2f} · {len(ep.steps)} step{'' if len(ep.steps) == 1 else 's'}"
+    )
     st.text(ep.summary)
 
 
 def focused_episode(engine: MemoryEngine, user: str) -> None:
     """The episode named in the URL (``?episodes_episode=<id>``), e.g. from an insight's source link."""
-    episode_id = st.text_input("Open an episode by id", key="episodes_episode", bind="query-params",
-                               placeholder="ep-...", help="Insights link here with their source episodes' ids.")
+    episode_id = st.text_input(
+        "Open an episode by id",
+        key="episodes_episode",
+        bind="query-params",
+        placeholder="ep-...",
+        help="Insights link here with their source episodes' ids.",
+    )
     episode_id = (episode_id or "").strip()
     if not episode_id:
         return
     with engine_errors("Cannot open that episode"):
         ep = engine.get_episode(user, episode_id)
         with st.container(border=True):
-            st.markdown(f"#### {outcome_icon(ep.outcome)} Episode {md_escape(ep.id)}"
-                        + (" (archived)" if ep.archived_at else ""))
+            st.markdown(
+                f"#### {outcome_icon(ep.outcome)} Episode {md_escape(ep.id)}"
+                + (" (archived)" if ep.archived_at else "")
+            )
             episode_header(ep)
             timeline(ep)
 
@@ -64,12 +81,15 @@ def filters(engine: MemoryEngine, user: str) -> tuple[str | None, str | None, in
     counts = engine.episode_outcomes(user)
     labelled = {o: n for o, n in counts.items() if o}  # episodes without an outcome only count in the total
     options = [ANY, *labelled]
-    shown = {ANY: f"{ANY} ({sum(counts.values())})",
-             **{o: f"{outcome_icon(o)} {md_escape(o)} ({n})" for o, n in labelled.items()}}
+    shown = {
+        ANY: f"{ANY} ({sum(counts.values())})",
+        **{o: f"{outcome_icon(o)} {md_escape(o)} ({n})" for o, n in labelled.items()},
+    }
     if st.session_state.get("episodes_outcome") not in options:
         st.session_state["episodes_outcome"] = ANY
-    outcome = st.pills("Outcome", options, key="episodes_outcome", format_func=lambda o: shown.get(o, o),
-                       persist_state="session")
+    outcome = st.pills(
+        "Outcome", options, key="episodes_outcome", format_func=lambda o: shown.get(o, o), persist_state="session"
+    )
     c1, c2 = st.columns([4, 1])
     query = c1.text_input("Search in summaries and steps", key="episodes_query", persist_state="session")
     size = c2.selectbox("Per page", (5, 10, 25, 50), index=1, key="episodes_page_size", persist_state="session")
@@ -79,17 +99,25 @@ def filters(engine: MemoryEngine, user: str) -> tuple[str | None, str | None, in
 def episode_list(engine: MemoryEngine, user: str) -> None:
     outcome, query, size = filters(engine, user)
     reset_page_on_change("episodes_page", user, outcome, query, size)
-    page = fetch_page("episodes_page", size, lambda limit, offset: engine.list_episodes(
-        user, outcome=outcome, query=query, limit=limit, offset=offset))
+    page = fetch_page(
+        "episodes_page",
+        size,
+        lambda limit, offset: engine.list_episodes(user, outcome=outcome, query=query, limit=limit, offset=offset),
+    )
     pager("episodes_page", page, "episodes")
     if not page.rows:
-        st.info("No episode matches these filters." if (outcome or query) else
-                f"User {md_escape(user)} has no episodes yet. Agents record trajectories with `record_episode` "
-                "(or the `memory_episode_record` MCP tool): steps of observation, action and result.")
+        st.info(
+            "No episode matches these filters."
+            if (outcome or query)
+            else f"User {md_escape(user)} has no episodes yet. Agents record trajectories with `record_episode` "
+            "(or the `memory_episode_record` MCP tool): steps of observation, action and result."
+        )
         return
     for ep in page.rows:
-        title = (f"{outcome_icon(ep.outcome)} {label(ep.outcome or 'no outcome', 20)} · {when(ep.created_at)} · "
-                 f"{label(ep.summary, 90)}")
+        title = (
+            f"{outcome_icon(ep.outcome)} {label(ep.outcome or 'no outcome', 20)} · {when(ep.created_at)} · "
+            f"{label(ep.summary, 90)}"
+        )
         with st.expander(title):
             episode_header(ep)
             timeline(ep, STEPS_IN_LIST)
@@ -101,22 +129,36 @@ def show_insights(items: list[Item], strategy: str) -> None:
         with st.container(border=True):
             st.text(item.content)
             sources = [s["id"] for s in item.provenance.get("sources", []) if s.get("type") == "episode"]
-            st.caption(f"{md_escape(item.id)} · confidence {item.provenance.get('confidence')} · from "
-                       f"{len(sources)} episode(s):")
+            st.caption(
+                f"{md_escape(item.id)} · confidence {item.provenance.get('confidence')} · from "
+                f"{len(sources)} episode(s):"
+            )
             cols = st.columns(min(6, max(1, len(sources))))
             for n, source in enumerate(sources):
-                cols[n % len(cols)].page_link(page_file("episodes"), label=md_escape(source), icon=":material/timeline:",
-                                              query_params={"episodes_episode": source})
+                cols[n % len(cols)].page_link(
+                    page_file("episodes"),
+                    label=md_escape(source),
+                    icon=":material/timeline:",
+                    query_params={"episodes_episode": source},
+                )
 
 
 def reflection(engine: MemoryEngine, user: str) -> None:
     st.subheader("Reflect on recent episodes")
-    st.caption("Distils durable insights from the last N episodes (with an LLM when one is configured, otherwise "
-               "outcome statistics and recurring actions) and stores them as semantic items whose provenance lists "
-               "the source episodes.")
+    st.caption(
+        "Distils durable insights from the last N episodes (with an LLM when one is configured, otherwise "
+        "outcome statistics and recurring actions) and stores them as semantic items whose provenance lists "
+        "the source episodes."
+    )
     with st.form("episodes_reflect_form"):
-        window = st.number_input("Episodes to reflect on (the most recent)", min_value=1, max_value=500, value=10,
-                                 step=1, key="episodes_reflect_window")
+        window = st.number_input(
+            "Episodes to reflect on (the most recent)",
+            min_value=1,
+            max_value=500,
+            value=10,
+            step=1,
+            key="episodes_reflect_window",
+        )
         run = st.form_submit_button("Run reflection", type="primary")
     if run:
         with engine_errors("Reflection failed"):

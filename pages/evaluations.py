@@ -18,16 +18,19 @@ from ui.trace_links import open_trace_page
 
 engine = get_engine()
 st.title("Evaluations")
-st.caption("Does a change help across a set of questions, and where are the misses lost? Each case runs through "
-           "the normal traced retrieval; every miss is traced to the stage and rule that lost it.")
+st.caption(
+    "Does a change help across a set of questions, and where are the misses lost? Each case runs through "
+    "the normal traced retrieval; every miss is traced to the stage and rule that lost it."
+)
 show_flash("ev")
 
 sets = {s.name: s for s in engine.evals.sets()}
 if not sets:
-    st.info("No expectation sets yet. Pin one from a trace on the Retrieval trace page (\"Pin as expectation\"), "
-            "import a benchmark (`python -m engine import-benchmark locomo PATH --set NAME`), or create the demo's.")
-    if engine.demo_loaded() and st.button("Create the demo expectation set and run it", key="ev_demo",
-                                          type="primary"):
+    st.info(
+        'No expectation sets yet. Pin one from a trace on the Retrieval trace page ("Pin as expectation"), '
+        "import a benchmark (`python -m engine import-benchmark locomo PATH --set NAME`), or create the demo's."
+    )
+    if engine.demo_loaded() and st.button("Create the demo expectation set and run it", key="ev_demo", type="primary"):
         with engine_errors("Could not create the demo set"), st.spinner("Running the demo evaluation..."):
             engine.evals.load_demo()
             st.rerun()
@@ -35,11 +38,21 @@ if not sets:
 
 if st.session_state.get("ev_set") not in sets:
     st.session_state["ev_set"] = next(iter(sets))
-set_name = st.selectbox("Expectation set", list(sets), key="ev_set",
-                        format_func=lambda n: f"{n} · {sets[n].cases} cases · {sets[n].runs} runs")
+set_name = st.selectbox(
+    "Expectation set",
+    list(sets),
+    key="ev_set",
+    format_func=lambda n: f"{n} · {sets[n].cases} cases · {sets[n].runs} runs",
+)
 current = sets[set_name]
-st.caption(md_escape(current.description or "") + ("  \nCategories: " + ", ".join(
-    f"{md_escape(c or '(none)')} ({n})" for c, n in current.categories.items()) if current.categories else ""))
+st.caption(
+    md_escape(current.description or "")
+    + (
+        "  \nCategories: " + ", ".join(f"{md_escape(c or '(none)')} ({n})" for c, n in current.categories.items())
+        if current.categories
+        else ""
+    )
+)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -58,21 +71,34 @@ tab_runs, tab_compare, tab_cases = st.tabs(["Runs", "Compare two runs", "Cases"]
 with tab_runs:
     with st.expander("Start a run", expanded=not current.runs), st.form("ev_start_form"):
         c1, c2, c3 = st.columns(3)
-        method = c1.selectbox("Method", ["memlens", "vector", "bm25"], key="ev_method",
-                              help="memlens: the traced pipeline; vector / bm25: plain rankings as baselines")
+        method = c1.selectbox(
+            "Method",
+            ["memlens", "vector", "bm25"],
+            key="ev_method",
+            help="memlens: the traced pipeline; vector / bm25: plain rankings as baselines",
+        )
         preset = c2.selectbox("Preset", sorted(PRESETS), key="ev_preset")
         hops = c3.number_input("Hops", 1, 5, int(engine.settings.hops), key="ev_hops")
-        overrides_text = st.text_area("Overrides (KEY=VALUE, one per line)", key="ev_overrides", height=80,
-                                      placeholder="top_k=30\nbm25_weight=0.4")
+        overrides_text = st.text_area(
+            "Overrides (KEY=VALUE, one per line)",
+            key="ev_overrides",
+            height=80,
+            placeholder="top_k=30\nbm25_weight=0.4",
+        )
         label = st.text_input("Label", key="ev_label", placeholder="e.g. bm25 weight 0.4")
         start = st.form_submit_button("Run evaluation", type="primary")
     if start:
         bar = st.progress(0.0, text=f"Running {current.cases} cases...")
         with engine_errors("The run failed"):
-            run = engine.evaluate(set_name, preset=None if preset == "default" else preset,
-                                  overrides=parse_overrides(overrides_text) or None, hops=int(hops),
-                                  label=label.strip() or None, method=method,
-                                  progress=lambda n, total: bar.progress(n / total, text=f"{n}/{total} cases"))
+            run = engine.evaluate(
+                set_name,
+                preset=None if preset == "default" else preset,
+                overrides=parse_overrides(overrides_text) or None,
+                hops=int(hops),
+                label=label.strip() or None,
+                method=method,
+                progress=lambda n, total: bar.progress(n / total, text=f"{n}/{total} cases"),
+            )
             st.session_state["ev_run"] = run.run_id
             flash("ev", f"Run {run.run_id} finished: {run.cases} cases.")
             st.rerun()
@@ -86,13 +112,21 @@ with tab_runs:
             st.session_state["ev_run"] = next(iter(runs))
         run_id = st.selectbox("Run", list(runs), key="ev_run", format_func=lambda i: run_label(runs[i]))
         run = runs[run_id]
-        st.caption(f"method {run.method} · preset {run.preset or 'default'} · hops {run.hops or 'setting'} · "
-                   f"overrides {md_escape(str(run.overrides or '{}'))} · code {run.code_version} · "
-                   f"store {md_escape(str(run.store_counts))}")
+        st.caption(
+            f"method {run.method} · preset {run.preset or 'default'} · hops {run.hops or 'setting'} · "
+            f"overrides {md_escape(str(run.overrides or '{}'))} · code {run.code_version} · "
+            f"store {md_escape(str(run.store_counts))}"
+        )
         results = results_of(run)
-        st.dataframe(metric_rows(run.metrics), key="ev_metrics", hide_index=True, column_config={
-            k: st.column_config.NumberColumn(format="%.0f" if k.startswith("latency") else "%.3f")
-            for k in TABLE_METRICS})
+        st.dataframe(
+            metric_rows(run.metrics),
+            key="ev_metrics",
+            hide_index=True,
+            column_config={
+                k: st.column_config.NumberColumn(format="%.0f" if k.startswith("latency") else "%.3f")
+                for k in TABLE_METRICS
+            },
+        )
         st.plotly_chart(category_bars(run.metrics), key="ev_bars")
         losses = engine.evals.losses(run.run_id)
         left, right = st.columns(2)
@@ -100,8 +134,9 @@ with tab_runs:
         picked = None
         with right:
             if losses["losses"]:
-                event = st.plotly_chart(loss_bars(losses["losses"]), key="ev_losses", on_select="rerun",
-                                        selection_mode="points")
+                event = st.plotly_chart(
+                    loss_bars(losses["losses"]), key="ev_losses", on_select="rerun", selection_mode="points"
+                )
                 points = (event or {}).get("selection", {}).get("points", []) if event else []
                 if points and points[0].get("customdata"):
                     picked = tuple(points[0]["customdata"])
@@ -122,24 +157,39 @@ with tab_runs:
             rule = picked[1]
             st.caption(f"Filtered by the funnel: {md_escape(loss_label(*picked))}")
         rows = case_rows(results, chosen_cats, None if stage == "(any)" else stage, rule)
-        st.dataframe(rows, key="ev_cases", hide_index=True,
-                     column_config={"recall@10": st.column_config.NumberColumn(format="%.2f")})
+        st.dataframe(
+            rows,
+            key="ev_cases",
+            hide_index=True,
+            column_config={"recall@10": st.column_config.NumberColumn(format="%.2f")},
+        )
         st.caption(f"{len(rows)} of {len(results)} cases")
         if rows and run.method == "memlens":
             by_case = {r.case_id: r for r in results}
             o1, o2, o3 = st.columns([3, 2, 1], vertical_alignment="bottom")
-            case_id = o1.selectbox("Open a case", [r["case"] for r in rows], key="ev_open_case",
-                                   format_func=lambda c: f"{c} · {by_case[c].question[:80]}")
+            case_id = o1.selectbox(
+                "Open a case",
+                [r["case"] for r in rows],
+                key="ev_open_case",
+                format_func=lambda c: f"{c} · {by_case[c].question[:80]}",
+            )
             case = by_case[case_id]
             memories = [k for k in case.expected if k in case.lost] or list(case.expected)
-            memory = o2.selectbox("Expected memory", memories, key="ev_open_memory",
-                                  format_func=lambda m: f"{m} · {case.lost[m]['stage']}" if m in case.lost else
-                                  f"{m} · in context")
+            memory = o2.selectbox(
+                "Expected memory",
+                memories,
+                key="ev_open_memory",
+                format_func=lambda m: f"{m} · {case.lost[m]['stage']}" if m in case.lost else f"{m} · in context",
+            )
             if o3.button("Open trace at Why not?", key="ev_open_trace") and case.trace_id:
                 open_trace_page(case.user_id, case.trace_id, memory)
         with st.expander("Delete this run"):
-            if confirmed("ev_delete_run_form", "ev_delete_run_sure",
-                         f"Delete run {run.run_id} and its {len(results)} traces", "Delete run"):
+            if confirmed(
+                "ev_delete_run_form",
+                "ev_delete_run_sure",
+                f"Delete run {run.run_id} and its {len(results)} traces",
+                "Delete run",
+            ):
                 with engine_errors("Could not delete the run"):
                     n = engine.evals.delete_run(run.run_id)
                     flash("ev", f"Deleted run {run.run_id} and {n} traces.")
@@ -155,8 +205,9 @@ with tab_compare:
         a1, a2, a3 = st.columns([2, 2, 1])
         run_a = a1.selectbox("Run A (before)", ids, index=1, key="ev_cmp_a", format_func=lambda i: run_label(runs[i]))
         run_b = a2.selectbox("Run B (after)", ids, index=0, key="ev_cmp_b", format_func=lambda i: run_label(runs[i]))
-        metric = a3.selectbox("Per-case measure", ["recall@10", "recall@5", "recall@25", "all@10", "mrr"],
-                              key="ev_cmp_metric")
+        metric = a3.selectbox(
+            "Per-case measure", ["recall@10", "recall@5", "recall@25", "all@10", "mrr"], key="ev_cmp_metric"
+        )
         if run_a == run_b:
             st.info("Pick two different runs.")
         else:
@@ -170,26 +221,42 @@ with tab_compare:
                 m4.metric("Sign test p", f"{sig['sign_test_p']:.3g}")
                 if sig["bootstrap_ci95"]:
                     low, high = sig["bootstrap_ci95"]
-                    st.caption(f"Paired bootstrap 95 % interval of the mean Δ: [{low:+.3f}, {high:+.3f}] "
-                               f"({sig['ties']} ties).")
+                    st.caption(
+                        f"Paired bootstrap 95 % interval of the mean Δ: [{low:+.3f}, {high:+.3f}] ({sig['ties']} ties)."
+                    )
                 st.dataframe(delta_rows(cmp.deltas), key="ev_cmp_deltas", hide_index=True)
                 st.plotly_chart(ab_scatter(cmp.cases, metric), key="ev_cmp_scatter")
                 by_id = {c["case_id"]: c for c in cmp.cases}
                 g, lo = st.columns(2)
                 with g:
                     st.markdown(f"**Gained in B** ({len(cmp.gained)})")
-                    st.dataframe([{"case": c, "question": by_id[c]["question"], "A": by_id[c]["a"],
-                                   "B": by_id[c]["b"]} for c in cmp.gained], key="ev_cmp_gained", hide_index=True)
+                    st.dataframe(
+                        [
+                            {"case": c, "question": by_id[c]["question"], "A": by_id[c]["a"], "B": by_id[c]["b"]}
+                            for c in cmp.gained
+                        ],
+                        key="ev_cmp_gained",
+                        hide_index=True,
+                    )
                 with lo:
                     st.markdown(f"**Lost in B** ({len(cmp.lost)})")
-                    st.dataframe([{"case": c, "question": by_id[c]["question"], "A": by_id[c]["a"],
-                                   "B": by_id[c]["b"]} for c in cmp.lost], key="ev_cmp_lost", hide_index=True)
+                    st.dataframe(
+                        [
+                            {"case": c, "question": by_id[c]["question"], "A": by_id[c]["a"], "B": by_id[c]["b"]}
+                            for c in cmp.lost
+                        ],
+                        key="ev_cmp_lost",
+                        hide_index=True,
+                    )
                 both = [c for c in (*cmp.gained, *cmp.lost) if by_id[c]["trace_a"] and by_id[c]["trace_b"]]
                 if both:
                     b1, b2 = st.columns([4, 1], vertical_alignment="bottom")
-                    pick = b1.selectbox("Open a changed case", both, key="ev_cmp_case",
-                                        format_func=lambda c: f"{c} · Δ {by_id[c]['delta']:+.2f} · "
-                                        f"{by_id[c]['question'][:80]}")
+                    pick = b1.selectbox(
+                        "Open a changed case",
+                        both,
+                        key="ev_cmp_case",
+                        format_func=lambda c: f"{c} · Δ {by_id[c]['delta']:+.2f} · {by_id[c]['question'][:80]}",
+                    )
                     if b2.button("Open both traces", key="ev_cmp_open"):
                         c = by_id[pick]
                         open_trace_page(c["user_id"], c["trace_a"], trace_b=c["trace_b"])
@@ -197,10 +264,23 @@ with tab_compare:
 # -- cases ---------------------------------------------------------------------------------------------------------
 with tab_cases:
     cases = engine.evals.cases(set_name)
-    st.dataframe([{"case": c.case_id, "user": c.user_id, "category": c.category or "", "question": c.question,
-                   "expected": ", ".join(c.expected), "session": c.session_id or "",
-                   "now": c.now.isoformat() if c.now else "", "source": c.source} for c in cases],
-                 key="ev_case_table", hide_index=True)
+    st.dataframe(
+        [
+            {
+                "case": c.case_id,
+                "user": c.user_id,
+                "category": c.category or "",
+                "question": c.question,
+                "expected": ", ".join(c.expected),
+                "session": c.session_id or "",
+                "now": c.now.isoformat() if c.now else "",
+                "source": c.source,
+            }
+            for c in cases
+        ],
+        key="ev_case_table",
+        hide_index=True,
+    )
     with st.expander("Add a case"), st.form("ev_add_case_form", clear_on_submit=True):
         u = st.text_input("User", value=st.session_state.get("app_user") or "", key="ev_add_user")
         q = st.text_area("Question", key="ev_add_question", height=68)
@@ -208,8 +288,9 @@ with tab_cases:
         cat = st.text_input("Category (optional)", key="ev_add_category")
         if st.form_submit_button("Add case"):
             with engine_errors("Could not add the case"):
-                added = engine.evals.add_case(set_name, u.strip(), q, [x.strip() for x in e.split(",") if x.strip()],
-                                              category=cat.strip() or None)
+                added = engine.evals.add_case(
+                    set_name, u.strip(), q, [x.strip() for x in e.split(",") if x.strip()], category=cat.strip() or None
+                )
                 flash("ev", f"Added case {added.case_id}.")
                 st.rerun()
     if cases:
@@ -221,9 +302,12 @@ with tab_cases:
                     flash("ev", f"Deleted case {gone}.")
                     st.rerun()
     with st.expander("Delete this set"):
-        if confirmed("ev_delete_set_form", "ev_delete_set_sure",
-                     f"Delete set {set_name}, its {current.cases} cases and {current.runs} runs (with their traces)",
-                     "Delete set"):
+        if confirmed(
+            "ev_delete_set_form",
+            "ev_delete_set_sure",
+            f"Delete set {set_name}, its {current.cases} cases and {current.runs} runs (with their traces)",
+            "Delete set",
+        ):
             with engine_errors("Could not delete the set"):
                 engine.evals.delete_set(set_name)
                 st.session_state.pop("ev_set", None)

@@ -27,8 +27,10 @@ from ui.url_state import incoming, trace_params, trace_url, url_tabs, write
 
 engine = get_engine()
 st.title("Feedback labelling")
-st.caption("Label what the agent recalled. Each label is an event pointing at the trace and hop it came from; the "
-           "net count (useful +1, harmful −1) scales the memory's score in the next retrievals.")
+st.caption(
+    "Label what the agent recalled. Each label is an event pointing at the trace and hop it came from; the "
+    "net count (useful +1, harmful −1) scales the memory's score in the next retrievals."
+)
 user = need_user("the Feedback labelling page")
 if user is None:
     st.stop()
@@ -41,8 +43,10 @@ def do_label(eng: MemoryEngine, user_id: str, item_id: str, label: str, trace_id
     except MemlensError as exc:
         st.session_state["fb_flash"] = ("error", f"Could not label {item_id}: {error_text(exc)}")
         return
-    st.session_state["fb_flash"] = ("ok", f"Labelled {item_id} {label} (event {event.id}, trace {trace_id}, "
-                                          f"hop {hop}).")
+    st.session_state["fb_flash"] = (
+        "ok",
+        f"Labelled {item_id} {label} (event {event.id}, trace {trace_id}, hop {hop}).",
+    )
     st.session_state["fb_ledger_item"] = item_id
     st.session_state["fb_note"] = ""
 
@@ -53,16 +57,32 @@ def label_buttons(row: dict, trace_id: str, key: str, link: bool = False) -> Non
     text_col, useful_col, harmful_col = st.columns([8, 1.3, 1.3], vertical_alignment="center")
     with text_col:
         st.text(f"#{row['rank']}  {shorten(row['text'], 260)}")
-        st.caption(f"{md_escape(row['id'])} · {row['kind']} · hop {row['hop']} · "
-                   f"{'in context' if row['in_context'] else 'not in context'} · net now {row.get('net', 0):+d}")
+        st.caption(
+            f"{md_escape(row['id'])} · {row['kind']} · hop {row['hop']} · "
+            f"{'in context' if row['in_context'] else 'not in context'} · net now {row.get('net', 0):+d}"
+        )
         if link:
-            st.page_link(page_file("retrieval"), label=f"Open trace {trace_id}", icon=":material/manage_search:",
-                         query_params=trace_params(trace_id, user, "hops", row["id"]))
+            st.page_link(
+                page_file("retrieval"),
+                label=f"Open trace {trace_id}",
+                icon=":material/manage_search:",
+                query_params=trace_params(trace_id, user, "hops", row["id"]),
+            )
     args = (engine, user, row["id"])
-    useful_col.button("Useful", icon=":material/thumb_up:", key=f"fb_u_{key}_{row['id']}", on_click=do_label,
-                      args=(*args, "useful", trace_id, row["hop"]))
-    harmful_col.button("Harmful", icon=":material/thumb_down:", key=f"fb_h_{key}_{row['id']}", on_click=do_label,
-                       args=(*args, "harmful", trace_id, row["hop"]))
+    useful_col.button(
+        "Useful",
+        icon=":material/thumb_up:",
+        key=f"fb_u_{key}_{row['id']}",
+        on_click=do_label,
+        args=(*args, "useful", trace_id, row["hop"]),
+    )
+    harmful_col.button(
+        "Harmful",
+        icon=":material/thumb_down:",
+        key=f"fb_h_{key}_{row['id']}",
+        on_click=do_label,
+        args=(*args, "harmful", trace_id, row["hop"]),
+    )
 
 
 def engine_summary(eng: MemoryEngine, user_id: str, trace_id: str) -> dict:
@@ -70,8 +90,13 @@ def engine_summary(eng: MemoryEngine, user_id: str, trace_id: str) -> dict:
     t = cached_trace(eng, trace_id, "fb_trace_cache")
     if t.user_id != user_id:
         raise NotFound(f"trace {trace_id} belongs to another user")
-    return {"trace_id": t.trace_id, "created_at": t.created_at, "hops": len(t.hops), "question": t.question,
-            "context_ids": list(t.context_ids)}
+    return {
+        "trace_id": t.trace_id,
+        "created_at": t.created_at,
+        "hops": len(t.hops),
+        "question": t.question,
+        "context_ids": list(t.context_ids),
+    }
 
 
 def memory_texts(eng: MemoryEngine, user_id: str, ids: list[str]) -> dict[str, str]:
@@ -111,32 +136,43 @@ if summaries:
     with engine_errors("Could not open the trace"):
         trace = cached_trace(engine, picked, "fb_trace_cache")
 # One look-up of the net counts for everything this screen shows (each engine call opens the store once).
-shown_ids = sorted({i for r in summaries.values() for i in r["context_ids"]} |
-                   {r["id"] for r in (trace.ranking if trace else ())})
+shown_ids = sorted(
+    {i for r in summaries.values() for i in r["context_ids"]} | {r["id"] for r in (trace.ranking if trace else ())}
+)
 nets = engine.feedback_net(user, shown_ids) if shown_ids else {}
 
-tab_trace, tab_queue, tab_ledger, tab_effect = url_tabs(["Label a trace", "Unlabelled queue", "Label ledger",
-                                                         "Effect on retrieval"], key="fb_tab")
+tab_trace, tab_queue, tab_ledger, tab_effect = url_tabs(
+    ["Label a trace", "Unlabelled queue", "Label ledger", "Effect on retrieval"], key="fb_tab"
+)
 with tab_trace:
     if trace is None:
-        st.info(f"No traces for {md_escape(user)} yet. Ask a question on the Retrieval trace page, then label what it recalled "
-                "here. (Memories can still be looked up in the ledger tab.)")
+        st.info(
+            f"No traces for {md_escape(user)} yet. Ask a question on the Retrieval trace page, then label "
+            f"what it recalled "
+            "here. (Memories can still be looked up in the ledger tab.)"
+        )
     else:
         c1, c2 = st.columns([1, 3])
         only_context = c1.toggle("Only memories in the context", True, key="fb_only_context")
         limit = c2.slider("How many", 1, 50, 10, key="fb_limit")
         rows = labelling_rows(trace, limit, only_context)
         st.caption(f"Question: {md_escape(shorten(trace.question, 200))}")
-        st.page_link(page_file("retrieval"), label=f"Open trace {trace.trace_id} on the Retrieval trace page",
-                     icon=":material/manage_search:", query_params=trace_params(trace.trace_id, user))
+        st.page_link(
+            page_file("retrieval"),
+            label=f"Open trace {trace.trace_id} on the Retrieval trace page",
+            icon=":material/manage_search:",
+            query_params=trace_params(trace.trace_id, user),
+        )
         for row in rows:
             label_buttons({**row, "net": nets.get(row["id"], 0)}, trace.trace_id, f"t_{trace.trace_id}")
         if not rows:
             st.info("Nothing to label with this filter: the trace put no memory in the context.")
 
 with tab_queue:
-    st.caption(f"Memories that reached the context of one of the {len(summaries)} most recent traces and carry no "
-               "label yet (newest trace first).")
+    st.caption(
+        f"Memories that reached the context of one of the {len(summaries)} most recent traces and carry no "
+        "label yet (newest trace first)."
+    )
     queue = []
     with engine_errors("Could not open a trace"):
         queue = unlabelled_queue(summaries.values(), nets, lambda t: cached_trace(engine, t, "fb_trace_cache"), 15)
@@ -155,43 +191,85 @@ with tab_ledger:
         st.info("No labels yet and no trace to label from.")
     else:
         texts = memory_texts(engine, user, options)
-        item = st.selectbox("Memory", options, key="fb_ledger_item",
-                            format_func=lambda i: f"{i} · {shorten(texts.get(i, '(no longer stored)'), 80)}")
+        item = st.selectbox(
+            "Memory",
+            options,
+            key="fb_ledger_item",
+            format_func=lambda i: f"{i} · {shorten(texts.get(i, '(no longer stored)'), 80)}",
+        )
         history = engine.feedback_events(user, item_id=item)
         net = sum(e.delta for e in history)
         factor = feedback_factor(net, engine.settings.retrieval_dict())
         st.text(f"{item}: {len(history)} label(s), net {net:+d}, feedback factor now {factor:.2f}")
         st.text(texts.get(item, "(this memory is no longer stored: hard-forgotten)"))
         for e in history:
-            st.text(f"{e.created_at:%Y-%m-%d %H:%M} · {e.label} ({e.delta:+d}) · trace {e.trace_id or '—'} · "
-                    f"hop {e.hop or '—'}" + (f" · note: {shorten(e.note, 200)}" if e.note else ""))
+            st.text(
+                f"{e.created_at:%Y-%m-%d %H:%M} · {e.label} ({e.delta:+d}) · trace {e.trace_id or '—'} · "
+                f"hop {e.hop or '—'}" + (f" · note: {shorten(e.note, 200)}" if e.note else "")
+            )
         if not history:
             st.caption("No labels on this memory yet.")
     if events:
         with st.expander(f"All recent labels of {md_escape(user)} ({len(events)}), newest first"):
             texts = memory_texts(engine, user, [e.item_id for e in events])
-            st.dataframe([{"when": e.created_at, "item": e.item_id, "text": shorten(texts.get(e.item_id, ""), 120),
-                           "label": e.label, "delta": e.delta, "trace": e.trace_id or "",
-                           "open": trace_url(e.trace_id, user, "hops", e.item_id) if e.trace_id else None,
-                           "hop": e.hop, "note": e.note} for e in events], hide_index=True, key="fb_all_events",
-                         column_config={"open": st.column_config.LinkColumn("open", display_text="open trace"),
-                                        "text": st.column_config.TextColumn(width="large"),
-                                        "hop": st.column_config.NumberColumn(format="%d")})
+            st.dataframe(
+                [
+                    {
+                        "when": e.created_at,
+                        "item": e.item_id,
+                        "text": shorten(texts.get(e.item_id, ""), 120),
+                        "label": e.label,
+                        "delta": e.delta,
+                        "trace": e.trace_id or "",
+                        "open": trace_url(e.trace_id, user, "hops", e.item_id) if e.trace_id else None,
+                        "hop": e.hop,
+                        "note": e.note,
+                    }
+                    for e in events
+                ],
+                hide_index=True,
+                key="fb_all_events",
+                column_config={
+                    "open": st.column_config.LinkColumn("open", display_text="open trace"),
+                    "text": st.column_config.TextColumn(width="large"),
+                    "hop": st.column_config.NumberColumn(format="%d"),
+                },
+            )
 
 with tab_effect:
     if trace is None:
         st.info("Pick a trace in the first tab to see what its labels change.")
     else:
-        st.caption("Feedback at the time of the trace vs now, and the ranks of a fresh retrieval of the same question "
-                   "with the trace's settings and clock (so only labels and new memories can change the order).")
+        st.caption(
+            "Feedback at the time of the trace vs now, and the ranks of a fresh retrieval of the same question "
+            "with the trace's settings and clock (so only labels and new memories can change the order)."
+        )
         texts = candidate_texts(trace)
-        then = {r["id"]: next((c.scores.get("feedback_net") or 0 for h in trace.hops for c in h.candidates
-                               if c.id == r["id"] and h.hop == r["hop"]), 0) for r in trace.ranking}
+        then = {
+            r["id"]: next(
+                (
+                    c.scores.get("feedback_net") or 0
+                    for h in trace.hops
+                    for c in h.candidates
+                    if c.id == r["id"] and h.hop == r["hop"]
+                ),
+                0,
+            )
+            for r in trace.ranking
+        }
         now = nets
-        changed = [{"id": i, "net_then": then[i], "net_now": now.get(i, 0),
-                    "factor_then": feedback_factor(then[i], trace.settings),
-                    "factor_now": feedback_factor(now.get(i, 0), trace.settings), "text": shorten(texts[i], 100)}
-                   for i in then if then[i] or now.get(i)]
+        changed = [
+            {
+                "id": i,
+                "net_then": then[i],
+                "net_now": now.get(i, 0),
+                "factor_then": feedback_factor(then[i], trace.settings),
+                "factor_now": feedback_factor(now.get(i, 0), trace.settings),
+                "text": shorten(texts[i], 100),
+            }
+            for i in then
+            if then[i] or now.get(i)
+        ]
         if changed:
             table(changed, key="fb_factor_table")
         else:
@@ -199,9 +277,14 @@ with tab_effect:
         if st.button("Retrieve this question again", key="fb_fresh_go"):
             keys = Settings.retrieval_keys()
             with engine_errors("Retrieval failed"), st.spinner("Retrieving..."):
-                fresh = engine.retrieve(trace.user_id, trace.question, trace.session_id,
-                                        overrides={k: v for k, v in trace.settings.items() if k in keys},
-                                        now=trace.settings.get("now"), save=False)
+                fresh = engine.retrieve(
+                    trace.user_id,
+                    trace.question,
+                    trace.session_id,
+                    overrides={k: v for k, v in trace.settings.items() if k in keys},
+                    now=trace.settings.get("now"),
+                    save=False,
+                )
                 st.session_state["fb_fresh"] = (trace.trace_id, fresh)
         fresh_state = st.session_state.get("fb_fresh")
         if fresh_state and fresh_state[0] == trace.trace_id:

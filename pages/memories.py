@@ -26,12 +26,22 @@ def browse_filters(engine: MemoryEngine, user: str) -> tuple[str | None, str | N
     if st.session_state.get("memories_category") not in options:
         st.session_state["memories_category"] = ALL
     c1, c2, c3, c4 = st.columns([2, 3, 1.3, 1], vertical_alignment="bottom")
-    category = c1.selectbox("Category", options, key="memories_category", persist_state="session",
-                            format_func=lambda n: n if n == ALL else f"{n} ({categories[n].item_count})")
-    query = c2.text_input("Search text", key="memories_query", persist_state="session",
-                          placeholder="words in the memory")
-    archived = c3.toggle("Forgotten too", key="memories_archived", persist_state="session",
-                         help="Soft-forgotten (archived) items stay fetchable by id but are never retrieved.")
+    category = c1.selectbox(
+        "Category",
+        options,
+        key="memories_category",
+        persist_state="session",
+        format_func=lambda n: n if n == ALL else f"{n} ({categories[n].item_count})",
+    )
+    query = c2.text_input(
+        "Search text", key="memories_query", persist_state="session", placeholder="words in the memory"
+    )
+    archived = c3.toggle(
+        "Forgotten too",
+        key="memories_archived",
+        persist_state="session",
+        help="Soft-forgotten (archived) items stay fetchable by id but are never retrieved.",
+    )
     size = c4.selectbox("Per page", (10, 25, 50, 100), index=1, key="memories_page_size", persist_state="session")
     return (None if category == ALL else category), (query.strip() or None), archived, size, categories
 
@@ -41,24 +51,40 @@ def provenance_sources(item: Item) -> str:
 
 
 def item_table(items: tuple[Item, ...]) -> None:
-    st.dataframe([{"id": i.id, "category": i.category, "content": i.content, "importance": round(i.importance, 2),
-                   "evergreen": i.evergreen, "created": when(i.created_at), "source": i.source,
-                   "provenance": f"{i.provenance.get('method', '')} ← {provenance_sources(i)}",
-                   "status": f"forgotten {when(i.archived_at)}" if i.archived_at else "active"} for i in items],
-                 hide_index=True, key="memories_table",
-                 column_config={"content": st.column_config.TextColumn(width="large")})
+    st.dataframe(
+        [
+            {
+                "id": i.id,
+                "category": i.category,
+                "content": i.content,
+                "importance": round(i.importance, 2),
+                "evergreen": i.evergreen,
+                "created": when(i.created_at),
+                "source": i.source,
+                "provenance": f"{i.provenance.get('method', '')} ← {provenance_sources(i)}",
+                "status": f"forgotten {when(i.archived_at)}" if i.archived_at else "active",
+            }
+            for i in items
+        ],
+        hide_index=True,
+        key="memories_table",
+        column_config={"content": st.column_config.TextColumn(width="large")},
+    )
 
 
 def item_detail(item: Item) -> None:
     with st.container(border=True):
         status = f" · forgotten (archived) {when(item.archived_at)}" if item.archived_at else ""
-        st.caption(f"{md_escape(item.id)} · category {md_escape(item.category)} · importance {item.importance:.2f}"
-                   f"{' · evergreen' if item.evergreen else ''} · created {when(item.created_at)} · source "
-                   f"{md_escape(item.source or '—')}{status}")
+        st.caption(
+            f"{md_escape(item.id)} · category {md_escape(item.category)} · importance {item.importance:.2f}"
+            f"{' · evergreen' if item.evergreen else ''} · created {when(item.created_at)} · source "
+            f"{md_escape(item.source or '—')}{status}"
+        )
         st.text(item.content)
         if item.preceding_text:
-            st.caption("Preceding text (what came right before it; its vector embeds this too, full-text search "
-                       "does not)")
+            st.caption(
+                "Preceding text (what came right before it; its vector embeds this too, full-text search does not)"
+            )
             st.text(item.preceding_text)
         st.caption("Provenance")
         st.json(item.provenance, expanded=True)
@@ -71,13 +97,17 @@ def browse(engine: MemoryEngine, user: str) -> tuple[Item, ...]:
             # Summaries are markdown written by an agent or LLM: shown as source, never rendered
             st.code(categories[category].summary, language="markdown", wrap_lines=True)
     reset_page_on_change("memories_page", user, category, query, archived, size)
-    page = fetch_page("memories_page", size, lambda limit, offset: engine.list_items(
-        user, category, query, archived, limit, offset))
+    page = fetch_page(
+        "memories_page", size, lambda limit, offset: engine.list_items(user, category, query, archived, limit, offset)
+    )
     pager("memories_page", page, "memories")
     if not page.rows:
-        st.info("No memory matches these filters." if (category or query) else
-                f"User {md_escape(user)} has no semantic memories yet. Add one in the 'Add a memory' tab, or let "
-                "an agent call `remember` / `memorize` (or the `memory_save` MCP tool).")
+        st.info(
+            "No memory matches these filters."
+            if (category or query)
+            else f"User {md_escape(user)} has no semantic memories yet. Add one in the 'Add a memory' tab, or let "
+            "an agent call `remember` / `memorize` (or the `memory_save` MCP tool)."
+        )
         return ()
     item_table(page.rows)
     by_id = {i.id: i for i in page.rows}
@@ -91,8 +121,9 @@ def browse(engine: MemoryEngine, user: str) -> tuple[Item, ...]:
         st.session_state["memories_item"] = linked
     if st.session_state.get("memories_item") not in by_id:
         st.session_state["memories_item"] = page.rows[0].id
-    chosen = st.selectbox("Details of", list(by_id), key="memories_item",
-                          format_func=lambda i: f"{i} · {one_line(by_id[i].content, 70)}")
+    chosen = st.selectbox(
+        "Details of", list(by_id), key="memories_item", format_func=lambda i: f"{i} · {one_line(by_id[i].content, 70)}"
+    )
     write("memory", chosen)
     item_detail(by_id[chosen])
     return page.rows
@@ -108,22 +139,31 @@ def add_item(engine: MemoryEngine, user: str) -> None:
         for key in NEW_ITEM_KEYS:
             st.session_state[key] = ""  # set, not deleted: the browser keeps a deleted widget's text
     with st.form("memories_add_form"):
-        content = st.text_area("Memory text", key="memories_new_content", height=120,
-                               placeholder="A fact, preference or lesson the agent should remember")
+        content = st.text_area(
+            "Memory text",
+            key="memories_new_content",
+            height=120,
+            placeholder="A fact, preference or lesson the agent should remember",
+        )
         c1, c2, c3 = st.columns([2, 2, 1], vertical_alignment="bottom")
-        category = c1.text_input("Category", value="general", key="memories_new_category",
-                                 help="snake_case: lowercase letters, digits and _")
+        category = c1.text_input(
+            "Category", value="general", key="memories_new_category", help="snake_case: lowercase letters, digits and _"
+        )
         importance = c2.slider("Importance", 0.0, 1.0, 0.7, 0.05, key="memories_new_importance")
         evergreen = c3.checkbox("Evergreen", key="memories_new_evergreen", help="Never decays with age")
-        preceding = st.text_input("Preceding text (optional)", key="memories_new_preceding",
-                                help="What came right before it where it was said, e.g. the question it answers. "
-                                     "Stored with it and embedded into its vector, so the memory is found by that "
-                                     "question too.")
+        preceding = st.text_input(
+            "Preceding text (optional)",
+            key="memories_new_preceding",
+            help="What came right before it where it was said, e.g. the question it answers. "
+            "Stored with it and embedded into its vector, so the memory is found by that "
+            "question too.",
+        )
         submit = st.form_submit_button("Add memory", type="primary")
     if submit:
         with engine_errors("Memory not added"):
-            item = engine.remember(user, content, category.strip(), importance, evergreen, source="ui",
-                                   preceding_text=preceding or None)
+            item = engine.remember(
+                user, content, category.strip(), importance, evergreen, source="ui", preceding_text=preceding or None
+            )
             flash("memories", f"Added {md_escape(item.id)} to {md_escape(item.category)}.")
             st.session_state["memories_add_done"] = True
             st.rerun()
@@ -153,23 +193,29 @@ def resolve(engine: MemoryEngine, user: str, kind: str, ids: list[str]) -> list[
 def forget_targets(kind: str, items: tuple[Item, ...]) -> list[str]:
     if kind == "semantic" and items:
         by_id = {i.id: i for i in items}
-        picked = st.multiselect("Items from the list on the Browse tab", list(by_id), key="memories_forget_ids",
-                                format_func=lambda i: f"{i} · {one_line(by_id[i].content, 60)}")
+        picked = st.multiselect(
+            "Items from the list on the Browse tab",
+            list(by_id),
+            key="memories_forget_ids",
+            format_func=lambda i: f"{i} · {one_line(by_id[i].content, 60)}",
+        )
     else:
         picked = []
-    more = st.text_input(f"{'Other ' if picked or kind == 'semantic' else ''}{FORGET_KINDS[kind]} by id "
-                         "(comma-separated)", key="memories_forget_more")
+    more = st.text_input(
+        f"{'Other ' if picked or kind == 'semantic' else ''}{FORGET_KINDS[kind]} by id (comma-separated)",
+        key="memories_forget_more",
+    )
     extra = [p.strip() for p in more.replace("\n", ",").split(",") if p.strip()]
     return list(dict.fromkeys(picked + extra))
 
 
 def forget(engine: MemoryEngine, user: str, items: tuple[Item, ...]) -> None:
     if st.session_state.pop("memories_forget_done", False):
-        for key in ("memories_forget_ids", "memories_forget_more", "memories_forget_reason",
-                    "memories_forget_sure"):
+        for key in ("memories_forget_ids", "memories_forget_more", "memories_forget_reason", "memories_forget_sure"):
             st.session_state.pop(key, None)
-    kind = st.selectbox("What to forget", list(FORGET_KINDS), format_func=FORGET_KINDS.get,
-                        key="memories_forget_kind")
+    kind: str = st.selectbox(
+        "What to forget", list(FORGET_KINDS), format_func=lambda k: FORGET_KINDS[k], key="memories_forget_kind"
+    )
     ids = forget_targets(kind, items)
     if not ids:
         st.caption("Pick what to forget to see a preview.")
@@ -185,9 +231,15 @@ def forget(engine: MemoryEngine, user: str, items: tuple[Item, ...]) -> None:
         if len(ids) > PREVIEW_LIMIT:
             st.caption(f"… and {len(ids) - PREVIEW_LIMIT} more.")
     with st.form("memories_forget_form"):
-        mode = st.radio("Mode", ["soft", "hard"], horizontal=True, key="memories_forget_mode",
-                        format_func=lambda m: "soft: archive (kept, fetchable by id, never retrieved)" if m == "soft"
-                        else "hard: delete everywhere (cannot be undone)")
+        mode = st.radio(
+            "Mode",
+            ["soft", "hard"],
+            horizontal=True,
+            key="memories_forget_mode",
+            format_func=lambda m: "soft: archive (kept, fetchable by id, never retrieved)"
+            if m == "soft"
+            else "hard: delete everywhere (cannot be undone)",
+        )
         reason = st.text_input("Reason (required, kept in the forget log)", key="memories_forget_reason")
         sure = st.checkbox("I have checked the preview above", key="memories_forget_sure")
         submit = st.form_submit_button(f"Forget {len(ids)} {FORGET_KINDS[kind]}", type="primary")
@@ -202,8 +254,11 @@ def forget(engine: MemoryEngine, user: str, items: tuple[Item, ...]) -> None:
     with engine_errors("Nothing was forgotten"):
         result = engine.forget(user, kind, ids, reason.strip(), mode, actor="ui")
         unknown = f" Unknown ids (ignored): {md_escape(', '.join(result.unknown))}." if result.unknown else ""
-        flash("memories", f"Forgot {counted(result.count, FORGET_KIND_ONE[kind], FORGET_KINDS[kind])} ({mode}): "
-                          f"{md_escape(', '.join(result.forgotten)) or 'none were active'}.{unknown}")
+        flash(
+            "memories",
+            f"Forgot {counted(result.count, FORGET_KIND_ONE[kind], FORGET_KINDS[kind])} ({mode}): "
+            f"{md_escape(', '.join(result.forgotten)) or 'none were active'}.{unknown}",
+        )
         st.session_state["memories_forget_done"] = True
         st.rerun()
 
@@ -213,9 +268,23 @@ def forget_log(engine: MemoryEngine, user: str) -> None:
     if not entries:
         st.caption("Nothing has been forgotten for this user.")
         return
-    st.dataframe([{"when": when(e.at), "kind": e.memory_type, "mode": e.mode, "count": e.count,
-                   "ids": ", ".join(e.ids), "reason": e.reason, "actor": e.actor, "entry": e.id} for e in entries],
-                 hide_index=True, key="memories_log_table")
+    st.dataframe(
+        [
+            {
+                "when": when(e.at),
+                "kind": e.memory_type,
+                "mode": e.mode,
+                "count": e.count,
+                "ids": ", ".join(e.ids),
+                "reason": e.reason,
+                "actor": e.actor,
+                "entry": e.id,
+            }
+            for e in entries
+        ],
+        hide_index=True,
+        key="memories_log_table",
+    )
     st.caption(f"{counted(len(entries), 'entry', 'entries')}, newest first (at most 500 shown).")
 
 
@@ -227,8 +296,9 @@ def main() -> None:
     if not user:
         return
     with engine_errors("Could not read memories"):
-        browse_tab, add_tab, forget_tab, log_tab = url_tabs(["Browse", "Add a memory", "Forget", "Forget log"],
-                                                            key="memories_tab")
+        browse_tab, add_tab, forget_tab, log_tab = url_tabs(
+            ["Browse", "Add a memory", "Forget", "Forget log"], key="memories_tab"
+        )
         with browse_tab:
             items = browse(engine, user)
         with add_tab:

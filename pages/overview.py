@@ -17,10 +17,19 @@ from ui.sidebar import current_user
 from ui.text import counted, md_escape, size_text, when
 from ui.url_state import trace_params, trace_url
 
-COUNTS = [("Users", "users"), ("Sessions", "sessions"), ("Messages", "messages"), ("Working slots", "working_slots"),
-          ("Semantic items", "items"), ("Categories", "categories"), ("Episodes", "episodes"), ("Skills", "skills"),
-          ("Feedback labels", "feedback_events"), ("Retrieval traces", "traces"),
-          ("Forget-log entries", "forget_log_entries")]
+COUNTS = [
+    ("Users", "users"),
+    ("Sessions", "sessions"),
+    ("Messages", "messages"),
+    ("Working slots", "working_slots"),
+    ("Semantic items", "items"),
+    ("Categories", "categories"),
+    ("Episodes", "episodes"),
+    ("Skills", "skills"),
+    ("Feedback labels", "feedback_events"),
+    ("Retrieval traces", "traces"),
+    ("Forget-log entries", "forget_log_entries"),
+]
 PER_USER_KINDS = ("sessions", "messages", "items", "episodes", "skills", "traces")
 
 
@@ -33,9 +42,11 @@ def show_counts(stats: StoreStats) -> None:
 
 
 def show_empty_store(engine: MemoryEngine) -> None:
-    st.info("The store is empty. Load the bundled demo dataset (three users: a coding agent, a travel assistant "
-            "and a research assistant) to explore memlens, or let an agent write memory through the Python API "
-            "(`MemoryEngine.add_message`, `remember`, `record_episode`...) or the MCP server.")
+    st.info(
+        "The store is empty. Load the bundled demo dataset (three users: a coding agent, a travel assistant "
+        "and a research assistant) to explore memlens, or let an agent write memory through the Python API "
+        "(`MemoryEngine.add_message`, `remember`, `record_episode`...) or the MCP server."
+    )
     if st.button("Load the demo dataset", key="overview_load_demo", type="primary"):
         with engine_errors("Could not load the demo"):
             load_demo_with_progress(engine)
@@ -44,8 +55,10 @@ def show_empty_store(engine: MemoryEngine) -> None:
 
 def show_per_user(stats: StoreStats) -> None:
     st.subheader("Per user")
-    rows = [{"user": user, **{kind: counts.get(kind, 0) for kind in PER_USER_KINDS}}
-            for user, counts in sorted(stats.per_user.items())]
+    rows = [
+        {"user": user, **{kind: counts.get(kind, 0) for kind in PER_USER_KINDS}}
+        for user, counts in sorted(stats.per_user.items())
+    ]
     st.dataframe(rows, hide_index=True, key="overview_per_user")
 
 
@@ -53,8 +66,15 @@ def show_activity(engine: MemoryEngine) -> None:
     st.subheader("Activity over time")
     user = current_user()
     options = ["all users"] + ([user] if user else [])
-    scope = st.segmented_control("Whose activity", options, default="all users", key="overview_scope",
-                                 persist_state="session", required=True, format_func=md_escape)
+    scope = st.segmented_control(
+        "Whose activity",
+        options,
+        default="all users",
+        key="overview_scope",
+        persist_state="session",
+        required=True,
+        format_func=md_escape,
+    )
     rows = engine.activity(None if scope in (None, "all users") else scope)
     if not rows:
         st.caption("No activity recorded yet.")
@@ -66,22 +86,44 @@ def show_recent_traces(engine: MemoryEngine) -> None:
     st.subheader("Recent retrieval traces")
     page = engine.list_traces(limit=10)
     if not page.rows:
-        st.caption("No retrievals traced yet. Ask a question on the Retrieval trace page, or let an agent call "
-                   "`retrieve` / the `memory_retrieve` MCP tool.")
+        st.caption(
+            "No retrievals traced yet. Ask a question on the Retrieval trace page, or let an agent call "
+            "`retrieve` / the `memory_retrieve` MCP tool."
+        )
     else:
         event = st.dataframe(
-            [{"open": trace_url(t["trace_id"], t["user_id"]), "when": when(t["created_at"]), "user": t["user_id"],
-              "question": t["question"], "hops": t["hops"], "stop reason": t["stop_reason"],
-              "memories in context": len(t["context_ids"]), "embedder": t["embedder"], "reasoner": t["reasoner"],
-              "ms": round(t["total_ms"] or 0.0, 1), "trace id": t["trace_id"]} for t in page.rows],
-            hide_index=True, key="overview_traces", on_select="rerun", selection_mode="single-row",
-            column_config={"open": st.column_config.LinkColumn("open", display_text="open", pinned=True)})
+            [
+                {
+                    "open": trace_url(t["trace_id"], t["user_id"]),
+                    "when": when(t["created_at"]),
+                    "user": t["user_id"],
+                    "question": t["question"],
+                    "hops": t["hops"],
+                    "stop reason": t["stop_reason"],
+                    "memories in context": len(t["context_ids"]),
+                    "embedder": t["embedder"],
+                    "reasoner": t["reasoner"],
+                    "ms": round(t["total_ms"] or 0.0, 1),
+                    "trace id": t["trace_id"],
+                }
+                for t in page.rows
+            ],
+            hide_index=True,
+            key="overview_traces",
+            on_select="rerun",
+            selection_mode="single-row",
+            column_config={"open": st.column_config.LinkColumn("open", display_text="open", pinned=True)},
+        )
         st.caption(traces_caption(len(page.rows), page.total) + " Select a row (or click its 'open') to open it.")
         picked = list(event.selection.rows) if event is not None else []
         if picked and picked[0] < len(page.rows):
             t = page.rows[picked[0]]
-            st.page_link(page_file("retrieval"), label=f"Open trace {t['trace_id']} on the Retrieval trace page",
-                         icon=":material/open_in_new:", query_params=trace_params(t["trace_id"], t["user_id"]))
+            st.page_link(
+                page_file("retrieval"),
+                label=f"Open trace {t['trace_id']} on the Retrieval trace page",
+                icon=":material/open_in_new:",
+                query_params=trace_params(t["trace_id"], t["user_id"]),
+            )
     st.page_link(page_file("retrieval"), label="Open the Retrieval trace page", icon=":material/manage_search:")
     if page.total:
         with st.expander("Delete old traces", expanded="overview_prune_plan" in st.session_state):
@@ -89,21 +131,34 @@ def show_recent_traces(engine: MemoryEngine) -> None:
 
 
 def prune_traces_section(engine: MemoryEngine) -> None:
-    st.caption("Every retrieval stores its trace (tens of kB each). Preview which traces are older than some days, "
-               "then delete them. Feedback labels always stay; the traces they point to are kept unless you untick "
-               "the box.")
+    st.caption(
+        "Every retrieval stores its trace (tens of kB each). Preview which traces are older than some days, "
+        "then delete them. Feedback labels always stay; the traces they point to are kept unless you untick "
+        "the box."
+    )
     user = current_user()
-    days = st.number_input("Older than (days)", min_value=0.0, max_value=36500.0, value=30.0, step=1.0,
-                           key="overview_prune_days")
-    scope = st.radio("Whose traces", ["all users"] + ([user] if user else []), horizontal=True,
-                     key="overview_prune_scope", format_func=md_escape)
+    days = st.number_input(
+        "Older than (days)", min_value=0.0, max_value=36500.0, value=30.0, step=1.0, key="overview_prune_days"
+    )
+    scope = st.radio(
+        "Whose traces",
+        ["all users"] + ([user] if user else []),
+        horizontal=True,
+        key="overview_prune_scope",
+        format_func=md_escape,
+    )
     keep = st.checkbox("Keep traces that feedback labels point to", value=True, key="overview_prune_keep")
     who = None if scope == "all users" else scope
     if st.button("Preview what would be deleted", key="overview_prune_preview"):
         with engine_errors("Could not preview"):
             now = datetime.now(UTC)
-            st.session_state["overview_prune_plan"] = (days, who, keep, now,
-                                                       engine.prune_traces(days, who, keep, apply=False, now=now))
+            st.session_state["overview_prune_plan"] = (
+                days,
+                who,
+                keep,
+                now,
+                engine.prune_traces(days, who, keep, apply=False, now=now),
+            )
     saved = st.session_state.get("overview_prune_plan")
     if not saved or saved[:3] != (days, who, keep):
         return
@@ -114,13 +169,25 @@ def prune_traces_section(engine: MemoryEngine) -> None:
     if not plan.count:
         st.success(f"No trace is older than {days:g} days.{kept}")
         return
-    st.warning(f"{counted(plan.count, 'trace')} ({size_text(plan.bytes)}) created before {when(plan.cutoff)} UTC would "
-               f"be deleted.{kept} The newest of them:")
-    st.dataframe([{"when": when(t["created_at"]), "user": t["user_id"], "question": t["question"],
-                   "trace id": t["trace_id"]} for t in plan.sample], hide_index=True, key="overview_prune_table")
+    st.warning(
+        f"{counted(plan.count, 'trace')} ({size_text(plan.bytes)}) created before {when(plan.cutoff)} UTC would "
+        f"be deleted.{kept} The newest of them:"
+    )
+    st.dataframe(
+        [
+            {"when": when(t["created_at"]), "user": t["user_id"], "question": t["question"], "trace id": t["trace_id"]}
+            for t in plan.sample
+        ],
+        hide_index=True,
+        key="overview_prune_table",
+    )
     these = "this trace" if plan.count == 1 else f"these {plan.count:,} traces"
-    if confirmed("overview_prune_form", "overview_prune_sure", f"I understand: delete {these} for good",
-                 f"Delete {counted(plan.count, 'trace')}"):
+    if confirmed(
+        "overview_prune_form",
+        "overview_prune_sure",
+        f"I understand: delete {these} for good",
+        f"Delete {counted(plan.count, 'trace')}",
+    ):
         with engine_errors("Nothing was deleted"):
             done = engine.prune_traces(days, who, keep, apply=True, now=now)  # the preview's cutoff
             flash("overview", f"Deleted {counted(done.count, 'trace')} ({size_text(done.bytes)}).")
@@ -150,18 +217,21 @@ def show_settings(engine: MemoryEngine, stats: StoreStats) -> None:
         st.dataframe(settings_rows(engine.settings), hide_index=True, key="overview_settings")
     compacted = st.session_state.pop("overview_compacted", None)
     with st.expander("Compact the store", expanded=compacted is not None):
-        st.caption("Folds new memories into the full-text and user indexes, merges the vector tables' small files and "
-                   "deletes LanceDB versions replaced more than vector_version_retention_s "
-                   f"({engine.settings.vector_version_retention_s:g} s) ago. Writes do this every few thousand "
-                   "memories; `python -m engine optimize` also builds approximate vector indexes for large tables.")
+        st.caption(
+            "Folds new memories into the full-text and user indexes, merges the vector tables' small files and "
+            "deletes LanceDB versions replaced more than vector_version_retention_s "
+            f"({engine.settings.vector_version_retention_s:g} s) ago. Writes do this every few thousand "
+            "memories; `python -m engine optimize` also builds approximate vector indexes for large tables."
+        )
         if st.button("Compact now", key="overview_optimize"):
             with engine_errors("Could not compact the store"), st.spinner("Compacting..."):
                 before = engine.disk_bytes()
                 engine.optimize(vector_index=False)
                 store_size.clear()
                 # Shown in this section, which stays open: not at the top of the page, far from the button.
-                st.session_state["overview_compacted"] = (f"Compacted: {size_text(before)} before, "
-                                                          f"{size_text(engine.disk_bytes())} now.")
+                st.session_state["overview_compacted"] = (
+                    f"Compacted: {size_text(before)} before, {size_text(engine.disk_bytes())} now."
+                )
                 st.rerun()
         if compacted:
             st.success(compacted)

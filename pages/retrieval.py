@@ -63,20 +63,34 @@ if linked_trace:
 # -- ask or open -----------------------------------------------------------------------------------------------
 ask_col, open_col = st.columns([3, 2])
 with ask_col, st.form("trace_ask_form"):
-    question = st.text_area("Question", key="trace_question", height=80,
-                            placeholder="e.g. Which timezone does the engineer who owns the refund job work in?")
+    question = st.text_area(
+        "Question",
+        key="trace_question",
+        height=80,
+        placeholder="e.g. Which timezone does the engineer who owns the refund job work in?",
+    )
     c1, c2, c3, c4 = st.columns(4)
-    hops = c1.number_input("Hops", 1, 5, int(engine.settings.hops), key="trace_hops",
-                           help="More than 1: a reasoner proposes the next query from what was found.")
-    budget = c2.number_input("Token budget", 1, 200_000, int(engine.settings.budget_tokens), 100,
-                             key="trace_budget")
+    hops = c1.number_input(
+        "Hops",
+        1,
+        5,
+        int(engine.settings.hops),
+        key="trace_hops",
+        help="More than 1: a reasoner proposes the next query from what was found.",
+    )
+    budget = c2.number_input("Token budget", 1, 200_000, int(engine.settings.budget_tokens), 100, key="trace_budget")
     judges = ["heuristic", "llm", "off"]
-    relevance = c3.selectbox("Relevance judge", judges, index=judges.index(engine.settings.relevance_filter),
-                             key="trace_relevance",
-                             help="llm needs a configured LLM; without one the heuristic runs and the trace says so.")
+    relevance = c3.selectbox(
+        "Relevance judge",
+        judges,
+        index=judges.index(engine.settings.relevance_filter),
+        key="trace_relevance",
+        help="llm needs a configured LLM; without one the heuristic runs and the trace says so.",
+    )
     session_opts = [None] + ([st.session_state["app_session"]] if st.session_state.get("app_session") else [])
-    session = c4.selectbox("Session", session_opts, format_func=lambda s: "(none)" if s is None else s,
-                           key="trace_session")
+    session = c4.selectbox(
+        "Session", session_opts, format_func=lambda s: "(none)" if s is None else s, key="trace_session"
+    )
     t1, t2, t3 = st.columns(3)
     hybrid = t1.toggle("Hybrid BM25", engine.settings.hybrid_enabled, key="trace_hybrid")
     use_mmr = t2.toggle("MMR diversity", engine.settings.mmr_enabled, key="trace_mmr")
@@ -86,11 +100,16 @@ if asked:
     if not question.strip():
         st.warning("Type a question first.")
     else:
-        overrides = {"hybrid_enabled": hybrid, "mmr_enabled": use_mmr, "relevance_filter": relevance,
-                     "feedback_weight": engine.settings.feedback_weight if use_feedback else 0.0}
+        overrides = {
+            "hybrid_enabled": hybrid,
+            "mmr_enabled": use_mmr,
+            "relevance_filter": relevance,
+            "feedback_weight": engine.settings.feedback_weight if use_feedback else 0.0,
+        }
         with engine_errors("Retrieval failed"), st.spinner("Retrieving..."):
-            new = engine.retrieve(user, question, session_id=session, hops=int(hops), budget=int(budget),
-                                  overrides=overrides)
+            new = engine.retrieve(
+                user, question, session_id=session, hops=int(hops), budget=int(budget), overrides=overrides
+            )
             st.session_state.setdefault("trace_cache", {})[new.trace_id] = new
             open_trace(new.trace_id)
 
@@ -102,9 +121,13 @@ with open_col:
         if summaries:
             if st.session_state.get("trace_current_id") in summaries:
                 st.session_state["trace_pick"] = st.session_state["trace_current_id"]  # the picker shows what is open
-            st.selectbox(f"Stored traces of {md_escape(user)} ({recent.total}, newest first)", list(summaries),
-                         format_func=lambda i: trace_label(summaries[i]), key="trace_pick",
-                         on_change=lambda: open_trace(st.session_state["trace_pick"]))
+            st.selectbox(
+                f"Stored traces of {md_escape(user)} ({recent.total}, newest first)",
+                list(summaries),
+                format_func=lambda i: trace_label(summaries[i]),
+                key="trace_pick",
+                on_change=lambda: open_trace(st.session_state["trace_pick"]),
+            )
         else:
             st.info(f"No stored traces for {md_escape(user)} yet: ask a question to create one.")
         typed = st.text_input("…or open a trace by id", key="trace_open_id", placeholder="tr_…")
@@ -132,6 +155,7 @@ if trace is not None and trace.user_id != user:
 if trace is None:
     write("trace", None)
     st.stop()
+assert trace is not None  # st.stop() ends the run; this tells the type checker so
 if st.session_state.get("trace_current_id") != trace.trace_id:
     open_trace(trace.trace_id)
 write("trace", trace.trace_id)
@@ -139,9 +163,15 @@ write("trace", trace.trace_id)
 # -- the trace ---------------------------------------------------------------------------------------------------
 st.divider()
 trace_header(trace)
-st.download_button("Export trace JSON", data=lambda: engine.export_trace(trace.trace_id),
-                   file_name=f"{trace.trace_id}.json", mime="application/json", on_click="ignore",
-                   key="trace_export")
+open_id = trace.trace_id
+st.download_button(
+    "Export trace JSON",
+    data=lambda: engine.export_trace(open_id),
+    file_name=f"{trace.trace_id}.json",
+    mime="application/json",
+    on_click="ignore",
+    key="trace_export",
+)
 pin_expectation(engine, trace)
 TABS = ["Hops", "Context", "What-if", "Why not?", "Compare", "Timings"]
 tab_hops, tab_context, tab_whatif, tab_whynot, tab_compare, tab_timings = url_tabs(TABS, key="trace_tab")
@@ -170,8 +200,9 @@ def label_panel(selected: str | None, key: str) -> None:
     with st.container(border=True):
         if tab_hops.open:
             show_label_flash()
-        item = st.selectbox("Memory to label", ids, key=key,
-                            format_func=lambda i: f"{i} · {shorten(texts_by_id.get(i, ''), 90)}")
+        item = st.selectbox(
+            "Memory to label", ids, key=key, format_func=lambda i: f"{i} · {shorten(texts_by_id.get(i, ''), 90)}"
+        )
         label_controls(engine, trace, labels, item, label_hop[item], key)
     if st.session_state.get("trace_tab") in ("Hops", "Context"):
         write("memory", item)
@@ -200,8 +231,10 @@ with tab_context:
                 label_controls(engine, trace, labels, item_id, label_hop.get(item_id), "trace_ctx")
 
 with tab_whatif:
-    st.caption("Re-rank this trace's candidates under other settings. Nothing is searched or embedded again; "
-               "the sliders start at the settings the trace ran with.")
+    st.caption(
+        "Re-rank this trace's candidates under other settings. Nothing is searched or embedded again; "
+        "the sliders start at the settings the trace ran with."
+    )
     with st.form("trace_whatif_form"):
         values = whatif_controls(trace)
         replay = st.form_submit_button("Replay with these settings", type="primary")
@@ -213,8 +246,9 @@ with tab_whatif:
     if result and result[0] == trace.trace_id:
         _, changes, replayed = result
         summary = whatif_summary(replayed)
-        st.text("Changed settings: " + (", ".join(f"{k}={v}" for k, v in changes.items()) or
-                                        "none (the original settings)"))
+        st.text(
+            "Changed settings: " + (", ".join(f"{k}={v}" for k, v in changes.items()) or "none (the original settings)")
+        )
         m1, m2, m3, m4 = st.columns(4)
         m1.metric("Rank changes", len(summary["moved"]))
         m2.metric("Entered the context", len(summary["entered"]))
@@ -230,13 +264,16 @@ with tab_whatif:
             st.caption("After the replay")
             table(after, key="trace_wi_after")
         if summary["entered"] or summary["left"]:
-            st.text("Entered: " + (", ".join(summary["entered"]) or "—") + "\nLeft: " + (", ".join(summary["left"])
-                                                                                       or "—"))
+            st.text(
+                "Entered: " + (", ".join(summary["entered"]) or "—") + "\nLeft: " + (", ".join(summary["left"]) or "—")
+            )
         st.plotly_chart(rank_shift_figure(replayed.ranking), key="trace_wi_fig")
 
 with tab_whynot:
-    st.caption("Pick any memory of this user (or type its exact id) and see where this trace lost it, that search "
-               "never found it, or that it was forgotten.")
+    st.caption(
+        "Pick any memory of this user (or type its exact id) and see where this trace lost it, that search "
+        "never found it, or that it was forgotten."
+    )
     prefill = st.session_state.pop("trace_wn_prefill", None)  # a memory id sent by another page (Evaluations)
     linked_memory = incoming("memory") if st.session_state.get("trace_tab") == "Why not?" else None
     if linked_memory and st.session_state.get("trace_wn_linked") != linked_memory:  # ?tab=why-not&memory=<id>
@@ -290,9 +327,11 @@ with tab_whynot:
         st.info("No memory matches that search.")
 
 with tab_compare:
-    st.caption("This trace (A) beside any other stored trace of the user (B): the same question before and after a "
-               "label, two presets, two hop settings. Per memory its rank and scores in each, and what entered or "
-               "left the context.")
+    st.caption(
+        "This trace (A) beside any other stored trace of the user (B): the same question before and after a "
+        "label, two presets, two hop settings. Per memory its rank and scores in each, and what entered or "
+        "left the context."
+    )
     others = [i for i in summaries if i != trace.trace_id]
     linked_b = incoming("trace_b")
     if linked_b and linked_b != trace.trace_id and linked_b not in others:
@@ -303,12 +342,18 @@ with tab_compare:
         same = [i for i in others if summaries.get(i, {}).get("question") == trace.question]
         st.session_state["trace_b_pick"] = (same or others)[0]  # the same question asked another time, if any
     if not others:
-        st.info("This user has no other stored trace to compare with: ask another question (or the same one with "
-                "other settings) first.")
+        st.info(
+            "This user has no other stored trace to compare with: ask another question (or the same one with "
+            "other settings) first."
+        )
         write("trace_b", None)
     else:
-        b_id = st.selectbox("Compare with (B)", others, key="trace_b_pick",
-                            format_func=lambda i: trace_label(summaries[i]) if i in summaries else i)
+        b_id = st.selectbox(
+            "Compare with (B)",
+            others,
+            key="trace_b_pick",
+            format_func=lambda i: trace_label(summaries[i]) if i in summaries else i,
+        )
         write("trace_b", b_id)
         other = None
         try:
@@ -330,19 +375,42 @@ with tab_compare:
             if summary["question"][0] != summary["question"][1]:
                 st.caption("The two traces answer different questions:")
                 st.text(f"A: {shorten(summary['question'][0], 300)}\nB: {shorten(summary['question'][1], 300)}")
-            table([{"": name, "A": a, "B": b} for name, (a, b) in summary.items() if name != "question"],
-                  key="trace_cmp_summary")
+            table(
+                [{"": name, "A": a, "B": b} for name, (a, b) in summary.items() if name != "question"],
+                key="trace_cmp_summary",
+            )
             if comparison.settings:
                 st.caption("Settings that differ")
                 table(list(comparison.settings), key="trace_cmp_settings")
             else:
                 st.caption("Both traces ran with the same settings.")
-            st.text("Entered: " + (", ".join(comparison.entered) or "—") + "\nLeft: "
-                    + (", ".join(comparison.left) or "—"))
-            table(list(comparison.rows), key="trace_cmp_rows", pinned=("id", "text"),
-                  columns=["id", "text", "context", "rank_a", "rank_b", "change", "final_a", "final_b", "hybrid_a",
-                           "hybrid_b", "similarity_a", "similarity_b", "outcome_a", "outcome_b", "hop_a", "hop_b",
-                           "kind"])
+            st.text(
+                "Entered: " + (", ".join(comparison.entered) or "—") + "\nLeft: " + (", ".join(comparison.left) or "—")
+            )
+            table(
+                list(comparison.rows),
+                key="trace_cmp_rows",
+                pinned=("id", "text"),
+                columns=[
+                    "id",
+                    "text",
+                    "context",
+                    "rank_a",
+                    "rank_b",
+                    "change",
+                    "final_a",
+                    "final_b",
+                    "hybrid_a",
+                    "hybrid_b",
+                    "similarity_a",
+                    "similarity_b",
+                    "outcome_a",
+                    "outcome_b",
+                    "hop_a",
+                    "hop_b",
+                    "kind",
+                ],
+            )
             fig = rank_shift_figure(rank_shift_rows(comparison))
             fig.update_layout(title="Rank in A (before) and in B (after): green entered the context, red left it")
             st.plotly_chart(fig, key="trace_cmp_fig")
@@ -352,7 +420,9 @@ with tab_timings:
     if len(spans) <= 1:
         st.info("This trace recorded no stage timings.")
     elif tab_timings.open is not False:
-        st.caption("Each stage's duration as the trace recorded it, in the order the stages ran (hops nest their "
-                   "stages). Time the stages do not account for is shown as its own span.")
+        st.caption(
+            "Each stage's duration as the trace recorded it, in the order the stages ran (hops nest their "
+            "stages). Time the stages do not account for is shown as its own span."
+        )
         st.plotly_chart(timing_figure(spans), key="trace_timing_fig")
         table(timing_rows(spans), key="trace_timing_rows")

@@ -14,8 +14,13 @@ from ui.sidebar import current_session, open_session
 from ui.text import md_escape, when
 
 ALL_USERS = "(all users)"
-ROLE_AVATARS = {"user": "user", "assistant": "assistant", "system": ":material/settings:", "tool": ":material/build:",
-                "tool_result": ":material/description:"}
+ROLE_AVATARS = {
+    "user": "user",
+    "assistant": "assistant",
+    "system": ":material/settings:",
+    "tool": ":material/build:",
+    "tool_result": ":material/description:",
+}
 MESSAGES_PER_PAGE = 25
 
 
@@ -37,8 +42,12 @@ def session_filters(engine: MemoryEngine, default_user: str) -> tuple[str | None
         st.session_state["sessions_user"] = default_user if default_user in users else ALL_USERS
     c1, c2, c3, c4, c5 = st.columns([2, 3, 2, 2, 1])
     who = c1.selectbox("User", users, key="sessions_user", persist_state="session")
-    search = c2.text_input("Search", key="sessions_search", persist_state="session",
-                           placeholder="session id, user id or words in a message")
+    search = c2.text_input(
+        "Search",
+        key="sessions_search",
+        persist_state="session",
+        placeholder="session id, user id or words in a message",
+    )
     since = c3.date_input("Active on or after", value=None, key="sessions_since", persist_state="session")
     until = c4.date_input("Active on or before", value=None, key="sessions_until", persist_state="session")
     size = c5.selectbox("Per page", (10, 25, 50, 100), index=1, key="sessions_page_size", persist_state="session")
@@ -50,9 +59,21 @@ def session_label(s: SessionInfo) -> str:
 
 
 def session_table(rows: tuple[SessionInfo, ...], key: str) -> None:
-    st.dataframe([{"user": s.user_id, "session": s.session_id, "created": when(s.created_at),
-                   "last activity": when(s.last_activity_at), "messages": s.message_count, "tokens": s.token_count}
-                  for s in rows], hide_index=True, key=key)
+    st.dataframe(
+        [
+            {
+                "user": s.user_id,
+                "session": s.session_id,
+                "created": when(s.created_at),
+                "last activity": when(s.last_activity_at),
+                "messages": s.message_count,
+                "tokens": s.token_count,
+            }
+            for s in rows
+        ],
+        hide_index=True,
+        key=key,
+    )
 
 
 def show_message(m: Message) -> None:
@@ -66,14 +87,19 @@ def show_message(m: Message) -> None:
 
 def show_messages(engine: MemoryEngine, s: SessionInfo) -> None:
     st.subheader(f"Messages of {md_escape(s.session_id)}")
-    st.caption(f"user {md_escape(s.user_id)} · created {when(s.created_at)} · last active "
-               f"{when(s.last_activity_at)} · {s.message_count:,} messages · {s.token_count:,} tokens")
+    st.caption(
+        f"user {md_escape(s.user_id)} · created {when(s.created_at)} · last active "
+        f"{when(s.last_activity_at)} · {s.message_count:,} messages · {s.token_count:,} tokens"
+    )
     if st.button("Make this the current session on every page", key="sessions_make_current"):
         open_session(s.user_id, s.session_id)
         st.rerun()
     reset_page_on_change("sessions_msg_page", s.user_id, s.session_id)
-    page = fetch_page("sessions_msg_page", MESSAGES_PER_PAGE,
-                      lambda limit, offset: engine.messages(s.user_id, s.session_id, limit, offset))
+    page = fetch_page(
+        "sessions_msg_page",
+        MESSAGES_PER_PAGE,
+        lambda limit, offset: engine.messages(s.user_id, s.session_id, limit, offset),
+    )
     pager("sessions_msg_page", page, "messages")
     if not page.rows:
         st.caption("This session has no messages.")
@@ -87,37 +113,53 @@ def prune_section(engine: MemoryEngine, user: str | None) -> None:
         st.info("Pick one user in the filter above to preview pruning their sessions.")
         return
     s = engine.settings
-    rules = {"idle": f"idle: no activity for more than {s.session_idle_minutes} minutes",
-             "stale": f"stale: no activity for more than {s.session_stale_days} days",
-             "max": f"max: keep only the newest {s.session_max_per_user} sessions"}
-    rule = st.radio("Rule", list(rules), format_func=rules.get, key="sessions_prune_rule", horizontal=True,
-                    persist_state="session")
-    st.caption("Pruning deletes sessions and their messages only. Working memory, long-term memories, feedback "
-               "labels and traces are kept.")
+    rules = {
+        "idle": f"idle: no activity for more than {s.session_idle_minutes} minutes",
+        "stale": f"stale: no activity for more than {s.session_stale_days} days",
+        "max": f"max: keep only the newest {s.session_max_per_user} sessions",
+    }
+    rule = st.radio(
+        "Rule", list(rules), format_func=rules.get, key="sessions_prune_rule", horizontal=True, persist_state="session"
+    )
+    st.caption(
+        "Pruning deletes sessions and their messages only. Working memory, long-term memories, feedback "
+        "labels and traces are kept."
+    )
     if st.button("Preview what would be deleted", key="sessions_prune_preview"):
         with engine_errors("Could not preview pruning"):
             now = datetime.now(UTC)
             plan = engine.prune_sessions(user, rule, apply=False, now=now)
             st.session_state["sessions_prune_plan"] = {
-                "user": user, "rule": rule, "now": now, "ids": [x.session_id for x in plan.sessions],
-                "messages": plan.message_count, "rows": plan.sessions}
-    plan = st.session_state.get("sessions_prune_plan")
-    if not plan or plan["user"] != user or plan["rule"] != rule:
+                "user": user,
+                "rule": rule,
+                "now": now,
+                "ids": [x.session_id for x in plan.sessions],
+                "messages": plan.message_count,
+                "rows": plan.sessions,
+            }
+    preview = st.session_state.get("sessions_prune_plan")
+    if not preview or preview["user"] != user or preview["rule"] != rule:
         return
-    if not plan["ids"]:
+    if not preview["ids"]:
         st.success(f"Nothing to prune: no session of {md_escape(user)} matches the {rule} rule.")
         return
-    st.warning(f"The {rule} rule would delete {len(plan['ids'])} session(s) with {plan['messages']:,} message(s) "
-               f"of user {md_escape(user)}:")
-    session_table(plan["rows"], "sessions_prune_table")
-    if confirmed("sessions_prune_form", "sessions_prune_sure",
-                 f"I understand: delete these {len(plan['ids'])} session(s) and their messages for good",
-                 f"Delete {len(plan['ids'])} session(s)"):
+    st.warning(
+        f"The {rule} rule would delete {len(preview['ids'])} session(s) with {preview['messages']:,} message(s) "
+        f"of user {md_escape(user)}:"
+    )
+    session_table(preview["rows"], "sessions_prune_table")
+    if confirmed(
+        "sessions_prune_form",
+        "sessions_prune_sure",
+        f"I understand: delete these {len(preview['ids'])} session(s) and their messages for good",
+        f"Delete {len(preview['ids'])} session(s)",
+    ):
         with engine_errors("Pruning failed; nothing was deleted"):
             # The preview's clock, so idle/stale select the same sessions (minus any that became active since)
-            done = engine.prune_sessions(user, rule, apply=True, now=plan["now"])
+            done = engine.prune_sessions(user, rule, apply=True, now=preview["now"])
             deleted = [x.session_id for x in done.sessions]
-            note = "" if set(deleted) == set(plan["ids"]) else " (the store changed since the preview, so this differs)"
+            changed = " (the store changed since the preview, so this differs)"
+            note = "" if set(deleted) == set(preview["ids"]) else changed
             flash("sessions", f"Deleted {len(deleted)} session(s) with {done.message_count:,} message(s){note}.")
             st.session_state.pop("sessions_prune_plan", None)
             st.rerun()
@@ -136,12 +178,20 @@ def main() -> None:
             st.error("The 'on or after' date is later than the 'on or before' date.")
             return
         reset_page_on_change("sessions_page", who, search, since, until, size)
-        page = fetch_page("sessions_page", size, lambda limit, offset: engine.list_sessions(
-            who, search or None, day_start(since), day_end(until), limit, offset))
+        page = fetch_page(
+            "sessions_page",
+            size,
+            lambda limit, offset: engine.list_sessions(
+                who, search or None, day_start(since), day_end(until), limit, offset
+            ),
+        )
         pager("sessions_page", page, "sessions")
         if not page.rows:
-            st.info("No session matches these filters." if page.total == 0 and (search or since or until)
-                    else "No sessions yet for this selection.")
+            st.info(
+                "No session matches these filters."
+                if page.total == 0 and (search or since or until)
+                else "No sessions yet for this selection."
+            )
         else:
             session_table(page.rows, "sessions_table")
             by_id = {(s.user_id, s.session_id): s for s in page.rows}
@@ -149,8 +199,9 @@ def main() -> None:
             preferred = (user, current_session())
             if st.session_state.get("sessions_open") not in keys:
                 st.session_state["sessions_open"] = preferred if preferred in by_id else keys[0]
-            chosen = st.selectbox("Open a session", keys, key="sessions_open",
-                                  format_func=lambda k: session_label(by_id[k]))
+            chosen = st.selectbox(
+                "Open a session", keys, key="sessions_open", format_func=lambda k: session_label(by_id[k])
+            )
             show_messages(engine, by_id[chosen])
         prune_section(engine, who)
 

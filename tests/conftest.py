@@ -1,7 +1,13 @@
-"""Shared fixtures: real DuckDB + LanceDB stores in tmp_path and the real local embedding model (loaded once)."""
+"""Shared fixtures: real DuckDB + LanceDB stores in tmp_path and the real local embedding model (loaded once per
+process), and how the suite is spread over pytest-xdist workers (see ``pytest_xdist_make_scheduler``).
+
+Each xdist worker is its own process with its own session fixtures, so every store below lives in that worker's own
+temporary folder (``tmp_path_factory`` gives each worker its own base directory): workers never share a store.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -11,13 +17,47 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engine import MemoryEngine, Settings  # noqa: E402
+from engine import MemoryEngine, Settings, prepare_process_environment  # noqa: E402
 from engine.providers.embedders import LocalMiniLM  # noqa: E402
+
+prepare_process_environment()  # the suite is an entry point too: before anything imports torch or LanceDB
+
+BROWSER_DIR = "tests/browser/"
+
+
+def xdist_scope(nodeid: str) -> str:
+    """The unit of work one xdist worker takes whole: a test module, or all of tests/browser/."""
+    module = nodeid.split("::", 1)[0]
+    return BROWSER_DIR if module.startswith(BROWSER_DIR) else module
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Spread the suite over xdist workers by module: each module's tests run on one worker, in file order (its
+    module-scoped stores and servers are built once), and every browser test runs on the same worker (one Streamlit
+    server, one Chromium). xdist's own ``xdist_group`` marker cannot do this with pytest 9, whose node ids it no
+    longer rewrites, so the grouping is a scheduler of our own."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_scope(nodeid)
+
+    return ModuleScheduling(config, log)
+
+
+def _worker_count() -> int:
+    return int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 
 
 @pytest.fixture(scope="session")
 def embedder() -> LocalMiniLM:
     """The real all-MiniLM-L6-v2 from the bundled weights; the model itself loads once per process."""
+    if _worker_count() > 1:
+        # Each worker embeds on its share of the cores: torch's default (every core per process) makes the workers
+        # fight over them and run slower together than one would alone.
+        import torch
+
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // _worker_count()))
     return LocalMiniLM()
 
 

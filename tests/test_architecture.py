@@ -36,7 +36,8 @@ def test_pages_and_ui_never_touch_the_databases_or_engine_internals():
                 top = module.split(".")[0]
                 assert top not in {"duckdb", "lancedb", "pyarrow"}, f"{path.relative_to(ROOT)} imports {module}"
                 assert module == "engine" or not module.startswith("engine."), (
-                    f"{path.relative_to(ROOT)} imports {module}: pages use only what engine/__init__.py exports")
+                    f"{path.relative_to(ROOT)} imports {module}: pages use only what engine/__init__.py exports"
+                )
 
 
 def test_only_config_reads_environment_variables():
@@ -55,7 +56,8 @@ def test_storage_imports_nothing_above_it():
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level >= 2 and node.module:
                 assert node.module.split(".")[0] in {"errors", "ids"}, (
-                    f"{path.relative_to(ROOT)} imports ..{node.module}")
+                    f"{path.relative_to(ROOT)} imports ..{node.module}"
+                )
 
 
 def test_no_module_grows_past_a_readable_size():

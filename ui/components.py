@@ -41,8 +41,7 @@ def pager(key: str, page: Page, what: str = "rows") -> None:
     if page.total == 0:
         return
     left, right = st.columns([1, 3], vertical_alignment="bottom")
-    left.number_input(f"Page (of {pages:,})", min_value=1, max_value=pages, step=1, key=key,
-                      persist_state="session")
+    left.number_input(f"Page (of {pages:,})", min_value=1, max_value=pages, step=1, key=key, persist_state="session")
     first = page.offset + 1 if page.rows else 0
     right.caption(f"{what} {first:,}–{page.offset + len(page.rows):,} of {page.total:,}")
 
@@ -51,17 +50,22 @@ def need_user(what: str = "this page") -> str | None:
     """The current user, or an explanation of what to do when the store has none."""
     user = current_user()
     if not user:
-        st.info(f"No memory to show on {what} yet: the store is empty. Load the demo dataset from the Overview "
-                "page (or run `python -m engine demo`), or let an agent write memory through the Python API or "
-                "the MCP server. Then pick a user in the sidebar.")
+        st.info(
+            f"No memory to show on {what} yet: the store is empty. Load the demo dataset from the Overview "
+            "page (or run `python -m engine demo`), or let an agent write memory through the Python API or "
+            "the MCP server. Then pick a user in the sidebar."
+        )
     return user
 
 
 def need_session(user: str, what: str = "this page") -> str | None:
     session = current_session()
     if not session:
-        st.info(f"User {md_escape(user)} has no sessions yet, so there is nothing for {what}. An agent creates a session "
-                "by recording its first message (engine.add_message or the memory_add_message MCP tool).")
+        st.info(
+            f"User {md_escape(user)} has no sessions yet, so there is nothing for {what}. An agent creates a "
+            f"session "
+            "by recording its first message (engine.add_message or the memory_add_message MCP tool)."
+        )
     return session
 
 

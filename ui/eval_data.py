@@ -10,8 +10,19 @@ from engine import CaseResult, EvalRun, InvalidInput, rule_family
 
 from .text import one_line
 
-TABLE_METRICS = ("recall@1", "recall@5", "recall@10", "recall@25", "hit@10", "all@10", "mrr", "ndcg@10",
-                 "context_recall", "latency_p50_ms", "latency_p95_ms")
+TABLE_METRICS = (
+    "recall@1",
+    "recall@5",
+    "recall@10",
+    "recall@25",
+    "hit@10",
+    "all@10",
+    "mrr",
+    "ndcg@10",
+    "context_recall",
+    "latency_p50_ms",
+    "latency_p95_ms",
+)
 FOUND = "found"  # the loss-stage filter's value for cases that lost nothing
 
 
@@ -39,9 +50,10 @@ def metric_rows(metrics: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]
     return [{"category": cat, "n": m.get("n"), **{k: m.get(k) for k in TABLE_METRICS}} for cat, m in metrics.items()]
 
 
-def delta_rows(deltas: Mapping[str, Mapping[str, Mapping[str, Any]]],
-               keys: Sequence[str] = ("recall@5", "recall@10", "recall@25", "all@10", "mrr", "ndcg@10",
-                                      "context_recall")) -> list[dict[str, Any]]:
+def delta_rows(
+    deltas: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    keys: Sequence[str] = ("recall@5", "recall@10", "recall@25", "all@10", "mrr", "ndcg@10", "context_recall"),
+) -> list[dict[str, Any]]:
     rows = []
     for cat, per in deltas.items():
         row: dict[str, Any] = {"category": cat, "n": per.get("n", {}).get("b")}
@@ -56,8 +68,12 @@ def loss_stages(result: CaseResult) -> set[str]:
     return {lost["stage"] for lost in result.lost.values()} or {FOUND}
 
 
-def case_rows(results: Iterable[CaseResult], categories: Sequence[str] | None = None, stage: str | None = None,
-              rule: str | None = None) -> list[dict[str, Any]]:
+def case_rows(
+    results: Iterable[CaseResult],
+    categories: Sequence[str] | None = None,
+    stage: str | None = None,
+    rule: str | None = None,
+) -> list[dict[str, Any]]:
     """The case table, filtered by category, loss stage (or ``found``) and rule family (the funnel's click)."""
     rows = []
     for r in results:
@@ -66,16 +82,25 @@ def case_rows(results: Iterable[CaseResult], categories: Sequence[str] | None = 
         stages = loss_stages(r)
         if stage and stage not in stages:
             continue
-        if rule is not None and not any(rule_family(x.get("rule", "")) == rule and (not stage or x["stage"] == stage)
-                                        for x in r.lost.values()):
+        if rule is not None and not any(
+            rule_family(x.get("rule", "")) == rule and (not stage or x["stage"] == stage) for x in r.lost.values()
+        ):
             continue
         missed = [k for k in r.expected if k in r.lost]
-        rows.append({
-            "case": r.case_id, "category": r.category or "", "question": one_line(r.question, 160),
-            "expected": ", ".join(r.expected), "found (top 5)": ", ".join(r.top[:5]),
-            "ranks": ", ".join(f"{k}: {v if v is not None else '—'}" for k, v in r.ranks.items()),
-            "recall@10": r.scores.get("recall@10"), "context": sum(1 for v in r.in_context.values() if v),
-            "where lost": "; ".join(f"{k}: {r.lost[k]['stage']}" for k in missed) or "—",
-            "rule": "; ".join(one_line(r.lost[k].get("rule", ""), 80) for k in missed),
-            "trace": r.trace_id or "", "user": r.user_id})
+        rows.append(
+            {
+                "case": r.case_id,
+                "category": r.category or "",
+                "question": one_line(r.question, 160),
+                "expected": ", ".join(r.expected),
+                "found (top 5)": ", ".join(r.top[:5]),
+                "ranks": ", ".join(f"{k}: {v if v is not None else '—'}" for k, v in r.ranks.items()),
+                "recall@10": r.scores.get("recall@10"),
+                "context": sum(1 for v in r.in_context.values() if v),
+                "where lost": "; ".join(f"{k}: {r.lost[k]['stage']}" for k in missed) or "—",
+                "rule": "; ".join(one_line(r.lost[k].get("rule", ""), 80) for k in missed),
+                "trace": r.trace_id or "",
+                "user": r.user_id,
+            }
+        )
     return rows

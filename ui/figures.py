@@ -16,8 +16,13 @@ import plotly.graph_objects as go
 from engine import RankedSkill, SkillOutcome
 
 KIND_COLOURS = {
-    "messages": "#4C78A8", "semantic items": "#F58518", "episodes": "#54A24B", "skill outcomes": "#B279A2",
-    "working-memory edits": "#EECA3B", "feedback labels": "#E45756", "retrieval traces": "#72B7B2",
+    "messages": "#4C78A8",
+    "semantic items": "#F58518",
+    "episodes": "#54A24B",
+    "skill outcomes": "#B279A2",
+    "working-memory edits": "#EECA3B",
+    "feedback labels": "#E45756",
+    "retrieval traces": "#72B7B2",
     "forget actions": "#9D755D",
 }
 
@@ -32,8 +37,12 @@ def plot_text(text: object, limit: int = 60) -> str:
 
 def _layout(fig: go.Figure, title: str | None, height: int = 360) -> go.Figure:
     # legend above the plot, right-aligned: below it, it collides with the x-axis title on short charts
-    fig.update_layout(title=title, height=height, margin={"l": 10, "r": 10, "t": 70 if title else 40, "b": 10},
-                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "right", "x": 1})
+    fig.update_layout(
+        title=title,
+        height=height,
+        margin={"l": 10, "r": 10, "t": 70 if title else 40, "b": 10},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "right", "x": 1},
+    )
     return fig
 
 
@@ -46,8 +55,13 @@ def activity_figure(rows: Iterable[Mapping[str, Any]]) -> go.Figure:
         counts.append(r["count"])
     fig = go.Figure()
     for kind, (days, counts) in by_kind.items():
-        fig.add_bar(x=days, y=counts, name=kind, marker_color=KIND_COLOURS.get(kind),
-                    hovertemplate="%{x|%Y-%m-%d}: %{y} " + plot_text(kind) + "<extra></extra>")
+        fig.add_bar(
+            x=days,
+            y=counts,
+            name=kind,
+            marker_color=KIND_COLOURS.get(kind),
+            hovertemplate="%{x|%Y-%m-%d}: %{y} " + plot_text(kind) + "<extra></extra>",
+        )
     fig.update_layout(barmode="stack", xaxis_title="day (UTC)", yaxis_title="records")
     return _layout(fig, None)  # the page's subheader names it
 
@@ -65,18 +79,29 @@ def skill_interval_figure(ranked: Sequence[RankedSkill]) -> go.Figure:
         if not chosen:
             continue
         fig.add_scatter(
-            x=[r.success_rate for r in chosen], y=[skill_label(r) for r in chosen], mode="markers", name=name,
+            x=[r.success_rate for r in chosen],
+            y=[skill_label(r) for r in chosen],
+            mode="markers",
+            name=name,
             marker={"color": colour, "size": 10},
-            error_x={"type": "data", "symmetric": False,
-                     "array": [max(0.0, r.wilson_upper - r.success_rate) for r in chosen],
-                     "arrayminus": [max(0.0, r.success_rate - r.wilson_lower) for r in chosen]},
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": [max(0.0, r.wilson_upper - r.success_rate) for r in chosen],
+                "arrayminus": [max(0.0, r.success_rate - r.wilson_lower) for r in chosen],
+            },
             customdata=[[r.trials, r.wilson_lower, r.wilson_upper] for r in chosen],
             hovertemplate="%{y}<br>success rate %{x:.2f} over %{customdata[0]} trials<br>"
-                          "95% Wilson interval %{customdata[1]:.2f}–%{customdata[2]:.2f}<extra></extra>")
-    fig.add_scatter(x=[r.wilson_lower for r in ranked], y=[skill_label(r) for r in ranked], mode="markers",
-                    name="Wilson lower bound (ranking key)", marker={"symbol": "line-ns-open", "size": 16,
-                                                                    "color": "#E45756"},
-                    hoverinfo="skip")
+            "95% Wilson interval %{customdata[1]:.2f}–%{customdata[2]:.2f}<extra></extra>",
+        )
+    fig.add_scatter(
+        x=[r.wilson_lower for r in ranked],
+        y=[skill_label(r) for r in ranked],
+        mode="markers",
+        name="Wilson lower bound (ranking key)",
+        marker={"symbol": "line-ns-open", "size": 16, "color": "#E45756"},
+        hoverinfo="skip",
+    )
     fig.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=[skill_label(r) for r in ranked])
     fig.update_xaxes(range=[-0.02, 1.02], title="success rate (bars: 95% Wilson interval)")
     return _layout(fig, "Skills by proven utility", height=max(260, 60 + 26 * len(ranked)))
@@ -95,10 +120,15 @@ def cumulative_rate_figure(outcomes: Sequence[SkillOutcome], labels: Mapping[str
             xs.append(o.at)
             ys.append(wins / n)
             trials.append(n)
-        fig.add_scatter(x=xs, y=ys, mode="lines+markers", name=plot_text(labels.get(skill_id, skill_id), 40),
-                        customdata=trials, line={"shape": "hv"},
-                        hovertemplate="%{x|%Y-%m-%d %H:%M}<br>rate %{y:.2f} after %{customdata} trials"
-                                      "<extra></extra>")
+        fig.add_scatter(
+            x=xs,
+            y=ys,
+            mode="lines+markers",
+            name=plot_text(labels.get(skill_id, skill_id), 40),
+            customdata=trials,
+            line={"shape": "hv"},
+            hovertemplate="%{x|%Y-%m-%d %H:%M}<br>rate %{y:.2f} after %{customdata} trials<extra></extra>",
+        )
     fig.update_yaxes(range=[-0.02, 1.02], title="cumulative success rate")
     fig.update_xaxes(title="outcome time (UTC)")
     return _layout(fig, None)  # the page's subheader names it
@@ -107,7 +137,14 @@ def cumulative_rate_figure(outcomes: Sequence[SkillOutcome], labels: Mapping[str
 def outcome_bar_figure(counts: Mapping[str, int]) -> go.Figure:
     """Episodes per outcome label."""
     names = [plot_text(k or "(none)", 30) for k in counts]
-    fig = go.Figure(go.Bar(x=list(counts.values()), y=names, orientation="h", marker_color="#54A24B",
-                           hovertemplate="%{y}: %{x}<extra></extra>"))
+    fig = go.Figure(
+        go.Bar(
+            x=list(counts.values()),
+            y=names,
+            orientation="h",
+            marker_color="#54A24B",
+            hovertemplate="%{y}: %{x}<extra></extra>",
+        )
+    )
     fig.update_yaxes(autorange="reversed")
     return _layout(fig, "Episodes per outcome", height=max(160, 50 + 28 * len(names)))

@@ -17,17 +17,22 @@ NEW_SET = "(new set)"
 
 def pin_expectation(engine: MemoryEngine, trace: RetrievalTrace) -> None:
     with st.expander("Pin as expectation"):
-        st.caption("Keep this question as a case of an expectation set, with the memories it should recall; the "
-                   "Evaluations page then runs the set and shows where each of them is lost.")
+        st.caption(
+            "Keep this question as a case of an expectation set, with the memories it should recall; the "
+            "Evaluations page then runs the set and shows where each of them is lost."
+        )
         texts = candidate_texts(trace)
         options = list(dict.fromkeys([*trace.context_ids, *texts]))
         sets = [s.name for s in engine.evals.sets()]
         with st.form(f"pin_form_{trace.trace_id}"):
-            chosen = st.multiselect("Memories that should be recalled", options, default=list(trace.context_ids),
-                                    key=f"pin_ids_{trace.trace_id}",
-                                    format_func=lambda i: f"{i} · {shorten(texts.get(i, ''), 70)}")
-            extra = st.text_input("More memory ids (e.g. one found with 'Why not?'; comma-separated)",
-                                  key="pin_extra")
+            chosen = st.multiselect(
+                "Memories that should be recalled",
+                options,
+                default=list(trace.context_ids),
+                key=f"pin_ids_{trace.trace_id}",
+                format_func=lambda i: f"{i} · {shorten(texts.get(i, ''), 70)}",
+            )
+            extra = st.text_input("More memory ids (e.g. one found with 'Why not?'; comma-separated)", key="pin_extra")
             c1, c2, c3 = st.columns(3)
             target = c1.selectbox("Set", [NEW_SET, *sets], key="pin_set")
             new_name = c2.text_input("New set name", key="pin_new_set", placeholder="e.g. regressions")
@@ -41,5 +46,7 @@ def pin_expectation(engine: MemoryEngine, trace: RetrievalTrace) -> None:
                 return
             with engine_errors("Could not pin"):
                 case = engine.evals.pin(trace.trace_id, ids, name, category=category.strip() or None)
-                st.success(f"Pinned as case {case.case_id} of set {md_escape(name)} with "
-                           f"{len(case.expected)} expected memor{'y' if len(case.expected) == 1 else 'ies'}.")
+                st.success(
+                    f"Pinned as case {case.case_id} of set {md_escape(name)} with "
+                    f"{len(case.expected)} expected memor{'y' if len(case.expected) == 1 else 'ies'}."
+                )

@@ -17,7 +17,8 @@ def _open_engine() -> MemoryEngine:
 
 
 def get_engine() -> MemoryEngine:
-    """One engine per process. DuckDB connections are opened per operation inside, so sharing it is safe.
+    """One engine per process, shared by every browser session: inside it one lock serialises the DuckDB work, so
+    no connection is used by two sessions' threads at once (engine/storage/database.py).
 
     Settings come from the environment (``MEMLENS_STORE``...). Tests point it at another store by setting the
     variable and calling ``get_engine.clear()``. Every page calls this first, which is also where a page notices
@@ -55,8 +56,9 @@ def load_demo_with_progress(engine: MemoryEngine) -> dict[str, int]:
 
     def progress(kind: str, done: int, total: int) -> None:
         start, span = shares.get(kind, (0.0, 0.0))
-        bar.progress(min(1.0, start + span * done / max(total, 1)),
-                     text=f"Embedding demo {kind} memories: {done}/{total}")
+        bar.progress(
+            min(1.0, start + span * done / max(total, 1)), text=f"Embedding demo {kind} memories: {done}/{total}"
+        )
 
     counts = engine.load_demo(progress=progress)
     if counts:  # the demo's expectation set and one stored run of it, for the Evaluations page

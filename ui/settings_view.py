@@ -32,12 +32,20 @@ def settings_rows(settings: Settings) -> list[dict[str, Any]]:
     for d in Settings.describe():
         name = d["name"]
         value = getattr(settings, name, None)
+        shown: Any
         if name in secret:
             shown = "set (hidden)" if value else "not set"
             default = ""
         else:
             shown = mask_url(value) if isinstance(value, str) and "://" in value else value
             default = d["default"]
-        rows.append({"setting": name, "in use": str(shown), "default": str(default),
-                     "changed": (name not in secret and value != d["default"]), "meaning": d["help"]})
+        rows.append(
+            {
+                "setting": name,
+                "in use": str(shown),
+                "default": str(default),
+                "changed": (name not in secret and value != d["default"]),
+                "meaning": d["help"] + (f" Env {d['env']}." if d["env"] else ""),
+            }
+        )
     return rows

@@ -44,8 +44,10 @@ def pick_user(engine: MemoryEngine) -> str | None:
     if not users:
         st.session_state["app_user"] = None
         st.session_state["app_session"] = None
-        st.sidebar.info("The store is empty. Load the demo from the Overview page (or `python -m engine demo`), "
-                        "or let an agent write memory through the Python API or MCP.")
+        st.sidebar.info(
+            "The store is empty. Load the demo from the Overview page (or `python -m engine demo`), "
+            "or let an agent write memory through the Python API or MCP."
+        )
         return None
     current = st.session_state.get("app_user")
     linked = url_state.incoming("user")  # a shared link or a reload names the user
@@ -57,8 +59,9 @@ def pick_user(engine: MemoryEngine) -> str | None:
     st.session_state["app_user"] = current
     url_state.write("user", current)
     st.session_state["app_user_select"] = current
-    st.sidebar.selectbox("User", users, key="app_user_select", on_change=_user_changed,
-                         help=f"{len(users)} user(s) in this store")
+    st.sidebar.selectbox(
+        "User", users, key="app_user_select", on_change=_user_changed, help=f"{len(users)} user(s) in this store"
+    )
     return current
 
 
@@ -90,6 +93,11 @@ def pick_session(engine: MemoryEngine, user: str | None) -> str | None:
     url_state.write("session", current)
     st.session_state["app_session_select"] = current
     shown = f"the newest {SIDEBAR_SESSIONS} of " if page.total > SIDEBAR_SESSIONS else ""
-    st.sidebar.selectbox("Session", ids, key="app_session_select", on_change=_session_changed,
-                         help=f"{shown}{page.total} session(s), newest first; the Sessions page lists them all")
+    st.sidebar.selectbox(
+        "Session",
+        ids,
+        key="app_session_select",
+        on_change=_session_changed,
+        help=f"{shown}{page.total} session(s), newest first; the Sessions page lists them all",
+    )
     return current

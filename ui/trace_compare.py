@@ -61,22 +61,29 @@ def compare_traces(a: RetrievalTrace, b: RetrievalTrace, text_chars: int = 120) 
         ra, rb = ranked_a.get(memory_id), ranked_b.get(memory_id)
         ca, cb = cands_a.get(memory_id), cands_b.get(memory_id)
         in_a, in_b = memory_id in ctx_a, memory_id in ctx_b
-        context = ("entered" if in_b and not in_a else "left" if in_a and not in_b else
-                   "in both" if in_a else "")
+        context = "entered" if in_b and not in_a else "left" if in_a and not in_b else "in both" if in_a else ""
         some = ca or cb
-        rows.append({
-            "id": memory_id, "text": shorten(some.text if some else "", text_chars), "context": context,
-            "rank_a": ra["rank"] if ra else None, "rank_b": rb["rank"] if rb else None,
-            "change": _arrow(ra["rank"] if ra else None, rb["rank"] if rb else None),
-            "final_a": ca.scores.get("final") if ca else None, "final_b": cb.scores.get("final") if cb else None,
-            "hybrid_a": ca.scores.get("hybrid") if ca else None, "hybrid_b": cb.scores.get("hybrid") if cb else None,
-            "similarity_a": ca.scores.get("vector_similarity") if ca else None,
-            "similarity_b": cb.scores.get("vector_similarity") if cb else None,
-            "outcome_a": STAGE_NAMES.get(ca.context_reason, ca.context_reason) if ca else "not found",
-            "outcome_b": STAGE_NAMES.get(cb.context_reason, cb.context_reason) if cb else "not found",
-            "hop_a": ra["hop"] if ra else (_first_hop(a, memory_id)),
-            "hop_b": rb["hop"] if rb else (_first_hop(b, memory_id)),
-            "kind": some.kind if some else ""})
+        rows.append(
+            {
+                "id": memory_id,
+                "text": shorten(some.text if some else "", text_chars),
+                "context": context,
+                "rank_a": ra["rank"] if ra else None,
+                "rank_b": rb["rank"] if rb else None,
+                "change": _arrow(ra["rank"] if ra else None, rb["rank"] if rb else None),
+                "final_a": ca.scores.get("final") if ca else None,
+                "final_b": cb.scores.get("final") if cb else None,
+                "hybrid_a": ca.scores.get("hybrid") if ca else None,
+                "hybrid_b": cb.scores.get("hybrid") if cb else None,
+                "similarity_a": ca.scores.get("vector_similarity") if ca else None,
+                "similarity_b": cb.scores.get("vector_similarity") if cb else None,
+                "outcome_a": STAGE_NAMES.get(ca.context_reason, ca.context_reason) if ca else "not found",
+                "outcome_b": STAGE_NAMES.get(cb.context_reason, cb.context_reason) if cb else "not found",
+                "hop_a": ra["hop"] if ra else (_first_hop(a, memory_id)),
+                "hop_b": rb["hop"] if rb else (_first_hop(b, memory_id)),
+                "kind": some.kind if some else "",
+            }
+        )
     rows.sort(key=lambda r: (min(r["rank_a"] or NO_RANK, r["rank_b"] or NO_RANK), r["id"]))
     moved = tuple(r["id"] for r in rows if r["rank_a"] and r["rank_b"] and r["rank_a"] != r["rank_b"])
     return TraceComparison(
@@ -85,10 +92,14 @@ def compare_traces(a: RetrievalTrace, b: RetrievalTrace, text_chars: int = 120) 
         left=tuple(i for i in a.context_ids if i not in ctx_b),
         moved=moved,
         settings=tuple(setting_differences(a.settings, b.settings)),
-        summary={"question": (a.question, b.question), "hops": (len(a.hops), len(b.hops)),
-                 "candidates": (len(cands_a), len(cands_b)),
-                 "in context": (len(a.context_ids), len(b.context_ids)),
-                 "context tokens": (a.context_tokens, b.context_tokens)})
+        summary={
+            "question": (a.question, b.question),
+            "hops": (len(a.hops), len(b.hops)),
+            "candidates": (len(cands_a), len(cands_b)),
+            "in context": (len(a.context_ids), len(b.context_ids)),
+            "context tokens": (a.context_tokens, b.context_tokens),
+        },
+    )
 
 
 def _first_hop(trace: RetrievalTrace, memory_id: str) -> int | None:
@@ -110,6 +121,8 @@ def setting_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict
 def rank_shift_rows(comparison: TraceComparison) -> list[dict[str, Any]]:
     """The comparison in the shape of a replay's ranking (old_rank, rank, context_change), for the slope chart."""
     change = {"entered": "entered", "left": "left", "in both": "stayed"}
-    return [{"id": r["id"], "old_rank": r["rank_a"], "rank": r["rank_b"],
-             "context_change": change.get(r["context"], "out")} for r in comparison.rows
-            if r["rank_a"] is not None or r["rank_b"] is not None]
+    return [
+        {"id": r["id"], "old_rank": r["rank_a"], "rank": r["rank_b"], "context_change": change.get(r["context"], "out")}
+        for r in comparison.rows
+        if r["rank_a"] is not None or r["rank_b"] is not None
+    ]

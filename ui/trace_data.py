@@ -4,6 +4,7 @@ memory was lost, what-if comparisons. No streamlit and no plotly here, so all of
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import date, datetime
 from typing import Any
 
 from engine import STAGE_NAMES, HopTrace, MemoryState, RetrievalTrace, WhyNot, drop_rule
@@ -12,10 +13,33 @@ from engine import why_not as engine_why_not
 from .text import one_line
 
 # The columns of the candidates table, in pipeline order (scores keep the names the trace gives them).
-SCORE_COLUMNS = ("vector_similarity", "fts_score", "bm25_raw", "bm25_preceding", "bm25_norm", "rank_vector",
-                 "rank_bm25", "z_vector", "z_bm25", "hybrid_vector_part", "hybrid_bm25_part", "hybrid", "age_days",
-                 "decay", "importance", "importance_factor", "temporal", "feedback_net", "feedback_factor",
-                 "hop_factor", "final", "mmr_relevance", "mmr_max_similarity", "mmr_value", "llm_relevance")
+SCORE_COLUMNS = (
+    "vector_similarity",
+    "fts_score",
+    "bm25_raw",
+    "bm25_preceding",
+    "bm25_norm",
+    "rank_vector",
+    "rank_bm25",
+    "z_vector",
+    "z_bm25",
+    "hybrid_vector_part",
+    "hybrid_bm25_part",
+    "hybrid",
+    "age_days",
+    "decay",
+    "importance",
+    "importance_factor",
+    "temporal",
+    "feedback_net",
+    "feedback_factor",
+    "hop_factor",
+    "final",
+    "mmr_relevance",
+    "mmr_max_similarity",
+    "mmr_value",
+    "llm_relevance",
+)
 RANK_STAGES = ("hybrid", "filter", "temporal", "feedback", "final", "mmr")
 
 
@@ -29,10 +53,16 @@ def candidate_rows(hop: HopTrace, text_chars: int = 200) -> list[dict[str, Any]]
     """One row per candidate of a hop, in the hop's order (kept by final score, then the dropped ones)."""
     rows = []
     for c in hop.candidates:
-        row: dict[str, Any] = {"id": c.id, "kind": c.kind, "found_by": c.found_by,
-                               "relevance": c.verdicts.get("relevance", ""), "rule": c.verdicts.get("rule", ""),
-                               "outcome": STAGE_NAMES.get(c.context_reason, c.context_reason),
-                               "in_context": c.in_context, "tokens": c.tokens}
+        row: dict[str, Any] = {
+            "id": c.id,
+            "kind": c.kind,
+            "found_by": c.found_by,
+            "relevance": c.verdicts.get("relevance", ""),
+            "rule": c.verdicts.get("rule", ""),
+            "outcome": STAGE_NAMES.get(c.context_reason, c.context_reason),
+            "in_context": c.in_context,
+            "tokens": c.tokens,
+        }
         for key in SCORE_COLUMNS:
             row[key] = c.scores.get(key)
         for stage in RANK_STAGES:
@@ -59,9 +89,17 @@ def forgotten_label(tombstone: Mapping[str, Any] | None) -> str:
 
 def forgotten_rows(trace: RetrievalTrace) -> list[dict[str, Any]]:
     """One row per memory of the trace forgotten since it was stored: its tombstone."""
-    return [{"id": i, "mode": t.get("mode"), "forgotten_at": t.get("at"), "by": t.get("actor"),
-             "reason": t.get("reason"), "forget_log_id": t.get("forget_log_id")}
-            for i, t in sorted((trace.forgotten or {}).items())]
+    return [
+        {
+            "id": i,
+            "mode": t.get("mode"),
+            "forgotten_at": t.get("at"),
+            "by": t.get("actor"),
+            "reason": t.get("reason"),
+            "forget_log_id": t.get("forget_log_id"),
+        }
+        for i, t in sorted((trace.forgotten or {}).items())
+    ]
 
 
 def used_score_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -75,9 +113,20 @@ def ranking_rows(trace: RetrievalTrace) -> list[dict[str, Any]]:
     for item_id, tomb in (trace.forgotten or {}).items():
         if not texts.get(item_id):
             texts[item_id] = forgotten_label(tomb)
-    return [{"rank": r["rank"], "id": r["id"], "kind": r["kind"], "hop": r["hop"], "final": r["final"],
-             "in_context": r["in_context"], "outcome": STAGE_NAMES.get(r["reason"], r["reason"]),
-             "tokens": r.get("tokens"), "text": shorten(texts.get(r["id"], ""), 120)} for r in trace.ranking]
+    return [
+        {
+            "rank": r["rank"],
+            "id": r["id"],
+            "kind": r["kind"],
+            "hop": r["hop"],
+            "final": r["final"],
+            "in_context": r["in_context"],
+            "outcome": STAGE_NAMES.get(r["reason"], r["reason"]),
+            "tokens": r.get("tokens"),
+            "text": shorten(texts.get(r["id"], ""), 120),
+        }
+        for r in trace.ranking
+    ]
 
 
 def has_preceding_texts(trace: RetrievalTrace) -> bool:
@@ -101,10 +150,17 @@ def dropped_rows(trace: RetrievalTrace, hop: HopTrace) -> list[dict[str, Any]]:
     for c in hop.candidates:
         if c.in_context:
             continue
-        rows.append({"id": c.id, "kind": c.kind, "stage": STAGE_NAMES.get(c.context_reason, c.context_reason),
-                     "rule": drop_rule(trace, c, winner_hop), "hybrid": c.scores.get("hybrid"),
-                     "final": c.scores.get("final"),
-                     "text": forgotten_label(c.forgotten) if c.forgotten and not c.text else shorten(c.text, 160)})
+        rows.append(
+            {
+                "id": c.id,
+                "kind": c.kind,
+                "stage": STAGE_NAMES.get(c.context_reason, c.context_reason),
+                "rule": drop_rule(trace, c, winner_hop),
+                "hybrid": c.scores.get("hybrid"),
+                "final": c.scores.get("final"),
+                "text": forgotten_label(c.forgotten) if c.forgotten and not c.text else shorten(c.text, 160),
+            }
+        )
     return rows
 
 
@@ -120,10 +176,12 @@ def trace_label(summary: Mapping[str, Any]) -> str:
     The id keeps labels unique: Streamlit maps a selectbox choice back through its label, so two traces of the same
     question in the same minute must not look alike."""
     when = summary.get("created_at")
-    when_text = when.strftime("%Y-%m-%d %H:%M") if hasattr(when, "strftime") else str(when or "")[:16]
+    when_text = when.strftime("%Y-%m-%d %H:%M") if isinstance(when, (datetime, date)) else str(when or "")[:16]
     hops = summary.get("hops")
-    return (f"{when_text} · {hops} hop{'s' if hops != 1 else ''} · {shorten(summary.get('question', ''), 80)} · "
-            f"{summary.get('trace_id', '')}")
+    return (
+        f"{when_text} · {hops} hop{'s' if hops != 1 else ''} · {shorten(summary.get('question', ''), 80)} · "
+        f"{summary.get('trace_id', '')}"
+    )
 
 
 # -- the score breakdown ----------------------------------------------------------------------------------------
@@ -145,16 +203,26 @@ def score_parts(scores: Mapping[str, Any], settings: Mapping[str, Any]) -> list[
         vector_part = hybrid - bm25_part  # == (1-w)*similarity, taken from the stored hybrid so the sum is exact
     else:
         bm25_part, vector_part = 0.0, hybrid
-    decayed = hybrid * float(scores.get("decay") if scores.get("decay") is not None else 1.0)
-    temporal = float(scores.get("temporal") if scores.get("temporal") is not None else decayed)
-    final = float(scores.get("final") if scores.get("final") is not None else temporal)
+
+    def stored(name: str, missing: float) -> float:
+        value = scores.get(name)
+        return missing if value is None else float(value)
+
+    decayed = hybrid * stored("decay", 1.0)
+    temporal = stored("temporal", decayed)
+    final = stored("final", temporal)
     # From the stored factor, not final / hop_factor: a hop_weight of 0 would otherwise book the hop's discount
     # as feedback.
     feedback = scores.get("feedback_factor")
     after_feedback = temporal * float(feedback if feedback is not None else 1.0)
-    return [("vector", vector_part), ("bm25", bm25_part), ("decay", decayed - hybrid),
-            ("importance", temporal - decayed), ("feedback", after_feedback - temporal),
-            ("hop", final - after_feedback)]
+    return [
+        ("vector", vector_part),
+        ("bm25", bm25_part),
+        ("decay", decayed - hybrid),
+        ("importance", temporal - decayed),
+        ("feedback", after_feedback - temporal),
+        ("hop", final - after_feedback),
+    ]
 
 
 def feedback_factor(net: int, settings: Mapping[str, Any]) -> float:
@@ -189,13 +257,38 @@ def whatif_tables(replayed: RetrievalTrace, texts: Mapping[str, str]) -> tuple[l
     """Side-by-side tables of a replay: the old order (rank, context) and the new one (rank, change, context)."""
     before = sorted((r for r in replayed.ranking if r.get("old_rank") is not None), key=lambda r: r["old_rank"])
     after = sorted((r for r in replayed.ranking if r.get("rank") is not None), key=lambda r: r["rank"])
-    old_rows = [{"rank": r["old_rank"], "id": r["id"], "in_context": r["old_in_context"],
-                 "text": shorten(texts.get(r["id"], ""), 80)} for r in before]
-    new_rows = [{"rank": r["rank"], "id": r["id"], "change": _arrow(r.get("rank_change")),
-                 "context": r["context_change"], "final": r["final"],
-                 "text": shorten(texts.get(r["id"], ""), 80)} for r in after]
-    new_rows += [{"rank": None, "id": r["id"], "change": "filtered", "context": r["context_change"], "final": None,
-                  "text": shorten(texts.get(r["id"], ""), 80)} for r in replayed.ranking if r.get("rank") is None]
+    old_rows = [
+        {
+            "rank": r["old_rank"],
+            "id": r["id"],
+            "in_context": r["old_in_context"],
+            "text": shorten(texts.get(r["id"], ""), 80),
+        }
+        for r in before
+    ]
+    new_rows = [
+        {
+            "rank": r["rank"],
+            "id": r["id"],
+            "change": _arrow(r.get("rank_change")),
+            "context": r["context_change"],
+            "final": r["final"],
+            "text": shorten(texts.get(r["id"], ""), 80),
+        }
+        for r in after
+    ]
+    new_rows += [
+        {
+            "rank": None,
+            "id": r["id"],
+            "change": "filtered",
+            "context": r["context_change"],
+            "final": None,
+            "text": shorten(texts.get(r["id"], ""), 80),
+        }
+        for r in replayed.ranking
+        if r.get("rank") is None
+    ]
     return old_rows, new_rows
 
 
@@ -209,9 +302,11 @@ def _arrow(change: int | None) -> str:
 
 def whatif_summary(replayed: RetrievalTrace) -> dict[str, list[str]]:
     """Ids that moved, entered or left the context in a replay."""
-    return {"moved": [r["id"] for r in replayed.ranking if r.get("rank_change")],
-            "entered": [r["id"] for r in replayed.ranking if r.get("context_change") == "entered"],
-            "left": [r["id"] for r in replayed.ranking if r.get("context_change") == "left"]}
+    return {
+        "moved": [r["id"] for r in replayed.ranking if r.get("rank_change")],
+        "entered": [r["id"] for r in replayed.ranking if r.get("context_change") == "entered"],
+        "left": [r["id"] for r in replayed.ranking if r.get("context_change") == "left"],
+    }
 
 
 # -- feedback ---------------------------------------------------------------------------------------------------
@@ -219,12 +314,25 @@ def labelling_rows(trace: RetrievalTrace, limit: int, only_context: bool) -> lis
     """The candidates a person labels from a trace: the merged order (each with the hop its copy came from)."""
     texts = candidate_texts(trace)
     rows = [r for r in trace.ranking if r["in_context"] or not only_context]
-    return [{"id": r["id"], "kind": r["kind"], "hop": r["hop"], "rank": r["rank"], "in_context": r["in_context"],
-             "text": texts.get(r["id"], "")} for r in rows[:limit]]
+    return [
+        {
+            "id": r["id"],
+            "kind": r["kind"],
+            "hop": r["hop"],
+            "rank": r["rank"],
+            "in_context": r["in_context"],
+            "text": texts.get(r["id"], ""),
+        }
+        for r in rows[:limit]
+    ]
 
 
-def unlabelled_queue(summaries: Iterable[Mapping[str, Any]], labelled: Iterable[str],
-                     fetch: Callable[[str], RetrievalTrace], limit: int = 15) -> list[dict]:
+def unlabelled_queue(
+    summaries: Iterable[Mapping[str, Any]],
+    labelled: Iterable[str],
+    fetch: Callable[[str], RetrievalTrace],
+    limit: int = 15,
+) -> list[dict]:
     """Memories that reached a recent trace's context and have no feedback event yet (newest trace first).
 
     ``summaries`` are :meth:`MemoryEngine.list_traces` rows (they carry ``context_ids``), so only the traces that
@@ -243,8 +351,17 @@ def unlabelled_queue(summaries: Iterable[Mapping[str, Any]], labelled: Iterable[
     for trace_id, item_id in picked[:limit]:
         trace = fetch(trace_id)
         r = next(r for r in trace.ranking if r["id"] == item_id)
-        out.append({"id": item_id, "kind": r["kind"], "trace_id": trace_id, "hop": r["hop"], "rank": r["rank"],
-                    "question": shorten(trace.question, 80), "text": candidate_texts(trace).get(item_id, "")})
+        out.append(
+            {
+                "id": item_id,
+                "kind": r["kind"],
+                "trace_id": trace_id,
+                "hop": r["hop"],
+                "rank": r["rank"],
+                "question": shorten(trace.question, 80),
+                "text": candidate_texts(trace).get(item_id, ""),
+            }
+        )
     return out
 
 
@@ -256,8 +373,16 @@ def rank_comparison(before: RetrievalTrace, after: RetrievalTrace, ids: Sequence
     rows = []
     for key in keys:
         o, n = old.get(key), new.get(key)
-        rows.append({"id": key, "rank_before": o["rank"] if o else None, "rank_after": n["rank"] if n else None,
-                     "change": _arrow((o["rank"] - n["rank"]) if o and n else None) if n else "gone",
-                     "final_before": o["final"] if o else None, "final_after": n["final"] if n else None,
-                     "in_context_before": bool(o and o["in_context"]), "in_context_after": bool(n and n["in_context"])})
+        rows.append(
+            {
+                "id": key,
+                "rank_before": o["rank"] if o else None,
+                "rank_after": n["rank"] if n else None,
+                "change": _arrow((o["rank"] - n["rank"]) if o and n else None) if n else "gone",
+                "final_before": o["final"] if o else None,
+                "final_after": n["final"] if n else None,
+                "in_context_before": bool(o and o["in_context"]),
+                "in_context_after": bool(n and n["in_context"]),
+            }
+        )
     return rows

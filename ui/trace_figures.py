@@ -15,21 +15,42 @@ from engine import CandidateTrace, RetrievalTrace
 from .trace_data import score_parts, shorten
 
 # Short step names on the axis; the formulas are in the page's caption.
-PART_LABELS = {"vector": "vector", "bm25": "bm25", "decay": "×decay", "importance": "×importance",
-               "feedback": "×feedback", "hop": "×hop"}
+PART_LABELS = {
+    "vector": "vector",
+    "bm25": "bm25",
+    "decay": "×decay",
+    "importance": "×importance",
+    "feedback": "×feedback",
+    "hop": "×hop",
+}
 UP, DOWN, TOTAL = "#2e7d32", "#c62828", "#1f4e79"
 
 
-def waterfall_steps(candidate: CandidateTrace, settings: Mapping[str, Any]) -> tuple[list[str], list[str],
-                                                                                         list[float]]:
+def waterfall_steps(candidate: CandidateTrace, settings: Mapping[str, Any]) -> tuple[list[str], list[str], list[float]]:
     """One candidate's waterfall: (step labels, plotly measures, values). The first step sets the running total,
     ``total`` steps show it (hybrid after the blend, final at the end), so the bars end exactly at the final score."""
     parts = dict(score_parts(candidate.scores, settings))
-    labels = [PART_LABELS["vector"], PART_LABELS["bm25"], "=hybrid", PART_LABELS["decay"],
-              PART_LABELS["importance"], PART_LABELS["feedback"], PART_LABELS["hop"], "=final"]
+    labels = [
+        PART_LABELS["vector"],
+        PART_LABELS["bm25"],
+        "=hybrid",
+        PART_LABELS["decay"],
+        PART_LABELS["importance"],
+        PART_LABELS["feedback"],
+        PART_LABELS["hop"],
+        "=final",
+    ]
     measures = ["absolute", "relative", "total", "relative", "relative", "relative", "relative", "total"]
-    values = [parts["vector"], parts["bm25"], 0.0, parts["decay"], parts["importance"], parts["feedback"],
-              parts["hop"], 0.0]
+    values = [
+        parts["vector"],
+        parts["bm25"],
+        0.0,
+        parts["decay"],
+        parts["importance"],
+        parts["feedback"],
+        parts["hop"],
+        0.0,
+    ]
     return labels, measures, values
 
 
@@ -49,8 +70,12 @@ def bar_texts(measures: Sequence[str], values: Sequence[float]) -> list[str]:
     return out
 
 
-def score_waterfall(candidates: Sequence[CandidateTrace], settings: Mapping[str, Any], top_n: int = 5,
-                    title: str = "How the final score was built") -> go.Figure:
+def score_waterfall(
+    candidates: Sequence[CandidateTrace],
+    settings: Mapping[str, Any],
+    top_n: int = 5,
+    title: str = "How the final score was built",
+) -> go.Figure:
     """A waterfall per candidate (top ``top_n`` by final score), side by side on a grouped axis."""
     chosen = sorted(candidates, key=lambda c: -(c.scores.get("final") or 0.0))[:top_n]
     groups: list[str] = []
@@ -66,14 +91,31 @@ def score_waterfall(candidates: Sequence[CandidateTrace], settings: Mapping[str,
         values += v
         texts += bar_texts(m, v)
     # Each bar carries its value: decay can shrink a final score to ~0.04, too small to read off the axis.
-    fig = go.Figure(go.Waterfall(
-        x=[groups, steps], measure=measures, y=values, orientation="v", text=texts, textposition="outside",
-        textfont={"size": 9}, cliponaxis=False,
-        increasing={"marker": {"color": UP}}, decreasing={"marker": {"color": DOWN}},
-        totals={"marker": {"color": TOTAL}}, connector={"line": {"color": "#999", "width": 1}},
-        hovertemplate="%{x}<br>%{text}<extra></extra>"))
-    fig.update_layout(title=title, height=380, margin={"l": 40, "r": 10, "t": 50, "b": 110}, showlegend=False,
-                      yaxis_title="score", xaxis={"tickangle": -60, "tickfont": {"size": 10}})
+    fig = go.Figure(
+        go.Waterfall(
+            x=[groups, steps],
+            measure=measures,
+            y=values,
+            orientation="v",
+            text=texts,
+            textposition="outside",
+            textfont={"size": 9},
+            cliponaxis=False,
+            increasing={"marker": {"color": UP}},
+            decreasing={"marker": {"color": DOWN}},
+            totals={"marker": {"color": TOTAL}},
+            connector={"line": {"color": "#999", "width": 1}},
+            hovertemplate="%{x}<br>%{text}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=title,
+        height=380,
+        margin={"l": 40, "r": 10, "t": 50, "b": 110},
+        showlegend=False,
+        yaxis_title="score",
+        xaxis={"tickangle": -60, "tickfont": {"size": 10}},
+    )
     return fig
 
 
@@ -87,13 +129,23 @@ def rank_shift_figure(ranking: Sequence[Mapping[str, Any]], top_n: int = 20) -> 
     for r in rows:
         old = r.get("old_rank") or bottom
         new = r.get("rank") or bottom
-        fig.add_trace(go.Scatter(
-            x=["before", "after"], y=[old, new], mode="lines+markers",
-            line={"color": colors.get(r.get("context_change", "out"), "#9e9e9e"), "width": 2},
-            name=shorten(r["id"], 28), hovertemplate=f"{shorten(r['id'], 40)}<br>rank %{{y}}<extra></extra>"))
-    fig.update_layout(title="Rank before and after the replay (green: enters the context, red: leaves)",
-                      height=380, showlegend=False, margin={"l": 40, "r": 10, "t": 50, "b": 30},
-                      yaxis={"autorange": "reversed", "title": "rank", "dtick": 1})
+        fig.add_trace(
+            go.Scatter(
+                x=["before", "after"],
+                y=[old, new],
+                mode="lines+markers",
+                line={"color": colors.get(r.get("context_change", "out"), "#9e9e9e"), "width": 2},
+                name=shorten(r["id"], 28),
+                hovertemplate=f"{shorten(r['id'], 40)}<br>rank %{{y}}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title="Rank before and after the replay (green: enters the context, red: leaves)",
+        height=380,
+        showlegend=False,
+        margin={"l": 40, "r": 10, "t": 50, "b": 30},
+        yaxis={"autorange": "reversed", "title": "rank", "dtick": 1},
+    )
     return fig
 
 
@@ -104,10 +156,16 @@ def hop_counts_figure(trace: RetrievalTrace) -> go.Figure:
     found = [h.counts.get("found", len(h.candidates)) for h in trace.hops]
     kept = [h.counts.get("kept", 0) for h in trace.hops]
     used = [sum(1 for c in h.candidates if c.id in context and c.in_context) for h in trace.hops]
-    fig = go.Figure([go.Bar(name="found", x=hops, y=found), go.Bar(name="kept", x=hops, y=kept),
-                     go.Bar(name="in context", x=hops, y=used)])
-    fig.update_layout(barmode="group", height=260, margin={"l": 30, "r": 10, "t": 30, "b": 30},
-                      title="Candidates per hop")
+    fig = go.Figure(
+        [
+            go.Bar(name="found", x=hops, y=found),
+            go.Bar(name="kept", x=hops, y=kept),
+            go.Bar(name="in context", x=hops, y=used),
+        ]
+    )
+    fig.update_layout(
+        barmode="group", height=260, margin={"l": 30, "r": 10, "t": 30, "b": 30}, title="Candidates per hop"
+    )
     return fig
 
 
@@ -116,13 +174,25 @@ def timing_figure(spans: Sequence[Any]) -> go.Figure:
     the order the stages ran, nested spans indented; each bar says its milliseconds."""
     names = [("\u2003" * s.depth) + s.name for s in spans]
     colors = {0: TOTAL, 1: "#5b8db8", 2: "#9cc3e4"}
-    fig = go.Figure(go.Bar(
-        y=names, x=[max(s.duration_ms, 0.001) for s in spans], base=[s.start_ms for s in spans], orientation="h",
-        marker={"color": [colors.get(s.depth, "#9cc3e4") for s in spans]},
-        text=[f"{s.duration_ms:.1f} ms" for s in spans], textposition="outside", cliponaxis=False,
-        hovertemplate="%{y}<br>starts at %{base:.1f} ms, takes %{x:.1f} ms<extra></extra>"))
-    fig.update_layout(title="Where the time went (stages in the order they ran)", height=90 + 26 * len(spans),
-                      margin={"l": 10, "r": 60, "t": 50, "b": 40}, showlegend=False,
-                      xaxis_title="milliseconds since the retrieval started",
-                      yaxis={"autorange": "reversed", "automargin": True})
+    fig = go.Figure(
+        go.Bar(
+            y=names,
+            x=[max(s.duration_ms, 0.001) for s in spans],
+            base=[s.start_ms for s in spans],
+            orientation="h",
+            marker={"color": [colors.get(s.depth, "#9cc3e4") for s in spans]},
+            text=[f"{s.duration_ms:.1f} ms" for s in spans],
+            textposition="outside",
+            cliponaxis=False,
+            hovertemplate="%{y}<br>starts at %{base:.1f} ms, takes %{x:.1f} ms<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title="Where the time went (stages in the order they ran)",
+        height=90 + 26 * len(spans),
+        margin={"l": 10, "r": 60, "t": 50, "b": 40},
+        showlegend=False,
+        xaxis_title="milliseconds since the retrieval started",
+        yaxis={"autorange": "reversed", "automargin": True},
+    )
     return fig

@@ -68,8 +68,9 @@ def show_label_flash() -> None:
         getattr(st, kind)(md_escape(message))
 
 
-def label_controls(engine: MemoryEngine, trace: RetrievalTrace, labels: TraceLabels, item_id: str,
-                   hop: int | None, key: str) -> None:
+def label_controls(
+    engine: MemoryEngine, trace: RetrievalTrace, labels: TraceLabels, item_id: str, hop: int | None, key: str
+) -> None:
     """Useful / Harmful / Undo for one memory of the trace, with its current label and net beside them."""
     current = labels.current(item_id)
     events = labels.from_trace.get(item_id, ())
@@ -77,10 +78,28 @@ def label_controls(engine: MemoryEngine, trace: RetrievalTrace, labels: TraceLab
     shown = f"label from this trace: **{current}**" if current else "not labelled from this trace"
     state.caption(f"{md_escape(item_id)} · {shown} · net over all labels {labels.net(item_id):+d}")
     args = (engine, trace, item_id)
-    useful.button("Useful", icon=":material/thumb_up:", key=f"{key}_useful_{item_id}", on_click=_label,
-                  args=(*args, "useful", hop), type="primary" if current == "useful" else "secondary")
-    harmful.button("Harmful", icon=":material/thumb_down:", key=f"{key}_harmful_{item_id}", on_click=_label,
-                   args=(*args, "harmful", hop), type="primary" if current == "harmful" else "secondary")
-    undo.button("Undo", icon=":material/undo:", key=f"{key}_undo_{item_id}", disabled=not events,
-                on_click=_undo, args=(engine, trace, events[0].id if events else 0, item_id),
-                help="Delete the newest label this trace gave this memory")
+    useful.button(
+        "Useful",
+        icon=":material/thumb_up:",
+        key=f"{key}_useful_{item_id}",
+        on_click=_label,
+        args=(*args, "useful", hop),
+        type="primary" if current == "useful" else "secondary",
+    )
+    harmful.button(
+        "Harmful",
+        icon=":material/thumb_down:",
+        key=f"{key}_harmful_{item_id}",
+        on_click=_label,
+        args=(*args, "harmful", hop),
+        type="primary" if current == "harmful" else "secondary",
+    )
+    undo.button(
+        "Undo",
+        icon=":material/undo:",
+        key=f"{key}_undo_{item_id}",
+        disabled=not events,
+        on_click=_undo,
+        args=(engine, trace, events[0].id if events else 0, item_id),
+        help="Delete the newest label this trace gave this memory",
+    )

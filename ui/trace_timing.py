@@ -14,9 +14,16 @@ from dataclasses import dataclass
 from engine import RetrievalTrace
 
 HOP_STAGES = ("embed_query", "search", "candidates", "llm_judge", "scoring")
-STAGE_LABELS = {"query_generation": "query generation", "embed_query": "embed the query", "search": "search",
-                "candidates": "load candidates", "llm_judge": "LLM relevance judge", "scoring": "scoring",
-                "merge_and_assembly": "merge and assembly", "trace_write": "write the trace"}
+STAGE_LABELS = {
+    "query_generation": "query generation",
+    "embed_query": "embed the query",
+    "search": "search",
+    "candidates": "load candidates",
+    "llm_judge": "LLM relevance judge",
+    "scoring": "scoring",
+    "merge_and_assembly": "merge and assembly",
+    "trace_write": "write the trace",
+}
 TOTAL_KEYS = ("total", "pipeline", "replay")  # total: a fresh trace also timed writing itself
 
 
@@ -65,5 +72,12 @@ def timing_spans(trace: RetrievalTrace) -> list[Span]:
 def timing_rows(spans: list[Span]) -> list[dict]:
     """The spans as table rows, with each one's share of the whole."""
     whole = spans[0].duration_ms if spans and spans[0].duration_ms > 0 else 1.0
-    return [{"stage": ("    " * s.depth) + s.name, "starts at ms": round(s.start_ms, 2), "ms": round(s.duration_ms, 2),
-             "share": f"{100 * s.duration_ms / whole:.1f} %"} for s in spans]
+    return [
+        {
+            "stage": ("    " * s.depth) + s.name,
+            "starts at ms": round(s.start_ms, 2),
+            "ms": round(s.duration_ms, 2),
+            "share": f"{100 * s.duration_ms / whole:.1f} %",
+        }
+        for s in spans
+    ]

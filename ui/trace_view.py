@@ -7,7 +7,7 @@ markdown strings built here escape everything that came from the store or the us
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 import streamlit as st
@@ -55,8 +55,14 @@ def number_config(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return config
 
 
-def table(rows: Sequence[Mapping[str, Any]], key: str, columns: Sequence[str] | None = None,
-          height: int | str = "auto", pinned: Sequence[str] = (), selectable: bool = False) -> str | None:
+def table(
+    rows: Sequence[Mapping[str, Any]],
+    key: str,
+    columns: Sequence[str] | None = None,
+    height: int | Literal["auto", "stretch", "content"] = "auto",
+    pinned: Sequence[str] = (),
+    selectable: bool = False,
+) -> str | None:
     """A read-only table of plain rows (text cells stay text, missing values are blank cells). ``pinned`` columns
     stay on the left while the rest scrolls; ``selectable``: one row can be selected, and its ``id`` is returned."""
     frame = pd.DataFrame(list(rows))
@@ -71,8 +77,16 @@ def table(rows: Sequence[Mapping[str, Any]], key: str, columns: Sequence[str] | 
     if not selectable:
         st.dataframe(frame, hide_index=True, column_config=config, key=key, height=height, placeholder="")
         return None
-    event = st.dataframe(frame, hide_index=True, column_config=config, key=key, height=height, placeholder="",
-                         on_select="rerun", selection_mode="single-row")
+    event = st.dataframe(
+        frame,
+        hide_index=True,
+        column_config=config,
+        key=key,
+        height=height,
+        placeholder="",
+        on_select="rerun",
+        selection_mode="single-row",
+    )
     picked = list(event.selection.rows) if event is not None else []
     if picked and "id" in frame.columns and picked[0] < len(frame):
         return str(frame["id"].iloc[picked[0]])
@@ -99,12 +113,16 @@ def trace_header(trace: RetrievalTrace) -> None:
     total = trace.timings_ms.get("pipeline") or trace.timings_ms.get("total") or trace.timings_ms.get("replay")
     cols[4].metric("Pipeline time", f"{total:.0f} ms" if isinstance(total, (int, float)) else "—")
     if trace.forgotten:
-        st.warning(f"{len(trace.forgotten)} memor{'y' if len(trace.forgotten) == 1 else 'ies'} of this trace "
-                   "was forgotten since it was stored (hard: its text is deleted from the trace too).")
+        st.warning(
+            f"{len(trace.forgotten)} memor{'y' if len(trace.forgotten) == 1 else 'ies'} of this trace "
+            "was forgotten since it was stored (hard: its text is deleted from the trace too)."
+        )
         table(forgotten_rows(trace), key="trace_forgotten")
-    st.caption(f"Trace {md_escape(trace.trace_id)} · user {md_escape(trace.user_id)} · session "
-               f"{md_escape(trace.session_id or '—')} · {md_escape(trace.created_at[:19])} · strategies: "
-               + md_escape(", ".join(f"{k}={v}" for k, v in trace.strategies.items())))
+    st.caption(
+        f"Trace {md_escape(trace.trace_id)} · user {md_escape(trace.user_id)} · session "
+        f"{md_escape(trace.session_id or '—')} · {md_escape(trace.created_at[:19])} · strategies: "
+        + md_escape(", ".join(f"{k}={v}" for k, v in trace.strategies.items()))
+    )
 
 
 def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int, labels: Any = None) -> str | None:
@@ -117,9 +135,11 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int, labels: Any =
     with left:
         st.caption("Query")
         st.code(hop.query, language=None, wrap_lines=True)
-        st.caption(f"Proposed by **{md_escape(hop.proposed_by)}** · relevance judged against "
-                   f"{'the question' if hop.relevance_text == trace.question else 'this query'} · found "
-                   f"{hop.counts.get('found')}, kept {hop.counts.get('kept')}, dropped {hop.counts.get('dropped')}")
+        st.caption(
+            f"Proposed by **{md_escape(hop.proposed_by)}** · relevance judged against "
+            f"{'the question' if hop.relevance_text == trace.question else 'this query'} · found "
+            f"{hop.counts.get('found')}, kept {hop.counts.get('kept')}, dropped {hop.counts.get('dropped')}"
+        )
     with right:
         st.caption("How the query was made")
         st.json(hop.proposal or {}, expanded=1)
@@ -131,28 +151,55 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int, labels: Any =
         rows = [{**r, "label": labels.current(r["id"]), "net": labels.net(r["id"])} for r in rows]
     # Dense: who and what on the left (pinned), then the verdict (final score, the deciding rule, the outcome),
     # then every score in pipeline order and the rank after each stage (only the stages that ran).
-    ranks = [f"rank_{s}" for s in ("hybrid", "filter", "temporal", "feedback", "mmr")
-             if any(r.get(f"rank_{s}") is not None for r in rows)]
-    columns = ["id", "text", "final", "rule", "outcome", "rank_final", "label", "net", "kind", "found_by",
-               "relevance", *[c for c in used_score_columns(rows) if c != "final"], *ranks, "tokens"] + (
-                   ["forgotten"] if any(r.get("forgotten") for r in rows) else [])
+    ranks = [
+        f"rank_{s}"
+        for s in ("hybrid", "filter", "temporal", "feedback", "mmr")
+        if any(r.get(f"rank_{s}") is not None for r in rows)
+    ]
+    columns = [
+        "id",
+        "text",
+        "final",
+        "rule",
+        "outcome",
+        "rank_final",
+        "label",
+        "net",
+        "kind",
+        "found_by",
+        "relevance",
+        *[c for c in used_score_columns(rows) if c != "final"],
+        *ranks,
+        "tokens",
+    ] + (["forgotten"] if any(r.get("forgotten") for r in rows) else [])
     note = ""
     if any(r["preceded_by"] for r in rows):
         columns.append("preceded_by")
-        note = ("; preceded_by is what came right before a memory where it was said: its vector embeds it too, so "
-                "it counts in vector_similarity, and the query's words in it give bm25_preceding, which counts in "
-                "bm25_norm at preceding_bm25_weight")
+        note = (
+            "; preceded_by is what came right before a memory where it was said: its vector embeds it too, so "
+            "it counts in vector_similarity, and the query's words in it give bm25_preceding, which counts in "
+            "bm25_norm at preceding_bm25_weight"
+        )
     pick = "; select a row to label it" if labels is not None else ""
     st.caption(f"{len(rows)} candidates (kept ones by final score, then the dropped ones){note}{pick}")
-    selected = table(rows, key=f"trace_cands_{hop.hop}", columns=columns, pinned=("id", "text"),
-                     selectable=labels is not None)
+    selected = table(
+        rows, key=f"trace_cands_{hop.hop}", columns=columns, pinned=("id", "text"), selectable=labels is not None
+    )
     kept = [c for c in hop.candidates if c.verdicts.get("relevance") != "dropped"]
     if kept:
-        st.plotly_chart(score_waterfall(kept, trace.settings, top_n,
-                                        title=f"Hop {hop.hop}: how the top {min(top_n, len(kept))} final "
-                                              "scores were built"), key=f"trace_fig_{hop.hop}")
-        st.caption("vector = (1−w)·similarity, bm25 = w·bm25_norm (w = bm25_weight); their sum is the hybrid score. "
-                   "Decay, importance and feedback multiply it: each bar is the change that factor made.")
+        st.plotly_chart(
+            score_waterfall(
+                kept,
+                trace.settings,
+                top_n,
+                title=f"Hop {hop.hop}: how the top {min(top_n, len(kept))} final scores were built",
+            ),
+            key=f"trace_fig_{hop.hop}",
+        )
+        st.caption(
+            "vector = (1−w)·similarity, bm25 = w·bm25_norm (w = bm25_weight); their sum is the hybrid score. "
+            "Decay, importance and feedback multiply it: each bar is the change that factor made."
+        )
     dropped = dropped_rows(trace, hop)
     with st.expander(f"Dropped at hop {hop.hop}: {len(dropped)} candidate(s) not in the context", expanded=False):
         if dropped:
@@ -166,8 +213,11 @@ def context_section(trace: RetrievalTrace) -> None:
     """The assembled context exactly as the agent gets it, and how much of the budget it uses."""
     st.subheader("Assembled context")
     budget = trace.settings.get("budget_tokens")
-    st.progress(budget_share(trace), text=f"{trace.context_tokens} of {budget} tokens "
-                f"({len(trace.context_ids)} memories, mode {trace.settings.get('assembly_mode')})")
+    st.progress(
+        budget_share(trace),
+        text=f"{trace.context_tokens} of {budget} tokens "
+        f"({len(trace.context_ids)} memories, mode {trace.settings.get('assembly_mode')})",
+    )
     if trace.context:
         st.code(trace.context, language=None, wrap_lines=True)
     else:
@@ -183,54 +233,139 @@ def whatif_controls(trace: RetrievalTrace) -> dict[str, Any]:
     values: dict[str, Any] = {}
     c1, c2, c3 = st.columns(3)
     with c1:
-        values["bm25_weight"] = st.slider("bm25_weight", 0.0, 1.0, float(s["bm25_weight"]), 0.05,
-                                          help=specs["bm25_weight"]["help"], key="trace_wi_bm25_weight")
+        values["bm25_weight"] = st.slider(
+            "bm25_weight",
+            0.0,
+            1.0,
+            float(s["bm25_weight"]),
+            0.05,
+            help=specs["bm25_weight"]["help"],
+            key="trace_wi_bm25_weight",
+        )
         hl = float(s["half_life_days"])
-        values["half_life_days"] = st.slider("half_life_days", min(1.0, hl), max(365.0, hl), hl, 1.0,
-                                             help=specs["half_life_days"]["help"], key="trace_wi_half_life_days")
-        values["relevance_min_score"] = st.slider("relevance_min_score", 0.0, 1.0, float(s["relevance_min_score"]),
-                                                  0.05, help=specs["relevance_min_score"]["help"],
-                                                  key="trace_wi_relevance_min_score")
+        values["half_life_days"] = st.slider(
+            "half_life_days",
+            min(1.0, hl),
+            max(365.0, hl),
+            hl,
+            1.0,
+            help=specs["half_life_days"]["help"],
+            key="trace_wi_half_life_days",
+        )
+        values["relevance_min_score"] = st.slider(
+            "relevance_min_score",
+            0.0,
+            1.0,
+            float(s["relevance_min_score"]),
+            0.05,
+            help=specs["relevance_min_score"]["help"],
+            key="trace_wi_relevance_min_score",
+        )
     with c2:
-        values["feedback_weight"] = st.slider("feedback_weight", 0.0, 1.0, float(s["feedback_weight"]), 0.05,
-                                              help=specs["feedback_weight"]["help"], key="trace_wi_feedback_weight")
+        values["feedback_weight"] = st.slider(
+            "feedback_weight",
+            0.0,
+            1.0,
+            float(s["feedback_weight"]),
+            0.05,
+            help=specs["feedback_weight"]["help"],
+            key="trace_wi_feedback_weight",
+        )
         iw = float(s["importance_weight"])
-        values["importance_weight"] = st.slider("importance_weight", 0.0, max(3.0, iw), iw, 0.1,
-                                                help=specs["importance_weight"]["help"],
-                                                key="trace_wi_importance_weight")
+        values["importance_weight"] = st.slider(
+            "importance_weight",
+            0.0,
+            max(3.0, iw),
+            iw,
+            0.1,
+            help=specs["importance_weight"]["help"],
+            key="trace_wi_importance_weight",
+        )
         budget = int(s["budget_tokens"])
-        values["budget_tokens"] = st.slider("budget_tokens", min(50, budget), max(8000, 2 * budget), budget, 50,
-                                            help=specs["budget_tokens"]["help"], key="trace_wi_budget_tokens")
+        values["budget_tokens"] = st.slider(
+            "budget_tokens",
+            min(50, budget),
+            max(8000, 2 * budget),
+            budget,
+            50,
+            help=specs["budget_tokens"]["help"],
+            key="trace_wi_budget_tokens",
+        )
     with c3:
-        values["mmr_enabled"] = st.toggle("MMR", bool(s["mmr_enabled"]), help=specs["mmr_enabled"]["help"],
-                                          key="trace_wi_mmr_enabled")
-        values["mmr_lambda"] = st.slider("mmr_lambda", 0.0, 1.0, float(s["mmr_lambda"]), 0.05,
-                                         help=specs["mmr_lambda"]["help"], key="trace_wi_mmr_lambda")
+        values["mmr_enabled"] = st.toggle(
+            "MMR", bool(s["mmr_enabled"]), help=specs["mmr_enabled"]["help"], key="trace_wi_mmr_enabled"
+        )
+        values["mmr_lambda"] = st.slider(
+            "mmr_lambda",
+            0.0,
+            1.0,
+            float(s["mmr_lambda"]),
+            0.05,
+            help=specs["mmr_lambda"]["help"],
+            key="trace_wi_mmr_lambda",
+        )
         modes = list(specs["assembly_mode"]["choices"])
-        values["assembly_mode"] = st.radio("assembly_mode", modes, index=modes.index(s["assembly_mode"]),
-                                           horizontal=True, help=specs["assembly_mode"]["help"],
-                                           key="trace_wi_assembly_mode")
+        values["assembly_mode"] = st.radio(
+            "assembly_mode",
+            modes,
+            index=modes.index(s["assembly_mode"]),
+            horizontal=True,
+            help=specs["assembly_mode"]["help"],
+            key="trace_wi_assembly_mode",
+        )
         if len(trace.hops) > 1:  # the later-hop discount only matters when there is a later hop
-            values["hop_weight"] = st.slider("hop_weight", 0.0, 1.0, float(s["hop_weight"]), 0.05,
-                                             help=specs["hop_weight"]["help"], key="trace_wi_hop_weight")
+            values["hop_weight"] = st.slider(
+                "hop_weight",
+                0.0,
+                1.0,
+                float(s["hop_weight"]),
+                0.05,
+                help=specs["hop_weight"]["help"],
+                key="trace_wi_hop_weight",
+            )
         if has_preceding_texts(trace):
             pw = float(s["preceding_bm25_weight"])
-            values["preceding_bm25_weight"] = st.slider("preceding_bm25_weight", 0.0, max(2.0, pw), pw, 0.05,
-                                                        help=specs["preceding_bm25_weight"]["help"],
-                                                        key="trace_wi_preceding_bm25_weight")
+            values["preceding_bm25_weight"] = st.slider(
+                "preceding_bm25_weight",
+                0.0,
+                max(2.0, pw),
+                pw,
+                0.05,
+                help=specs["preceding_bm25_weight"]["help"],
+                key="trace_wi_preceding_bm25_weight",
+            )
     c4, c5, c6 = st.columns(3)
     with c4:
         fusions = list(specs["fusion"]["choices"])
-        values["fusion"] = st.radio("fusion", fusions, index=fusions.index(s["fusion"]), horizontal=True,
-                                    help=specs["fusion"]["help"], key="trace_wi_fusion")
+        values["fusion"] = st.radio(
+            "fusion",
+            fusions,
+            index=fusions.index(s["fusion"]),
+            horizontal=True,
+            help=specs["fusion"]["help"],
+            key="trace_wi_fusion",
+        )
     with c5:
-        values["decay_floor"] = st.slider("decay_floor", 0.0, 1.0, float(s["decay_floor"]), 0.05,
-                                          help=specs["decay_floor"]["help"], key="trace_wi_decay_floor")
+        values["decay_floor"] = st.slider(
+            "decay_floor",
+            0.0,
+            1.0,
+            float(s["decay_floor"]),
+            0.05,
+            help=specs["decay_floor"]["help"],
+            key="trace_wi_decay_floor",
+        )
     with c6:
         protect = int(s["relevance_protect_top"])
-        values["relevance_protect_top"] = st.slider("relevance_protect_top", 0, max(20, protect), protect, 1,
-                                                    help=specs["relevance_protect_top"]["help"],
-                                                    key="trace_wi_relevance_protect_top")
+        values["relevance_protect_top"] = st.slider(
+            "relevance_protect_top",
+            0,
+            max(20, protect),
+            protect,
+            1,
+            help=specs["relevance_protect_top"]["help"],
+            key="trace_wi_relevance_protect_top",
+        )
     return values
 
 

@@ -96,8 +96,9 @@ def trace_url(trace_id: str, user: str | None = None, tab: str = "hops", memory:
     return "./retrieval?" + urlencode({k: v for k, v in params.items() if v})
 
 
-def trace_params(trace_id: str, user: str | None = None, tab: str = "hops", memory: str | None = None
-                 ) -> dict[str, str]:
+def trace_params(
+    trace_id: str, user: str | None = None, tab: str = "hops", memory: str | None = None
+) -> dict[str, str]:
     """The same as query params for ``st.page_link(page_file("retrieval"), query_params=...)``."""
     params = {"user": user, "trace": trace_id, "tab": tab, "memory": memory}
     return {k: v for k, v in params.items() if v}

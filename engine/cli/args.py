@@ -49,8 +49,7 @@ def add_user(p: argparse.ArgumentParser, required: bool = True) -> None:
 
 
 def add_session(p: argparse.ArgumentParser, required: bool = True) -> None:
-    p.add_argument("--session", "-s", dest="session", type=SESSION, required=required, metavar="S",
-                   help="session id")
+    p.add_argument("--session", "-s", dest="session", type=SESSION, required=required, metavar="S", help="session id")
 
 
 def add_page(p: argparse.ArgumentParser, limit: int = 50) -> None:

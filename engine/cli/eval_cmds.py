@@ -19,8 +19,19 @@ from .output import Col, Result, cell, plain, table
 EXIT_GATE_FAILED = 3
 SET_NAME = id_type("set name")
 RUN_ID = id_type("run id")
-TABLE_METRICS = ("recall@1", "recall@5", "recall@10", "recall@25", "hit@10", "all@10", "mrr", "ndcg@10",
-                 "context_recall", "latency_p50_ms", "latency_p95_ms")
+TABLE_METRICS = (
+    "recall@1",
+    "recall@5",
+    "recall@10",
+    "recall@25",
+    "hit@10",
+    "all@10",
+    "mrr",
+    "ndcg@10",
+    "context_recall",
+    "latency_p50_ms",
+    "latency_p95_ms",
+)
 
 
 def metrics_table(metrics: dict) -> str:
@@ -37,16 +48,28 @@ def _line(stream, text: str) -> None:
 
 def cmd_eval_sets(ctx) -> Result:
     rows = plain(ctx.engine.evals.sets())
-    cols = [Col("name", "set", 30), Col("cases", "cases", 6), Col("runs", "runs", 5), Col("categories", "categories", 60),
-            Col("description", "description", 50)]
+    cols = [
+        Col("name", "set", 30),
+        Col("cases", "cases", 6),
+        Col("runs", "runs", 5),
+        Col("categories", "categories", 60),
+        Col("description", "description", 50),
+    ]
     return Result(rows, lambda r: table(r, cols, "(no expectation sets)"))
 
 
 def cmd_eval_runs(ctx) -> Result:
     runs = ctx.engine.evals.runs(ctx.args.set_name)
     rows = [{**plain(r), "recall@10": r.metrics.get("overall", {}).get("recall@10")} for r in runs]
-    cols = [Col("started_at", "started"), Col("run_id", "run", 22), Col("set_name", "set", 20), Col("label", "label", 30),
-            Col("status", "status", 7), Col("cases", "cases", 6), Col("recall@10", "recall@10", 9)]
+    cols = [
+        Col("started_at", "started"),
+        Col("run_id", "run", 22),
+        Col("set_name", "set", 20),
+        Col("label", "label", 30),
+        Col("status", "status", 7),
+        Col("cases", "cases", 6),
+        Col("recall@10", "recall@10", 9),
+    ]
     return Result(rows, lambda r: table(r, cols, "(no runs)"))
 
 
@@ -66,8 +89,7 @@ def _split_sets(values: list[str] | None) -> tuple[str, dict[str, str]]:
     """``--set`` names the expectation set once and may also give KEY=VALUE retrieval overrides."""
     names = [v for v in values or [] if "=" not in v]
     if len(names) != 1:
-        raise InvalidInput("give the expectation set once with --set NAME (other --set values are KEY=VALUE "
-                           "overrides)")
+        raise InvalidInput("give the expectation set once with --set NAME (other --set values are KEY=VALUE overrides)")
     try:
         name = SET_NAME(names[0])
     except argparse.ArgumentTypeError as exc:
@@ -115,8 +137,15 @@ def cmd_eval(ctx) -> Result:
         if done == total or done % 100 == 0:
             _line(stderr, f"eval {set_name}: {done}/{total} cases")
 
-    run = ctx.engine.evaluate(set_name, preset=a.preset, overrides=overrides or None, hops=a.hops, label=a.label,
-                              method=a.method, progress=progress)
+    run = ctx.engine.evaluate(
+        set_name,
+        preset=a.preset,
+        overrides=overrides or None,
+        hops=a.hops,
+        label=a.label,
+        method=a.method,
+        progress=progress,
+    )
     overall = run.metrics.get("overall", {})
     checks: list[dict[str, Any]] = []
     for key, floor in floors.items():
@@ -126,15 +155,23 @@ def cmd_eval(ctx) -> Result:
         before = baseline.metrics.get("overall", {}).get(key) if baseline else None
         value = overall.get(key)
         ok = value is not None and before is not None and before - value <= drop + 1e-12
-        checks.append({"check": f"{key} drop from {baseline.run_id if baseline else ''} <= {drop}",
-                       "value": value, "baseline": before, "passed": ok})
+        checks.append(
+            {
+                "check": f"{key} drop from {baseline.run_id if baseline else ''} <= {drop}",
+                "value": value,
+                "baseline": before,
+                "passed": ok,
+            }
+        )
     passed = all(c["passed"] for c in checks)
     data = {"run": plain(run), "gate": {"passed": passed, "checks": checks}}
 
     def human(d: dict) -> str:
         r = d["run"]
-        head = (f"run {r['run_id']} of set {r['set_name']} ({r['label']}; method {r['method']}, "
-                f"{r['cases']} cases, code {r['code_version']})")
+        head = (
+            f"run {r['run_id']} of set {r['set_name']} ({r['label']}; method {r['method']}, "
+            f"{r['cases']} cases, code {r['code_version']})"
+        )
         lines = [head, "", metrics_table(r["metrics"])]
         for c in d["gate"]["checks"]:
             extra = f" (baseline {c['baseline']:.4f})" if c.get("baseline") is not None else ""
@@ -158,26 +195,47 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = add("eval-runs", cmd_eval_runs, "list stored evaluation runs, newest first")
     p.add_argument("--set", dest="set_name", type=SET_NAME, metavar="NAME", help="only the runs of this set")
 
-    p = add("import-benchmark", cmd_import_benchmark,
-            "import a LoCoMo or LongMemEval file into this store as users, memories and an expectation set "
-            "(idempotent)")
+    p = add(
+        "import-benchmark",
+        cmd_import_benchmark,
+        "import a LoCoMo or LongMemEval file into this store as users, memories and an expectation set (idempotent)",
+    )
     p.add_argument("kind", choices=("locomo", "longmemeval"), help="the file's format")
     p.add_argument("path", metavar="PATH", help="locomo10.json-style or longmemeval_s-style JSON file")
-    p.add_argument("--set", dest="set_name", required=True, type=SET_NAME, metavar="NAME",
-                   help="the expectation set to fill")
-    p.add_argument("--limit", type=bounded_int(1, 1_000_000), metavar="N",
-                   help="only the first N conversations (LoCoMo) or questions (LongMemEval)")
+    p.add_argument(
+        "--set", dest="set_name", required=True, type=SET_NAME, metavar="NAME", help="the expectation set to fill"
+    )
+    p.add_argument(
+        "--limit",
+        type=bounded_int(1, 1_000_000),
+        metavar="N",
+        help="only the first N conversations (LoCoMo) or questions (LongMemEval)",
+    )
 
     p = add("eval", cmd_eval, "run an expectation set and print its metrics; a failed check exits with status 3")
-    p.add_argument("--set", action="append", required=True, metavar="NAME|KEY=VALUE",
-                   help="the expectation set (once), and retrieval overrides as KEY=VALUE (repeatable)")
+    p.add_argument(
+        "--set",
+        action="append",
+        required=True,
+        metavar="NAME|KEY=VALUE",
+        help="the expectation set (once), and retrieval overrides as KEY=VALUE (repeatable)",
+    )
     p.add_argument("--preset", metavar="P", help="a named retrieval preset (see engine/presets.py)")
     p.add_argument("--hops", type=bounded_int(1, 5), metavar="N", help="hops (default: the hops setting)")
-    p.add_argument("--method", choices=("memlens", "vector", "bm25"), default="memlens",
-                   help="memlens (traced pipeline, default) or a plain vector / bm25 ranking")
+    p.add_argument(
+        "--method",
+        choices=("memlens", "vector", "bm25"),
+        default="memlens",
+        help="memlens (traced pipeline, default) or a plain vector / bm25 ranking",
+    )
     p.add_argument("--label", metavar="TEXT", help="a name for the run")
-    p.add_argument("--fail-under", action="append", metavar="METRIC=X",
-                   help="fail (exit 3) when the overall METRIC is below X, e.g. recall@10=0.8 (repeatable)")
+    p.add_argument(
+        "--fail-under",
+        action="append",
+        metavar="METRIC=X",
+        help="fail (exit 3) when the overall METRIC is below X, e.g. recall@10=0.8 (repeatable)",
+    )
     p.add_argument("--baseline", type=RUN_ID, metavar="RUN", help="a stored run of the same set to compare with")
-    p.add_argument("--max-drop", metavar="D|METRIC=D",
-                   help="fail when recall@10 (or METRIC) is more than D below the baseline's")
+    p.add_argument(
+        "--max-drop", metavar="D|METRIC=D", help="fail when recall@10 (or METRIC) is more than D below the baseline's"
+    )

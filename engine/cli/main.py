@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from ..config import prepare_process_environment
 from ..errors import MemlensError
 from . import eval_cmds, mcp_cmd, memory_cmds, retrieval_cmds
 from .output import Result, dumps, one_line
@@ -25,27 +26,36 @@ class UsageError(Exception):
 class Parser(argparse.ArgumentParser):
     """argparse that raises instead of printing usage and exiting, so every error is one line."""
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
 def _common() -> argparse.ArgumentParser:
     """Global options, accepted before or after the command (SUPPRESS keeps a later default from hiding them)."""
     p = Parser(add_help=False)
-    p.add_argument("--store", metavar="PATH", default=argparse.SUPPRESS,
-                   help="store folder (default: $MEMLENS_STORE, else data/store)")
-    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                   help="print JSON on stdout instead of a table")
-    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                   help="show the traceback of an unexpected error")
+    p.add_argument(
+        "--store",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help="store folder (default: $MEMLENS_STORE, else data/store)",
+    )
+    p.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON on stdout instead of a table"
+    )
+    p.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show the traceback of an unexpected error"
+    )
     return p
 
 
 def build_parser() -> Parser:
     common = _common()
-    parser = Parser(prog=PROG, parents=[common],
-                    description="memlens: open up an agent's memory. Every command takes --store PATH and --json.",
-                    epilog="Errors print one line on stderr and exit with status 2.")
+    parser = Parser(
+        prog=PROG,
+        parents=[common],
+        description="memlens: open up an agent's memory. Every command takes --store PATH and --json.",
+        epilog="Errors print one line on stderr and exit with status 2.",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     memory_cmds.register(sub, common)
     retrieval_cmds.register(sub, common)
@@ -83,8 +93,14 @@ def _os_message(exc: OSError) -> str:
     return f"cannot access{what}: {exc.strerror or exc}"
 
 
-def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None,
-         stdout: TextIO | None = None, stderr: TextIO | None = None, raise_unexpected: bool = False) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    raise_unexpected: bool = False,
+) -> int:
     """Run one command; returns the exit status. ``environ`` replaces ``os.environ`` for settings (tests);
     ``raise_unexpected`` lets tests see the traceback of a bug instead of a one-line message."""
     out = stdout or sys.stdout
@@ -122,13 +138,16 @@ def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None
     except Exception as exc:  # the last line of defence of a CLI: one line, never a traceback, unless asked
         if debug:
             raise
-        err.write(f"error: unexpected {type(exc).__name__}: {one_line(str(exc), 300)} "
-                  f"(rerun with --debug for the traceback)\n")
+        err.write(
+            f"error: unexpected {type(exc).__name__}: {one_line(str(exc), 300)} "
+            f"(rerun with --debug for the traceback)\n"
+        )
         return EXIT_UNEXPECTED
 
 
 def run() -> None:
     """Console entry point: exit with :func:`main`'s status (stdout closed early by a pipe reader is fine)."""
+    prepare_process_environment()
     status = main()
     try:
         sys.stdout.flush()

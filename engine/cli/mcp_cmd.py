@@ -9,7 +9,9 @@ from .args import bounded_int
 
 
 def cmd_mcp(ctx) -> None:
-    from ..config import Settings
+    from ..config import Settings, prepare_process_environment
+
+    prepare_process_environment()  # the MCP server is an entry point of its own (also when run in-process)
     from ..mcp_http import DEFAULT_HOST, DEFAULT_PORT, check_http_binding, run_http, run_stdio
 
     args = ctx.args
@@ -36,8 +38,13 @@ def cmd_mcp(ctx) -> None:
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     help = "serve the memory as MCP tools (stdio by default; --http for streamable HTTP on 127.0.0.1)"
-    p = sub.add_parser("mcp", parents=[common], help=help, description=help + ". Binding to a non-loopback host "
-                       "needs MEMLENS_MCP_TOKEN; clients send it as 'Authorization: Bearer <token>'.")
+    p = sub.add_parser(
+        "mcp",
+        parents=[common],
+        help=help,
+        description=help + ". Binding to a non-loopback host "
+        "needs MEMLENS_MCP_TOKEN; clients send it as 'Authorization: Bearer <token>'.",
+    )
     p.set_defaults(handler=cmd_mcp)
     p.add_argument("--http", action="store_true", help="serve streamable HTTP at http://HOST:PORT/mcp")
     p.add_argument("--host", metavar="H", help="address to bind with --http (default 127.0.0.1)")

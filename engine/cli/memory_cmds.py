@@ -15,9 +15,17 @@ from ..records import KINDS
 from .args import MEMORY_ID, add_page, add_session, add_user, bounded_int, joined
 from .output import Col, Progress, Result, dumps, pairs, plain, size, table
 
-_PLURAL = {"message": "messages", "item": "items", "category": "category summaries", "episode": "episodes",
-           "skill": "skills", "outcome": "skill outcomes", "feedback": "feedback events", "working": "working slots",
-           "forget_log": "forget-log entries"}
+_PLURAL = {
+    "message": "messages",
+    "item": "items",
+    "category": "category summaries",
+    "episode": "episodes",
+    "skill": "skills",
+    "outcome": "skill outcomes",
+    "feedback": "feedback events",
+    "working": "working slots",
+    "forget_log": "forget-log entries",
+}
 
 
 def _counts_line(counts: dict[str, int]) -> str:
@@ -25,7 +33,7 @@ def _counts_line(counts: dict[str, int]) -> str:
     return ", ".join(shown) if shown else "nothing"
 
 
-# -- demo, ingest, export -------------------------------------------------------------------------------------------
+# -- demo, ingest, export --------------------------------------------------------------------------------------------
 def cmd_demo(ctx) -> Result:
     engine = ctx.engine
     progress = Progress(ctx.stderr, "demo")
@@ -67,8 +75,9 @@ def cmd_ingest(ctx) -> Result:
         counts = engine.ingest_lines(lines, progress=progress)
     finally:
         progress.close()
-    return Result({"file": ctx.args.file, "counts": counts},
-                  lambda d: f"Ingested {d['file']}: {_counts_line(d['counts'])}.")
+    return Result(
+        {"file": ctx.args.file, "counts": counts}, lambda d: f"Ingested {d['file']}: {_counts_line(d['counts'])}."
+    )
 
 
 def cmd_export(ctx) -> None:
@@ -78,18 +87,24 @@ def cmd_export(ctx) -> None:
         write(dumps(record, indent=None) + "\n")
 
 
-# -- browsing -------------------------------------------------------------------------------------------------------
+# -- browsing --------------------------------------------------------------------------------------------------------
 def cmd_users(ctx) -> Result:
     stats = ctx.engine.stats()
     users = ctx.engine.users()
     rows = [{"user_id": u, **stats.per_user.get(u, {})} for u in users]
-    cols = [Col("user_id", "user", 40)] + [Col(k, k, 10) for k in ("sessions", "messages", "items", "episodes",
-                                                                    "skills", "traces")]
+    cols = [Col("user_id", "user", 40)] + [
+        Col(k, k, 10) for k in ("sessions", "messages", "items", "episodes", "skills", "traces")
+    ]
     return Result(users, lambda _: table(rows, cols, "(no users)"))
 
 
-SESSION_COLS = [Col("session_id", "session", 40), Col("user_id", "user", 24), Col("last_activity_at", "last activity"),
-                Col("message_count", "messages", 8), Col("token_count", "tokens", 8)]
+SESSION_COLS = [
+    Col("session_id", "session", 40),
+    Col("user_id", "user", 24),
+    Col("last_activity_at", "last activity"),
+    Col("message_count", "messages", 8),
+    Col("token_count", "tokens", 8),
+]
 
 
 def _page_footer(page, shown: int, what: str) -> str:
@@ -103,8 +118,9 @@ def cmd_sessions(ctx) -> Result:
     a = ctx.args
     page = ctx.engine.list_sessions(a.user, search=a.search, limit=a.limit, offset=a.offset)
     rows = plain(list(page.rows))
-    return Result(rows, lambda r: table(r, SESSION_COLS, "(no sessions)") + "\n" +
-                  _page_footer(page, len(r), "sessions"))
+    return Result(
+        rows, lambda r: table(r, SESSION_COLS, "(no sessions)") + "\n" + _page_footer(page, len(r), "sessions")
+    )
 
 
 def cmd_messages(ctx) -> Result:
@@ -117,15 +133,21 @@ def cmd_messages(ctx) -> Result:
 
 def cmd_episodes(ctx) -> Result:
     a = ctx.args
-    page = ctx.engine.list_episodes(a.user, outcome=a.outcome, query=a.query, session_id=a.session,
-                                    limit=a.limit, offset=a.offset)
+    page = ctx.engine.list_episodes(
+        a.user, outcome=a.outcome, query=a.query, session_id=a.session, limit=a.limit, offset=a.offset
+    )
     rows = plain(list(page.rows))
-    cols = [Col("id", "id", 28), Col("created_at", "at"), Col("outcome", "outcome", 12),
-            Col("importance", "importance", 10), Col("summary", "summary", 80)]
+    cols = [
+        Col("id", "id", 28),
+        Col("created_at", "at"),
+        Col("outcome", "outcome", 12),
+        Col("importance", "importance", 10),
+        Col("summary", "summary", 80),
+    ]
     return Result(rows, lambda r: table(r, cols, "(no episodes)") + "\n" + _page_footer(page, len(r), "episodes"))
 
 
-# -- search and skills ----------------------------------------------------------------------------------------------
+# -- search and skills -----------------------------------------------------------------------------------------------
 def cmd_search(ctx) -> Result:
     a = ctx.args
     hits = ctx.engine.search(a.user, joined(a.query), kind=a.kind, limit=a.limit)
@@ -136,23 +158,41 @@ def cmd_search(ctx) -> Result:
 
 def skill_row(r) -> dict[str, Any]:
     s = r.skill
-    return {"id": s.id, "name": s.name, "version": s.version, "kind": s.kind, "success_count": s.success_count,
-            "failure_count": s.failure_count, "success_rate": r.success_rate, "wilson_lower": r.wilson_lower,
-            "rank": r.rank, "trials": r.trials, "wilson_upper": r.wilson_upper, "few_trials": r.few_trials,
-            "description": s.description}
+    return {
+        "id": s.id,
+        "name": s.name,
+        "version": s.version,
+        "kind": s.kind,
+        "success_count": s.success_count,
+        "failure_count": s.failure_count,
+        "success_rate": r.success_rate,
+        "wilson_lower": r.wilson_lower,
+        "rank": r.rank,
+        "trials": r.trials,
+        "wilson_upper": r.wilson_upper,
+        "few_trials": r.few_trials,
+        "description": s.description,
+    }
 
 
 def cmd_skills(ctx) -> Result:
     a = ctx.args
     query = joined(a.query) if a.query else None
     rows = [skill_row(r) for r in ctx.engine.rank_skills(a.user, query=query, kind=a.skill_kind, limit=a.limit)]
-    cols = [Col("rank", "rank", 4), Col("name", "name", 36), Col("version", "v", 3), Col("kind", "kind", 8),
-            Col("wilson_lower", "wilson_lo", 9), Col("success_rate", "rate", 6), Col("trials", "trials", 6),
-            Col("id", "id", 28)]
+    cols = [
+        Col("rank", "rank", 4),
+        Col("name", "name", 36),
+        Col("version", "v", 3),
+        Col("kind", "kind", 8),
+        Col("wilson_lower", "wilson_lo", 9),
+        Col("success_rate", "rate", 6),
+        Col("trials", "trials", 6),
+        Col("id", "id", 28),
+    ]
     return Result(rows, lambda r: table(r, cols, "(no skills)"))
 
 
-# -- working memory -------------------------------------------------------------------------------------------------
+# -- working memory --------------------------------------------------------------------------------------------------
 def parse_slot_assignments(pairs_: list[str]) -> dict[str, Any]:
     """``SLOT=JSON`` pairs; every value is parsed before anything is written (one bad value writes nothing)."""
     slots: dict[str, Any] = {}
@@ -175,7 +215,7 @@ def cmd_working(ctx) -> Result:
     return Result(current, lambda _: table(rows, [Col("slot", "slot", 28), Col("value", "value (JSON)", 100)]))
 
 
-# -- forgetting -----------------------------------------------------------------------------------------------------
+# -- forgetting ------------------------------------------------------------------------------------------------------
 def cmd_forget(ctx) -> Result:
     a = ctx.args
     result = ctx.engine.forget(a.user, a.kind, a.ids, a.reason, mode=a.mode, actor="cli")
@@ -190,12 +230,19 @@ def cmd_forget(ctx) -> Result:
 
 def cmd_forget_log(ctx) -> Result:
     entries = plain(ctx.engine.forget_log(ctx.args.user, limit=ctx.args.limit))
-    cols = [Col("at", "at"), Col("memory_type", "kind", 10), Col("mode", "mode", 4), Col("count", "count", 5),
-            Col("actor", "actor", 10), Col("reason", "reason", 40), Col("ids", "ids", 60)]
+    cols = [
+        Col("at", "at"),
+        Col("memory_type", "kind", 10),
+        Col("mode", "mode", 4),
+        Col("count", "count", 5),
+        Col("actor", "actor", 10),
+        Col("reason", "reason", 40),
+        Col("ids", "ids", 60),
+    ]
     return Result(entries, lambda r: table(r, cols, "(no forget-log entries)"))
 
 
-# -- lifecycle, reflection, maintenance -----------------------------------------------------------------------------
+# -- lifecycle, reflection, maintenance ------------------------------------------------------------------------------
 def cmd_prune(ctx) -> Result:
     a = ctx.args
     plan = ctx.engine.prune_sessions(a.user, a.rule, apply=a.apply)
@@ -223,8 +270,9 @@ def cmd_stats(ctx) -> Result:
     def human(d: dict) -> str:
         top = pairs({k: v for k, v in d.items() if k not in ("per_user", "warnings", "orphans")})
         rows = [{"user": u, **c} for u, c in d["per_user"].items()]
-        cols = [Col("user", "user", 40)] + [Col(k, k, 10) for k in ("sessions", "messages", "items", "episodes",
-                                                                     "skills", "traces")]
+        cols = [Col("user", "user", 40)] + [
+            Col(k, k, 10) for k in ("sessions", "messages", "items", "episodes", "skills", "traces")
+        ]
         warn = "".join(f"\nwarning: {w}" for w in d["warnings"])
         return top + "\n\n" + table(rows, cols, "(no users)") + warn
 
@@ -248,9 +296,15 @@ def cmd_repair(ctx) -> Result:
         done = engine.repair(progress=progress)
     finally:
         progress.close()
-    return Result(done, lambda d: "Repaired: " + "; ".join(
-        f"{k}: {v['vectors_removed']} stray vector(s) removed, {v['vectors_written']} vector(s) written"
-        + (", table rebuilt from DuckDB" if v.get("table_rebuilt") else "") for k, v in d.items()))
+    return Result(
+        done,
+        lambda d: "Repaired: "
+        + "; ".join(
+            f"{k}: {v['vectors_removed']} stray vector(s) removed, {v['vectors_written']} vector(s) written"
+            + (", table rebuilt from DuckDB" if v.get("table_rebuilt") else "")
+            for k, v in d.items()
+        ),
+    )
 
 
 def cmd_optimize(ctx) -> Result:
@@ -258,13 +312,16 @@ def cmd_optimize(ctx) -> Result:
     built = ctx.engine.optimize()
     after = ctx.engine.disk_bytes()
     retention = ctx.engine.settings.vector_version_retention_s
-    return Result({"vector_indexes_built": built, "store_bytes_before": before, "store_bytes_after": after},
-                  lambda d: "Optimized; new vector indexes: " + (", ".join(d["vector_indexes_built"]) or "none")
-                  + f"; store {size(d['store_bytes_before'])} -> {size(d['store_bytes_after'])} (LanceDB versions "
-                  f"replaced more than vector_version_retention_s = {retention:g} s ago are deleted)")
+    return Result(
+        {"vector_indexes_built": built, "store_bytes_before": before, "store_bytes_after": after},
+        lambda d: "Optimized; new vector indexes: "
+        + (", ".join(d["vector_indexes_built"]) or "none")
+        + f"; store {size(d['store_bytes_before'])} -> {size(d['store_bytes_after'])} (LanceDB versions "
+        f"replaced more than vector_version_retention_s = {retention:g} s ago are deleted)",
+    )
 
 
-# -- the parser -----------------------------------------------------------------------------------------------------
+# -- the parser ------------------------------------------------------------------------------------------------------
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     def add(name: str, handler, help: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, parents=[common], help=help, description=help)
@@ -275,8 +332,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--reset", action="store_true", help="delete the demo users first and load it again")
 
     p = add("ingest", cmd_ingest, "import a JSONL file (all or nothing; a bad line is named and nothing is written)")
-    p.add_argument("file", metavar="FILE.jsonl", help="records of kinds message, item, category, episode, skill, "
-                   "outcome, feedback, working, forget_log; - reads stdin")
+    p.add_argument(
+        "file",
+        metavar="FILE.jsonl",
+        help="records of kinds message, item, category, episode, skill, "
+        "outcome, feedback, working, forget_log; - reads stdin",
+    )
 
     p = add("export", cmd_export, "print every record of a user as JSON lines that `ingest` reads back")
     add_user(p)
@@ -315,14 +376,19 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = add("working", cmd_working, "show (or set) a session's working-memory slots")
     add_user(p)
     add_session(p)
-    p.add_argument("--set", action="append", metavar="SLOT=JSON",
-                   help="set a slot to a JSON value (null removes it); several --set are one transaction")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="SLOT=JSON",
+        help="set a slot to a JSON value (null removes it); several --set are one transaction",
+    )
 
     p = add("forget", cmd_forget, "forget memories: soft (archived, hidden) or hard (deleted everywhere)")
     add_user(p)
     p.add_argument("--kind", required=True, choices=KINDS, help="memory kind")
-    p.add_argument("--ids", required=True, nargs="+", action="extend", type=MEMORY_ID, metavar="ID",
-                   help="ids to forget")
+    p.add_argument(
+        "--ids", required=True, nargs="+", action="extend", type=MEMORY_ID, metavar="ID", help="ids to forget"
+    )
     p.add_argument("--reason", required=True, metavar="R", help="why (kept in the forget log)")
     p.add_argument("--mode", choices=("soft", "hard"), default="soft", help="default soft")
 
@@ -341,11 +407,25 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
     add("stats", cmd_stats, "counts per memory kind and user, backends, warnings")
     add("reindex", cmd_reindex, "rebuild this embedding model's vectors from the stored memories")
-    add("repair", cmd_repair, "make the vectors agree with the stored memories after a crash: remove vectors "
-        "without a memory, write missing or duplicated ones, rebuild an unreadable vector table")
-    p = add("optimize", cmd_optimize, "compact the vector tables, fold new rows into their indexes, delete old "
-            "LanceDB versions and give large tables (vector_index_min_rows) an approximate vector index")
-    p.add_argument("--version-retention", type=float, default=None, metavar="SECONDS", dest="version_retention",
-                   help="delete LanceDB versions replaced more than SECONDS ago (default: the "
-                   "vector_version_retention_s setting, 600); 0 keeps only the latest: use it only when no other "
-                   "process has the store open")
+    add(
+        "repair",
+        cmd_repair,
+        "make the vectors agree with the stored memories after a crash: remove vectors "
+        "without a memory, write missing or duplicated ones, rebuild an unreadable vector table",
+    )
+    p = add(
+        "optimize",
+        cmd_optimize,
+        "compact the vector tables, fold new rows into their indexes, delete old "
+        "LanceDB versions and give large tables (vector_index_min_rows) an approximate vector index",
+    )
+    p.add_argument(
+        "--version-retention",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        dest="version_retention",
+        help="delete LanceDB versions replaced more than SECONDS ago (default: the "
+        "vector_version_retention_s setting, 600); 0 keeps only the latest: use it only when no other "
+        "process has the store open",
+    )

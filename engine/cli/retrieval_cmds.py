@@ -17,20 +17,32 @@ from .output import Col, Result, cell, counted, plain, size, table
 
 def _summary(d: dict) -> str:
     """A reading of a trace (or replay) for people: the hops' queries and the final ranking."""
-    head = [f"trace {d['trace_id']}" + (f" (replay of {d['replay_of']})" if d.get("replay_of") else ""),
-            f"question: {cell(d['question'], 200)}",
-            f"stop: {d['stop_reason']}   context: {len(d['context_ids'])} memories, {d['context_tokens']} tokens"]
+    head = [
+        f"trace {d['trace_id']}" + (f" (replay of {d['replay_of']})" if d.get("replay_of") else ""),
+        f"question: {cell(d['question'], 200)}",
+        f"stop: {d['stop_reason']}   context: {len(d['context_ids'])} memories, {d['context_tokens']} tokens",
+    ]
     for h in d["hops"]:
-        head.append(f"hop {h['hop']}: {cell(h['query'], 120)}  [{h['proposed_by']}]  "
-                    f"found {h['counts'].get('found')}, kept {h['counts'].get('kept')}")
+        head.append(
+            f"hop {h['hop']}: {cell(h['query'], 120)}  [{h['proposed_by']}]  "
+            f"found {h['counts'].get('found')}, kept {h['counts'].get('kept')}"
+        )
     texts = {c["id"]: c["text"] for h in d["hops"] for c in h["candidates"]}
-    rows = [{**r, "text": texts.get(r["id"], ""),
-             "context": "yes" if r["in_context"] else (r.get("reason") or "")} for r in d["ranking"]]
+    rows = [
+        {**r, "text": texts.get(r["id"], ""), "context": "yes" if r["in_context"] else (r.get("reason") or "")}
+        for r in d["ranking"]
+    ]
     cols = [Col("rank", "rank", 4)]
     if any("old_rank" in r for r in rows):
         cols += [Col("old_rank", "old", 4), Col("context_change", "change", 8)]
-    cols += [Col("final", "final", 6), Col("hop", "hop", 3), Col("kind", "kind", 10), Col("id", "id", 28),
-             Col("context", "context", 11), Col("text", "text", 70)]
+    cols += [
+        Col("final", "final", 6),
+        Col("hop", "hop", 3),
+        Col("kind", "kind", 10),
+        Col("id", "id", 28),
+        Col("context", "context", 11),
+        Col("text", "text", 70),
+    ]
     return "\n".join(head) + "\n\n" + table(rows, cols, "(no candidates)")
 
 
@@ -42,8 +54,16 @@ def _trace_result(ctx, trace) -> Result:
 def cmd_retrieve(ctx) -> Result:
     a = ctx.args
     overrides = parse_assignments(a.set)
-    trace = ctx.engine.retrieve(a.user, joined(a.question), session_id=a.session, hops=a.hops, budget=a.budget,
-                                overrides=overrides or None, now=a.now, preset=a.preset)
+    trace = ctx.engine.retrieve(
+        a.user,
+        joined(a.question),
+        session_id=a.session,
+        hops=a.hops,
+        budget=a.budget,
+        overrides=overrides or None,
+        now=a.now,
+        preset=a.preset,
+    )
     return _trace_result(ctx, trace)
 
 
@@ -60,8 +80,14 @@ def cmd_traces(ctx) -> Result:
     a = ctx.args
     page = ctx.engine.list_traces(a.user, limit=a.limit, offset=a.offset)
     rows = plain(list(page.rows))
-    cols = [Col("created_at", "at"), Col("trace_id", "trace", 22), Col("user_id", "user", 16), Col("hops", "hops", 4),
-            Col("stop_reason", "stop", 14), Col("question", "question", 70)]
+    cols = [
+        Col("created_at", "at"),
+        Col("trace_id", "trace", 22),
+        Col("user_id", "user", 16),
+        Col("hops", "hops", 4),
+        Col("stop_reason", "stop", 14),
+        Col("question", "question", 70),
+    ]
     return Result(rows, lambda r: table(r, cols, "(no traces)") + f"\n{len(r)} of {page.total} traces")
 
 
@@ -73,14 +99,20 @@ def cmd_prune_traces(ctx) -> Result:
     def human(d: dict) -> str:
         verb = "Deleted" if d["applied"] else "Would delete"
         who = f"of {d['user_id']}" if d["user_id"] else "of every user"
-        head = (f"{verb} {counted(d['count'], 'trace')} {who} created before {cell(d['cutoff'], 16)} UTC "
-                f"({size(d['bytes'])} of trace bodies)")
+        head = (
+            f"{verb} {counted(d['count'], 'trace')} {who} created before {cell(d['cutoff'], 16)} UTC "
+            f"({size(d['bytes'])} of trace bodies)"
+        )
         if d["kept_labelled"]:
             head += f"; kept {d['kept_labelled']} older ones that feedback labels point to (--include-labelled)"
         if not d["count"]:
             return head
-        cols = [Col("created_at", "at"), Col("trace_id", "trace", 22), Col("user_id", "user", 16),
-                Col("question", "question", 70)]
+        cols = [
+            Col("created_at", "at"),
+            Col("trace_id", "trace", 22),
+            Col("user_id", "user", 16),
+            Col("question", "question", 70),
+        ]
         more = f"\n(the {len(d['sample'])} newest shown)" if d["count"] > len(d["sample"]) else ""
         tail = "" if d["applied"] else "\nRerun with --apply to delete them."
         return head + "\n" + table(d["sample"], cols) + more + tail
@@ -90,11 +122,17 @@ def cmd_prune_traces(ctx) -> Result:
 
 def cmd_feedback(ctx) -> Result:
     a = ctx.args
-    events = ctx.engine.report_feedback(a.user, useful=a.useful or (), harmful=a.harmful or (), trace_id=a.trace,
-                                        note=a.note or "")
+    events = ctx.engine.report_feedback(
+        a.user, useful=a.useful or (), harmful=a.harmful or (), trace_id=a.trace, note=a.note or ""
+    )
     rows = plain(events)
-    cols = [Col("item_id", "id", 28), Col("label", "label", 7), Col("delta", "delta", 5), Col("trace_id", "trace", 22),
-            Col("note", "note", 40)]
+    cols = [
+        Col("item_id", "id", 28),
+        Col("label", "label", 7),
+        Col("delta", "delta", 5),
+        Col("trace_id", "trace", 22),
+        Col("note", "note", 40),
+    ]
     return Result(rows, lambda r: f"Recorded {len(r)} feedback events.\n" + table(r, cols))
 
 
@@ -115,8 +153,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         return p
 
     def add_set(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--set", action="append", metavar="KEY=VALUE",
-                       help="override a retrieval setting for this call (repeatable)")
+        p.add_argument(
+            "--set",
+            action="append",
+            metavar="KEY=VALUE",
+            help="override a retrieval setting for this call (repeatable)",
+        )
 
     def add_summary(p: argparse.ArgumentParser) -> None:
         p.add_argument("--summary", action="store_true", help="print a short table instead of the JSON trace")
@@ -143,12 +185,19 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--offset", type=OFFSET, default=0, metavar="N", help="rows to skip")
 
     p = add("prune-traces", cmd_prune_traces, "preview (or --apply) deleting stored traces older than some days")
-    p.add_argument("--older-than", required=True, type=days, metavar="DAYS",
-                   help="traces created more than DAYS ago (fractions allowed; 0: all of them)")
+    p.add_argument(
+        "--older-than",
+        required=True,
+        type=days,
+        metavar="DAYS",
+        help="traces created more than DAYS ago (fractions allowed; 0: all of them)",
+    )
     add_user(p, required=False)
-    p.add_argument("--include-labelled", action="store_true",
-                   help="also delete traces that feedback labels point to (kept by default: they are the labels' "
-                   "evidence)")
+    p.add_argument(
+        "--include-labelled",
+        action="store_true",
+        help="also delete traces that feedback labels point to (kept by default: they are the labels' evidence)",
+    )
     p.add_argument("--apply", action="store_true", help="delete them (default: preview only)")
 
     p = add("replay", cmd_replay, "re-rank a stored trace under other settings (no new search) and print it")

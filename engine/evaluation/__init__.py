@@ -44,16 +44,35 @@ class Evaluations:
     def cases(self, set_name: str, category: str | None = None) -> list[EvalCase]:
         return self._sets.cases(set_name, category)
 
-    def add_case(self, set_name: str, user_id: str, question: str, expected: Iterable[str], *,
-                 case_id: str | None = None, session_id: str | None = None, now: Any = None,
-                 category: str | None = None, source: str = "manual", create_set: bool = False) -> EvalCase:
+    def add_case(
+        self,
+        set_name: str,
+        user_id: str,
+        question: str,
+        expected: Iterable[str],
+        *,
+        case_id: str | None = None,
+        session_id: str | None = None,
+        now: Any = None,
+        category: str | None = None,
+        source: str = "manual",
+        create_set: bool = False,
+    ) -> EvalCase:
         """Add (or, with an existing ``case_id``, replace) one case; ``create_set`` makes the set if needed."""
-        case = self._sets.prepare(set_name, user_id, question, expected, case_id=case_id, session_id=session_id,
-                                  now=now, category=category, source=source)
+        case = self._sets.prepare(
+            set_name,
+            user_id,
+            question,
+            expected,
+            case_id=case_id,
+            session_id=session_id,
+            now=now,
+            category=category,
+            source=source,
+        )
         return self._sets.add([case], create_set)[0]
 
-    def add_cases(self, set_name: str, cases: Iterable[Mapping[str, Any]], create_set: bool = False
-                  ) -> list[EvalCase]:
+    def add_cases(self, set_name: str, cases: Iterable[Mapping[str, Any]], create_set: bool = False) -> list[EvalCase]:
         """Several cases in one transaction (each a mapping of add_case's arguments); all or nothing."""
         prepared = [self._sets.prepare(set_name, **dict(c)) for c in cases]
         return self._sets.add(prepared, create_set)
@@ -64,19 +83,40 @@ class Evaluations:
     def delete_case(self, set_name: str, case_id: str) -> None:
         self._sets.delete_case(set_name, case_id)
 
-    def pin(self, trace_id: str, expected: Sequence[str], set_name: str, category: str | None = None,
-            create_set: bool = True) -> EvalCase:
+    def pin(
+        self,
+        trace_id: str,
+        expected: Sequence[str],
+        set_name: str,
+        category: str | None = None,
+        create_set: bool = True,
+    ) -> EvalCase:
         """Pin a stored trace's question as a case: the memories that should be recalled for it (the trace's user,
         session and retrieval time are kept)."""
         trace = self.engine.get_trace(trace_id)
-        return self.add_case(set_name, trace.user_id, trace.question, expected, session_id=trace.session_id,
-                             now=trace.settings.get("now"), category=category, source="pinned",
-                             create_set=create_set)
+        return self.add_case(
+            set_name,
+            trace.user_id,
+            trace.question,
+            expected,
+            session_id=trace.session_id,
+            now=trace.settings.get("now"),
+            category=category,
+            source="pinned",
+            create_set=create_set,
+        )
 
     # -- runs ---------------------------------------------------------------------------------------------------
-    def evaluate(self, set_name: str, method: str = "memlens", preset: str | None = None,
-                 overrides: Mapping[str, Any] | None = None, hops: int | None = None, label: str | None = None,
-                 progress: Progress | None = None) -> EvalRun:
+    def evaluate(
+        self,
+        set_name: str,
+        method: str = "memlens",
+        preset: str | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        hops: int | None = None,
+        label: str | None = None,
+        progress: Progress | None = None,
+    ) -> EvalRun:
         return self._runs.evaluate(set_name, method, preset, overrides, hops, label, progress)
 
     def runs(self, set_name: str | None = None) -> list[EvalRun]:
@@ -99,8 +139,15 @@ class Evaluations:
         return {"funnel": funnel(results), "losses": loss_counts(results)}
 
     # -- benchmarks ---------------------------------------------------------------------------------------------
-    def import_benchmark(self, kind: str, path: str, set_name: str, limit: int | None = None,
-                         preceding: bool = True, progress: ImportProgress | None = None) -> dict[str, Any]:
+    def import_benchmark(
+        self,
+        kind: str,
+        path: str,
+        set_name: str,
+        limit: int | None = None,
+        preceding: bool = True,
+        progress: ImportProgress | None = None,
+    ) -> dict[str, Any]:
         """Import a LoCoMo or LongMemEval file (users, one item per turn, the expectation set); idempotent.
         ``preceding=False`` stores bare turns (no previous turn as preceding text)."""
         return import_benchmark(self.engine.semantic, self._sets, kind, path, set_name, limit, preceding, progress)

@@ -23,12 +23,13 @@ def sign_test(wins: int, losses: int) -> float:
     if n == 0:
         return 1.0
     k = min(wins, losses)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
     return min(1.0, 2 * tail)
 
 
-def bootstrap_interval(deltas: Sequence[float], samples: int = BOOTSTRAP_SAMPLES,
-                       seed: int = BOOTSTRAP_SEED) -> tuple[float, float] | None:
+def bootstrap_interval(
+    deltas: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED
+) -> tuple[float, float] | None:
     """95 % interval of the mean paired difference by resampling cases (seeded: the same runs give the same
     figure)."""
     if not deltas:
@@ -39,11 +40,18 @@ def bootstrap_interval(deltas: Sequence[float], samples: int = BOOTSTRAP_SAMPLES
     return float(means[int(0.025 * (samples - 1))]), float(means[int(0.975 * (samples - 1))])
 
 
-def compare(run_a: EvalRun, results_a: Sequence[CaseResult], run_b: EvalRun, results_b: Sequence[CaseResult],
-            metric: str = "recall@10") -> Comparison:
+def compare(
+    run_a: EvalRun,
+    results_a: Sequence[CaseResult],
+    run_b: EvalRun,
+    results_b: Sequence[CaseResult],
+    metric: str = "recall@10",
+) -> Comparison:
     if run_a.set_name != run_b.set_name:
-        raise InvalidInput(f"runs {run_a.run_id} and {run_b.run_id} are of different sets "
-                           f"({run_a.set_name!r}, {run_b.set_name!r}); compare runs of one set")
+        raise InvalidInput(
+            f"runs {run_a.run_id} and {run_b.run_id} are of different sets "
+            f"({run_a.set_name!r}, {run_b.set_name!r}); compare runs of one set"
+        )
     if metric not in METRICS or metric == "context_recall":
         raise InvalidInput(f"compare on one of {', '.join(m for m in METRICS if m != 'context_recall')}")
     by_a = {r.case_id: r for r in results_a}
@@ -68,13 +76,28 @@ def compare(run_a: EvalRun, results_a: Sequence[CaseResult], run_b: EvalRun, res
             gained.append(cid)
         elif d < -1e-12:
             lost.append(cid)
-        rows.append({"case_id": cid, "category": rb.category, "question": rb.question, "a": va, "b": vb, "delta": d,
-                     "trace_a": ra.trace_id, "trace_b": rb.trace_id, "user_id": rb.user_id})
+        rows.append(
+            {
+                "case_id": cid,
+                "category": rb.category,
+                "question": rb.question,
+                "a": va,
+                "b": vb,
+                "delta": d,
+                "trace_a": ra.trace_id,
+                "trace_b": rb.trace_id,
+                "user_id": rb.user_id,
+            }
+        )
     interval = bootstrap_interval(diffs)
-    significance = {"metric": metric, "n": len(paired), "wins": len(gained), "losses": len(lost),
-                    "ties": len(paired) - len(gained) - len(lost),
-                    "mean_delta": sum(diffs) / len(diffs) if diffs else None,
-                    "sign_test_p": sign_test(len(gained), len(lost)),
-                    "bootstrap_ci95": list(interval) if interval else None}
-    return Comparison(run_a.run_id, run_b.run_id, metric, deltas, tuple(rows), tuple(gained), tuple(lost),
-                      significance)
+    significance = {
+        "metric": metric,
+        "n": len(paired),
+        "wins": len(gained),
+        "losses": len(lost),
+        "ties": len(paired) - len(gained) - len(lost),
+        "mean_delta": sum(diffs) / len(diffs) if diffs else None,
+        "sign_test_p": sign_test(len(gained), len(lost)),
+        "bootstrap_ci95": list(interval) if interval else None,
+    }
+    return Comparison(run_a.run_id, run_b.run_id, metric, deltas, tuple(rows), tuple(gained), tuple(lost), significance)

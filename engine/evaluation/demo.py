@@ -16,8 +16,16 @@ def demo_cases() -> tuple[str, str, list[dict[str, Any]]]:
     spec = json.loads(DEMO_FILE.read_text(encoding="utf-8"))
     cases = []
     for n, q in enumerate(json.loads((DEMO_DIR / spec["two_hop_file"]).read_text(encoding="utf-8")), 1):
-        cases.append({"case_id": f"demo-two-hop-{n}", "user_id": q["user_id"], "question": q["question"],
-                      "expected": [q["fact_a"], q["fact_b"]], "category": "two-hop", "now": spec["now"]})
+        cases.append(
+            {
+                "case_id": f"demo-two-hop-{n}",
+                "user_id": q["user_id"],
+                "question": q["question"],
+                "expected": [q["fact_a"], q["fact_b"]],
+                "category": "two-hop",
+                "now": spec["now"],
+            }
+        )
     for c in spec["single_hop"]:
         cases.append({**c, "category": "single-hop", "now": spec["now"]})
     return spec["set"], spec["description"], cases

@@ -71,9 +71,16 @@ def locomo_units(data: Any) -> Iterator[Conversation]:
                 for t in c[key]:
                     text = f'{t["speaker"]} said, "{t["text"]}"'
                     if t.get("blip_caption"):
-                        text += f' and shared {t["blip_caption"]}'
-                    turns.append({"id": f"{user}:{t['dia_id']}", "content": text, "created_at": when,
-                                  "preceding_text": previous, "category": "dialog"})
+                        text += f" and shared {t['blip_caption']}"
+                    turns.append(
+                        {
+                            "id": f"{user}:{t['dia_id']}",
+                            "content": text,
+                            "created_at": when,
+                            "preceding_text": previous,
+                            "category": "dialog",
+                        }
+                    )
                     previous = text
             qas = conv["qa"]
         except (KeyError, TypeError, ValueError) as exc:
@@ -87,8 +94,15 @@ def locomo_units(data: Any) -> Iterator[Conversation]:
                 skipped += 1
                 continue
             cat = qa.get("category")
-            cases.append({"case_id": f"{user}:q{q}", "question": str(qa["question"]), "expected": gold,
-                          "category": LOCOMO_CATEGORIES.get(cat, safe_id(str(cat))), "now": now})
+            cases.append(
+                {
+                    "case_id": f"{user}:q{q}",
+                    "question": str(qa["question"]),
+                    "expected": gold,
+                    "category": LOCOMO_CATEGORIES.get(cat, safe_id(str(cat))),
+                    "now": now,
+                }
+            )
         yield Conversation(user, turns, cases, skipped)
 
 
@@ -105,8 +119,9 @@ def longmemeval_units(data: Any, max_chars: int) -> Iterator[Conversation]:
         try:
             user = safe_id(f"lme-{q['question_id']}")
             turns, gold, seen = [], [], set()
-            for sid, date, session in zip(q["haystack_session_ids"], q["haystack_dates"], q["haystack_sessions"],
-                                          strict=True):
+            for sid, date, session in zip(
+                q["haystack_session_ids"], q["haystack_dates"], q["haystack_sessions"], strict=True
+            ):
                 when = longmemeval_date(date)
                 previous = None
                 for k, t in enumerate(session):
@@ -115,8 +130,15 @@ def longmemeval_units(data: Any, max_chars: int) -> Iterator[Conversation]:
                     if item_id in seen:  # the same session twice in one haystack: its first copy is kept
                         continue
                     seen.add(item_id)
-                    turns.append({"id": item_id, "content": text, "created_at": when, "preceding_text": previous,
-                                  "category": "user_turn" if t["role"] == "user" else "assistant_turn"})
+                    turns.append(
+                        {
+                            "id": item_id,
+                            "content": text,
+                            "created_at": when,
+                            "preceding_text": previous,
+                            "category": "user_turn" if t["role"] == "user" else "assistant_turn",
+                        }
+                    )
                     previous = text
                     if t.get("has_answer"):
                         gold.append(item_id)
@@ -125,8 +147,11 @@ def longmemeval_units(data: Any, max_chars: int) -> Iterator[Conversation]:
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidInput(f"LongMemEval question {n}: not in the longmemeval_s format ({exc})") from None
         ok = bool(gold) and bool(question.strip())
-        cases = [{"case_id": user, "question": question, "expected": sorted(set(gold)), "category": qtype,
-                  "now": now}] if ok else []
+        cases = (
+            [{"case_id": user, "question": question, "expected": sorted(set(gold)), "category": qtype, "now": now}]
+            if ok
+            else []
+        )
         yield Conversation(user, turns, cases, 0 if ok else 1)
 
 
@@ -142,30 +167,73 @@ def read_units(kind: str, path: str | Path, max_chars: int) -> list[Conversation
     raise InvalidInput(f"unknown benchmark {str(kind)[:20]!r}; use locomo or longmemeval")
 
 
-def import_benchmark(semantic: SemanticMemory, sets: ExpectationSets, kind: str, path: str | Path, set_name: str,
-                     limit: int | None = None, preceding: bool = True,
-                     progress: ImportProgress | None = None) -> dict[str, Any]:
+def import_benchmark(
+    semantic: SemanticMemory,
+    sets: ExpectationSets,
+    kind: str,
+    path: str | Path,
+    set_name: str,
+    limit: int | None = None,
+    preceding: bool = True,
+    progress: ImportProgress | None = None,
+) -> dict[str, Any]:
     """Write the benchmark's users, items and expectation set; returns counts. Items already stored are skipped."""
     units = read_units(kind, path, semantic.b.settings.max_text_chars)[: limit or None]
     sets.create(set_name, f"{kind} benchmark imported from {Path(path).name}", exist_ok=True)
     turns = [(u.user_id, t) for u in units for t in u.turns]
     with semantic.b.db.read() as conn:
-        have = {r[0] for r in conn.execute("SELECT id FROM items WHERE id IN (SELECT unnest(?))",
-                                           [[t["id"] for _, t in turns]]).fetchall()}
+        have = {
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM items WHERE id IN (SELECT unnest(?))", [[t["id"] for _, t in turns]]
+            ).fetchall()
+        }
     todo = [(u, t) for u, t in turns if t["id"] not in have]
     for start in range(0, len(todo), BATCH):
-        chunk = todo[start:start + BATCH]
-        items = [semantic.prepare(user, t["content"], t["category"], None, False, {"method": kind}, kind,
-                                  t["created_at"], id=t["id"], method=kind,
-                                  preceding_text=t["preceding_text"] if preceding else None) for user, t in chunk]
+        chunk = todo[start : start + BATCH]
+        items = [
+            semantic.prepare(
+                user,
+                t["content"],
+                t["category"],
+                None,
+                False,
+                {"method": kind},
+                kind,
+                t["created_at"],
+                id=t["id"],
+                method=kind,
+                preceding_text=t["preceding_text"] if preceding else None,
+            )
+            for user, t in chunk
+        ]
         semantic.add(items)
         if progress is not None:
             progress("turns", start + len(chunk), len(todo))
-    cases = [sets.prepare(set_name, u.user_id, c["question"], c["expected"], case_id=c["case_id"],
-                          now=c["now"], category=c["category"], source="imported") for u in units for c in u.cases]
+    cases = [
+        sets.prepare(
+            set_name,
+            u.user_id,
+            c["question"],
+            c["expected"],
+            case_id=c["case_id"],
+            now=c["now"],
+            category=c["category"],
+            source="imported",
+        )
+        for u in units
+        for c in u.cases
+    ]
     sets.add(cases)
     if progress is not None:
         progress("cases", len(cases), len(cases))
-    return {"set": set_name, "benchmark": kind, "users": len(units), "turns": len(turns),
-            "turns_added": len(todo), "turns_already_stored": len(turns) - len(todo), "cases": len(cases),
-            "skipped_no_evidence": sum(u.skipped for u in units)}
+    return {
+        "set": set_name,
+        "benchmark": kind,
+        "users": len(units),
+        "turns": len(turns),
+        "turns_added": len(todo),
+        "turns_already_stored": len(turns) - len(todo),
+        "cases": len(cases),
+        "skipped_no_evidence": sum(u.skipped for u in units),
+    }

@@ -81,8 +81,10 @@ def loss_counts(results: Iterable[Any]) -> list[dict]:
     for r in results:
         for lost in r.lost.values():
             counts[(lost.get("stage", ""), rule_family(lost.get("rule", "")))] += 1
-    return [{"stage": stage, "rule": rule, "count": n}
-            for (stage, rule), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return [
+        {"stage": stage, "rule": rule, "count": n}
+        for (stage, rule), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
 
 
 def funnel(results: Iterable[Any]) -> list[dict]:

@@ -27,11 +27,25 @@ from .metrics import KS, aggregate, case_scores
 from .records import METHODS, CaseResult, EvalCase, EvalRun
 from .sets import ExpectationSets, check_set_name
 
-RESULT_TYPES = (("run_id", "str"), ("case_id", "str"), ("user_id", "str"), ("question", "str"), ("category", "str"),
-                ("expected", "str"), ("trace_id", "str"), ("ranks", "str"), ("in_context", "str"), ("lost", "str"),
-                ("scores", "str"), ("latency_ms", "float"), ("top_ids", "str"))
-RUN_COLUMNS = ("id, set_name, label, method, preset, overrides, hops, settings, code_version, store_counts, metrics, "
-               "status, cases, started_at, finished_at")
+RESULT_TYPES = (
+    ("run_id", "str"),
+    ("case_id", "str"),
+    ("user_id", "str"),
+    ("question", "str"),
+    ("category", "str"),
+    ("expected", "str"),
+    ("trace_id", "str"),
+    ("ranks", "str"),
+    ("in_context", "str"),
+    ("lost", "str"),
+    ("scores", "str"),
+    ("latency_ms", "float"),
+    ("top_ids", "str"),
+)
+RUN_COLUMNS = (
+    "id, set_name, label, method, preset, overrides, hops, settings, code_version, store_counts, metrics, "
+    "status, cases, started_at, finished_at"
+)
 WRITE_EVERY = 100  # results are written in batches (one transaction per 100 cases, not per case)
 BASELINE_DEPTH = max(KS)
 Progress = Callable[[int, int], None]
@@ -42,10 +56,19 @@ def code_version() -> str:
     """The memlens checkout's commit (with '+dirty' for local changes), or 'unknown' outside a git checkout."""
     root = Path(__file__).resolve().parents[2]
     try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
-                              text=True, timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
         return head + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -68,20 +91,45 @@ def pipeline_ranking(trace: RetrievalTrace) -> list[str]:
 def _gone(state: MemoryState | None) -> dict | None:
     if state is None or state.status not in GONE:
         return None
-    return {"status": state.status, "stage": STAGE_NAMES[state.status], "rule": state.detail, "hop": None,
-            "rank": None}
+    return {"status": state.status, "stage": STAGE_NAMES[state.status], "rule": state.detail, "hop": None, "rank": None}
 
 
 def _run(row: Sequence[Any]) -> EvalRun:
-    return EvalRun(row[0], row[1], row[2], row[3], row[4], json.loads(row[5] or "{}"), row[6],
-                   json.loads(row[7] or "{}"), row[8] or "", json.loads(row[9] or "{}"), json.loads(row[10] or "{}"),
-                   row[11], row[12], row[13], row[14])
+    return EvalRun(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        json.loads(row[5] or "{}"),
+        row[6],
+        json.loads(row[7] or "{}"),
+        row[8] or "",
+        json.loads(row[9] or "{}"),
+        json.loads(row[10] or "{}"),
+        row[11],
+        row[12],
+        row[13],
+        row[14],
+    )
 
 
 def _result(row: Sequence[Any]) -> CaseResult:
-    return CaseResult(row[0], row[1], row[2], row[3], row[4], tuple(json.loads(row[5])), row[6], json.loads(row[7]),
-                      json.loads(row[8]), json.loads(row[9]), json.loads(row[10]), row[11],
-                      tuple(json.loads(row[12])))
+    return CaseResult(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        tuple(json.loads(row[5])),
+        row[6],
+        json.loads(row[7]),
+        json.loads(row[8]),
+        json.loads(row[9]),
+        json.loads(row[10]),
+        row[11],
+        tuple(json.loads(row[12])),
+    )
 
 
 class Evaluator:
@@ -93,9 +141,16 @@ class Evaluator:
         self.engine = engine
 
     # -- running ------------------------------------------------------------------------------------------------
-    def evaluate(self, set_name: str, method: str = "memlens", preset: str | None = None,
-                 overrides: Mapping[str, Any] | None = None, hops: int | None = None, label: str | None = None,
-                 progress: Progress | None = None) -> EvalRun:
+    def evaluate(
+        self,
+        set_name: str,
+        method: str = "memlens",
+        preset: str | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        hops: int | None = None,
+        label: str | None = None,
+        progress: Progress | None = None,
+    ) -> EvalRun:
         """Run every case of ``set_name``; returns the stored run (its metrics included). Bad arguments raise
         InvalidInput before anything is written."""
         if method not in METHODS:
@@ -113,13 +168,30 @@ class Evaluator:
         users = sorted({c.user_id for c in cases})
         states: dict[str, dict[str, MemoryState]] = {
             u: self.engine.memory_states(u, sorted({e for c in cases if c.user_id == u for e in c.expected}))
-            for u in users}
+            for u in users
+        }
         run_id = new_id("run")
         with self.b.db.write() as conn:
-            conn.execute(f"INSERT INTO eval_runs ({RUN_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                         [run_id, set_name, label, method, preset, json.dumps(changes), hops,
-                          json.dumps(settings.retrieval_dict(), default=str), code_version(),
-                          json.dumps(self._store_counts(conn, users)), "{}", "running", len(cases), utcnow(), None])
+            conn.execute(
+                f"INSERT INTO eval_runs ({RUN_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [
+                    run_id,
+                    set_name,
+                    label,
+                    method,
+                    preset,
+                    json.dumps(changes),
+                    hops,
+                    json.dumps(settings.retrieval_dict(), default=str),
+                    code_version(),
+                    json.dumps(self._store_counts(conn, users)),
+                    "{}",
+                    "running",
+                    len(cases),
+                    utcnow(),
+                    None,
+                ],
+            )
         pending: list[list] = []
         summary: list[tuple[str | None, dict, float | None]] = []
         try:
@@ -137,18 +209,33 @@ class Evaluator:
                 conn.execute("UPDATE eval_runs SET status='failed', finished_at=? WHERE id=?", [utcnow(), run_id])
             raise
         with self.b.db.write() as conn:
-            conn.execute("UPDATE eval_runs SET status='done', metrics=?, finished_at=? WHERE id=?",
-                         [json.dumps(aggregate(summary)), utcnow(), run_id])
+            conn.execute(
+                "UPDATE eval_runs SET status='done', metrics=?, finished_at=? WHERE id=?",
+                [json.dumps(aggregate(summary)), utcnow(), run_id],
+            )
         return self.get(run_id)
 
-    def _one(self, run_id: str, case: EvalCase, method: str, changes: dict, hops: int | None,
-             states: Mapping[str, MemoryState]) -> CaseResult:
+    def _one(
+        self,
+        run_id: str,
+        case: EvalCase,
+        method: str,
+        changes: dict,
+        hops: int | None,
+        states: Mapping[str, MemoryState],
+    ) -> CaseResult:
         t = time.perf_counter()
         trace_id, context = None, None
         lost: dict[str, dict] = {}
         if method == "memlens":
-            trace = self.engine.retrieve(case.user_id, case.question, session_id=case.session_id, hops=hops,
-                                         overrides=changes or None, now=case.now)
+            trace = self.engine.retrieve(
+                case.user_id,
+                case.question,
+                session_id=case.session_id,
+                hops=hops,
+                overrides=changes or None,
+                now=case.now,
+            )
             latency = (time.perf_counter() - t) * 1000
             ranking, trace_id, context = pipeline_ranking(trace), trace.trace_id, set(trace.context_ids)
             seen = {c.id for h in trace.hops for c in h.candidates}
@@ -162,27 +249,59 @@ class Evaluator:
                 v = why_not(trace, item_id)
                 lost[item_id] = {"status": v.status, "stage": v.stage, "rule": v.rule, "hop": v.hop, "rank": v.rank}
         else:
-            hits = self.engine.search(case.user_id, case.question, kind="all", limit=BASELINE_DEPTH,
-                                      mode="vector" if method == "vector" else "fts")
+            hits = self.engine.search(
+                case.user_id,
+                case.question,
+                kind="all",
+                limit=BASELINE_DEPTH,
+                mode="vector" if method == "vector" else "fts",
+            )
             latency = (time.perf_counter() - t) * 1000
             ranking = [h.id for h in hits]
             for item_id in case.expected:
                 if item_id not in ranking:
                     lost[item_id] = _gone(states.get(item_id)) or {
-                        "status": "never", "stage": STAGE_NAMES["never"], "rule": f"not in the top {BASELINE_DEPTH}",
-                        "hop": None, "rank": None}
+                        "status": "never",
+                        "stage": STAGE_NAMES["never"],
+                        "rule": f"not in the top {BASELINE_DEPTH}",
+                        "hop": None,
+                        "rank": None,
+                    }
         position = {i: n for n, i in reversed(list(enumerate(ranking, 1)))}
         scores = case_scores(case.expected, ranking, context)
-        return CaseResult(run_id, case.case_id, case.user_id, case.question, case.category, case.expected, trace_id,
-                          {e: position.get(e) for e in case.expected},
-                          {e: bool(context and e in context) for e in case.expected}, lost, scores, latency,
-                          tuple(ranking[:BASELINE_DEPTH]))
+        return CaseResult(
+            run_id,
+            case.case_id,
+            case.user_id,
+            case.question,
+            case.category,
+            case.expected,
+            trace_id,
+            {e: position.get(e) for e in case.expected},
+            {e: bool(context and e in context) for e in case.expected},
+            lost,
+            scores,
+            latency,
+            tuple(ranking[:BASELINE_DEPTH]),
+        )
 
     @staticmethod
     def _row(r: CaseResult) -> list:
-        return [r.run_id, r.case_id, r.user_id, r.question, r.category, json.dumps(list(r.expected)), r.trace_id,
-                json.dumps(r.ranks), json.dumps(r.in_context), json.dumps(r.lost), json.dumps(r.scores),
-                r.latency_ms, json.dumps(list(r.top))]
+        return [
+            r.run_id,
+            r.case_id,
+            r.user_id,
+            r.question,
+            r.category,
+            json.dumps(list(r.expected)),
+            r.trace_id,
+            json.dumps(r.ranks),
+            json.dumps(r.in_context),
+            json.dumps(r.lost),
+            json.dumps(r.scores),
+            r.latency_ms,
+            json.dumps(list(r.top)),
+        ]
 
     def _write(self, pending: list[list]) -> None:
         if pending:
@@ -194,8 +313,10 @@ class Evaluator:
     def _store_counts(conn, users: Sequence[str]) -> dict:
         counts = {}
         for kind, table in (("semantic", "items"), ("episodic", "episodes"), ("procedural", "skills")):
-            counts[kind] = conn.execute(f"SELECT count(*) FROM {table} WHERE archived_at IS NULL AND user_id IN "
-                                        "(SELECT unnest(?))", [list(users)]).fetchone()[0]
+            counts[kind] = conn.execute(
+                f"SELECT count(*) FROM {table} WHERE archived_at IS NULL AND user_id IN (SELECT unnest(?))",
+                [list(users)],
+            ).fetchone()[0]
         counts["users"] = len(users)
         return counts
 
@@ -220,9 +341,12 @@ class Evaluator:
     def results(self, run_id: str) -> list[CaseResult]:
         self.get(run_id)
         with self.b.db.read() as conn:
-            rows = conn.execute("SELECT run_id, case_id, user_id, question, category, expected, trace_id, ranks, "
-                                "in_context, lost, scores, latency_ms, top_ids FROM eval_results WHERE run_id=? "
-                                "ORDER BY rowid", [run_id]).fetchall()
+            rows = conn.execute(
+                "SELECT run_id, case_id, user_id, question, category, expected, trace_id, ranks, "
+                "in_context, lost, scores, latency_ms, top_ids FROM eval_results WHERE run_id=? "
+                "ORDER BY rowid",
+                [run_id],
+            ).fetchall()
         return [_result(r) for r in rows]
 
     def delete(self, run_id: str) -> int:
@@ -231,8 +355,10 @@ class Evaluator:
         with self.b.db.write() as conn:
             if not conn.execute("SELECT 1 FROM eval_runs WHERE id=?", [run_id]).fetchone():
                 raise NotFound(f"no evaluation run {run_id!r}")
-            deleted = conn.execute("DELETE FROM traces WHERE id IN (SELECT trace_id FROM eval_results WHERE run_id=?) "
-                                   "RETURNING id", [run_id]).fetchall()
+            deleted = conn.execute(
+                "DELETE FROM traces WHERE id IN (SELECT trace_id FROM eval_results WHERE run_id=?) RETURNING id",
+                [run_id],
+            ).fetchall()
             conn.execute("DELETE FROM eval_results WHERE run_id=?", [run_id])
             conn.execute("DELETE FROM eval_runs WHERE id=?", [run_id])
         return len(deleted)

@@ -21,8 +21,18 @@ from .records import SOURCES, EvalCase, EvalSet
 MAX_DESCRIPTION = 2000
 MAX_EXPECTED = 200
 CASE_COLUMNS = "set_name, case_id, user_id, question, session_id, now, expected, category, source, added_at"
-CASE_TYPES = (("set_name", "str"), ("case_id", "str"), ("user_id", "str"), ("question", "str"), ("session_id", "str"),
-              ("now", "ts"), ("expected", "str"), ("category", "str"), ("source", "str"), ("added_at", "ts"))
+CASE_TYPES = (
+    ("set_name", "str"),
+    ("case_id", "str"),
+    ("user_id", "str"),
+    ("question", "str"),
+    ("session_id", "str"),
+    ("now", "ts"),
+    ("expected", "str"),
+    ("category", "str"),
+    ("source", "str"),
+    ("added_at", "ts"),
+)
 CASE_KEYS = {"case_id", "user_id", "question", "session_id", "now", "expected", "category", "source"}
 
 
@@ -31,8 +41,7 @@ def check_set_name(name: object) -> str:
 
 
 def _case(row: Sequence[Any]) -> EvalCase:
-    return EvalCase(row[0], row[1], row[2], row[3], row[4], row[5], tuple(json.loads(row[6])), row[7], row[8],
-                    row[9])
+    return EvalCase(row[0], row[1], row[2], row[3], row[4], row[5], tuple(json.loads(row[6])), row[7], row[8], row[9])
 
 
 class ExpectationSets:
@@ -58,13 +67,15 @@ class ExpectationSets:
                 "SELECT s.name, s.description, s.created_at, "
                 "(SELECT count(*) FROM eval_runs r WHERE r.set_name = s.name) FROM eval_sets s ORDER BY s.name"
             ).fetchall()
-            cats = conn.execute("SELECT set_name, coalesce(category, ''), count(*) FROM eval_cases "
-                                "GROUP BY ALL ORDER BY 1, 2").fetchall()
+            cats = conn.execute(
+                "SELECT set_name, coalesce(category, ''), count(*) FROM eval_cases GROUP BY ALL ORDER BY 1, 2"
+            ).fetchall()
         by_set: dict[str, dict[str, int]] = {}
         for set_name, cat, n in cats:
             by_set.setdefault(set_name, {})[cat] = int(n)
-        return [EvalSet(r[0], r[1], sum(by_set.get(r[0], {}).values()), by_set.get(r[0], {}), int(r[3]), r[2])
-                for r in rows]
+        return [
+            EvalSet(r[0], r[1], sum(by_set.get(r[0], {}).values()), by_set.get(r[0], {}), int(r[3]), r[2]) for r in rows
+        ]
 
     def get(self, name: str) -> EvalSet:
         check_set_name(name)
@@ -84,8 +95,10 @@ class ExpectationSets:
             if not conn.execute("SELECT 1 FROM eval_sets WHERE name=?", [name]).fetchone():
                 raise NotFound(f"no expectation set {name!r}")
             runs = [r[0] for r in conn.execute("SELECT id FROM eval_runs WHERE set_name=?", [name]).fetchall()]
-            conn.execute("DELETE FROM traces WHERE id IN (SELECT trace_id FROM eval_results WHERE run_id IN "
-                         "(SELECT unnest(?)))", [runs])
+            conn.execute(
+                "DELETE FROM traces WHERE id IN (SELECT trace_id FROM eval_results WHERE run_id IN (SELECT unnest(?)))",
+                [runs],
+            )
             conn.execute("DELETE FROM eval_results WHERE run_id IN (SELECT unnest(?))", [runs])
             conn.execute("DELETE FROM eval_runs WHERE set_name=?", [name])
             conn.execute("DELETE FROM eval_cases WHERE set_name=?", [name])
@@ -93,9 +106,20 @@ class ExpectationSets:
         return len(runs)
 
     # -- cases --------------------------------------------------------------------------------------------------
-    def prepare(self, set_name: str, user_id: str, question: str, expected: Iterable[str], *,
-                case_id: str | None = None, session_id: str | None = None, now: Any = None,
-                category: str | None = None, source: str = "manual", added_at: Any = None) -> EvalCase:
+    def prepare(
+        self,
+        set_name: str,
+        user_id: str,
+        question: str,
+        expected: Iterable[str],
+        *,
+        case_id: str | None = None,
+        session_id: str | None = None,
+        now: Any = None,
+        category: str | None = None,
+        source: str = "manual",
+        added_at: Any = None,
+    ) -> EvalCase:
         """Validate one case without writing it."""
         check_set_name(set_name)
         check_id(user_id, "user id")
@@ -115,9 +139,18 @@ class ExpectationSets:
             category = None
         if source not in SOURCES:
             raise InvalidInput(f"unknown case source {str(source)[:20]!r}; use {', '.join(SOURCES)}")
-        return EvalCase(set_name, check_id(case_id, "case id") if case_id is not None else new_id("case"), user_id,
-                        question, session_id, optional_time(now, "now"), tuple(ids), category, source,
-                        optional_time(added_at, "added_at") or utcnow())
+        return EvalCase(
+            set_name,
+            check_id(case_id, "case id") if case_id is not None else new_id("case"),
+            user_id,
+            question,
+            session_id,
+            optional_time(now, "now"),
+            tuple(ids),
+            category,
+            source,
+            optional_time(added_at, "added_at") or utcnow(),
+        )
 
     def add(self, cases: Sequence[EvalCase], create_set: bool = False) -> list[EvalCase]:
         """Write prepared cases in one transaction; a case id already in its set is replaced."""
@@ -134,11 +167,30 @@ class ExpectationSets:
             if len({tuple(k) for k in keys}) != len(keys):
                 raise InvalidInput("duplicate case ids in one write")
             for name in names:
-                conn.execute("DELETE FROM eval_cases WHERE set_name=? AND case_id IN (SELECT unnest(?))",
-                             [name, [c.case_id for c in cases if c.set_name == name]])
-            insert_rows(conn, "eval_cases", CASE_TYPES,
-                        [[c.set_name, c.case_id, c.user_id, c.question, c.session_id, c.now,
-                          json.dumps(list(c.expected)), c.category, c.source, c.added_at] for c in cases])
+                conn.execute(
+                    "DELETE FROM eval_cases WHERE set_name=? AND case_id IN (SELECT unnest(?))",
+                    [name, [c.case_id for c in cases if c.set_name == name]],
+                )
+            insert_rows(
+                conn,
+                "eval_cases",
+                CASE_TYPES,
+                [
+                    [
+                        c.set_name,
+                        c.case_id,
+                        c.user_id,
+                        c.question,
+                        c.session_id,
+                        c.now,
+                        json.dumps(list(c.expected)),
+                        c.category,
+                        c.source,
+                        c.added_at,
+                    ]
+                    for c in cases
+                ],
+            )
         return list(cases)
 
     def cases(self, set_name: str, category: str | None = None) -> list[EvalCase]:
@@ -157,8 +209,9 @@ class ExpectationSets:
         check_set_name(set_name)
         check_id(case_id, "case id")
         with self.b.db.read() as conn:
-            row = conn.execute(f"SELECT {CASE_COLUMNS} FROM eval_cases WHERE set_name=? AND case_id=?",
-                               [set_name, case_id]).fetchone()
+            row = conn.execute(
+                f"SELECT {CASE_COLUMNS} FROM eval_cases WHERE set_name=? AND case_id=?", [set_name, case_id]
+            ).fetchone()
         if row is None:
             raise NotFound(f"no case {case_id!r} in expectation set {set_name!r}")
         return _case(row)
@@ -169,10 +222,25 @@ class ExpectationSets:
         bad = set(changes) - (CASE_KEYS - {"case_id", "source"})
         if bad:
             raise InvalidInput(f"cannot change {sorted(bad)[0]!r} of a case")
-        fields = {"user_id": old.user_id, "question": old.question, "expected": old.expected,
-                  "session_id": old.session_id, "now": old.now, "category": old.category, **dict(changes)}
-        new = self.prepare(set_name, fields.pop("user_id"), fields.pop("question"), fields.pop("expected"),
-                           case_id=case_id, source=old.source, added_at=old.added_at, **fields)
+        fields = {
+            "user_id": old.user_id,
+            "question": old.question,
+            "expected": old.expected,
+            "session_id": old.session_id,
+            "now": old.now,
+            "category": old.category,
+            **dict(changes),
+        }
+        new = self.prepare(
+            set_name,
+            fields.pop("user_id"),
+            fields.pop("question"),
+            fields.pop("expected"),
+            case_id=case_id,
+            source=old.source,
+            added_at=old.added_at,
+            **fields,
+        )
         self.add([new])
         return new
 

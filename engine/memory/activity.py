@@ -27,10 +27,12 @@ ACTIVITY_SOURCES: dict[str, tuple[str, str]] = {
 }
 
 
-def daily_activity(b: Backends, user_id: str | None = None, since: datetime | str | None = None,
-                   until: datetime | str | None = None) -> list[dict[str, Any]]:
+def daily_activity(
+    b: Backends, user_id: str | None = None, since: datetime | str | None = None, until: datetime | str | None = None
+) -> list[dict[str, Any]]:
     """``[{"day": date, "kind": str, "count": int}]`` ordered by day then kind (UTC days), zero days omitted."""
-    conditions, params = [], []
+    conditions: list[str] = []
+    params: list[Any] = []
     if user_id is not None:
         conditions.append("user_id = ?")
         params.append(check_id(user_id, "user id"))
@@ -48,8 +50,9 @@ def daily_activity(b: Backends, user_id: str | None = None, since: datetime | st
             extra.append(end)
         cond = ("WHERE " + " AND ".join(where)) if where else ""
         # kind names are our constants, never user text; values go through parameters
-        parts.append(f"SELECT CAST({column} AS DATE) AS day, '{kind}' AS kind, count(*) AS n FROM {table} {cond} "
-                     "GROUP BY 1")
+        parts.append(
+            f"SELECT CAST({column} AS DATE) AS day, '{kind}' AS kind, count(*) AS n FROM {table} {cond} GROUP BY 1"
+        )
         args += extra
     sql = " UNION ALL ".join(parts) + " ORDER BY day, kind"
     with b.db.read() as conn:
@@ -61,8 +64,11 @@ def episode_outcome_counts(b: Backends, user_id: str) -> dict[str, int]:
     """Active episodes per outcome label (``""`` for episodes without one), most frequent first."""
     check_id(user_id, "user id")
     with b.db.read() as conn:
-        rows = conn.execute("SELECT coalesce(outcome, '') AS outcome, count(*) FROM episodes WHERE user_id = ? "
-                            "AND archived_at IS NULL GROUP BY 1 ORDER BY 2 DESC, 1", [user_id]).fetchall()
+        rows = conn.execute(
+            "SELECT coalesce(outcome, '') AS outcome, count(*) FROM episodes WHERE user_id = ? "
+            "AND archived_at IS NULL GROUP BY 1 ORDER BY 2 DESC, 1",
+            [user_id],
+        ).fetchall()
     return {outcome: int(n) for outcome, n in rows}
 
 

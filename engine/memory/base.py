@@ -42,18 +42,34 @@ class Backends:
         if taken:
             raise InvalidInput(f"{noun} id {taken[0][0]!r} already exists")
 
-    def store_records(self, kind: str, records: Sequence[Any], index_text: Callable[[Any], str],
-                      insert: Callable[[duckdb.DuckDBPyConnection, Sequence[Any]], Any],
-                      index_preceding: Callable[[Any], str] | None = None) -> Any:
+    def store_records(
+        self,
+        kind: str,
+        records: Sequence[Any],
+        index_text: Callable[[Any], str],
+        insert: Callable[[duckdb.DuckDBPyConnection, Sequence[Any]], Any],
+        index_preceding: Callable[[Any], str] | None = None,
+    ) -> Any:
         """Rows for every record, vectors for the active (not archived) ones, all or nothing."""
         active = [r for r in records if r.archived_at is None]
-        return self.write_indexed(kind, [r.id for r in active], [r.user_id for r in active],
-                                  [index_text(r) for r in active], lambda conn: insert(conn, records),
-                                  [index_preceding(r) for r in active] if index_preceding else None)
+        return self.write_indexed(
+            kind,
+            [r.id for r in active],
+            [r.user_id for r in active],
+            [index_text(r) for r in active],
+            lambda conn: insert(conn, records),
+            [index_preceding(r) for r in active] if index_preceding else None,
+        )
 
-    def write_indexed(self, kind: str, ids: Sequence[str], user_ids: Sequence[str], texts: Sequence[str],
-                      write_rows: Callable[[duckdb.DuckDBPyConnection], Any],
-                      preceding: Sequence[str] | None = None) -> Any:
+    def write_indexed(
+        self,
+        kind: str,
+        ids: Sequence[str],
+        user_ids: Sequence[str],
+        texts: Sequence[str],
+        write_rows: Callable[[duckdb.DuckDBPyConnection], Any],
+        preceding: Sequence[str] | None = None,
+    ) -> Any:
         """Embed, add vectors, then commit the rows; undo the vectors if the rows fail (all or nothing).
 
         DuckDB is the truth: retrieval only returns ids that are active there, so a crash between the two steps
@@ -99,16 +115,22 @@ class Backends:
         return texts, self.embed_after(texts, [preceding_of(r) for r in records] if preceding_of else None)
 
 
-_ARROW_TYPES = {"ts": pa.timestamp("us", tz="UTC"), "str": pa.string(), "float": pa.float64(), "bool": pa.bool_(),
-                "int": pa.int64()}
+_ARROW_TYPES = {
+    "ts": pa.timestamp("us", tz="UTC"),
+    "str": pa.string(),
+    "float": pa.float64(),
+    "bool": pa.bool_(),
+    "int": pa.int64(),
+}
 
 
 def insert_rows(conn, table: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]) -> None:
     """Bulk insert through an Arrow table (several times faster than executemany for batches)."""
     if not rows:
         return
-    data = pa.table({name: pa.array([r[n] for r in rows], _ARROW_TYPES[kind])
-                     for n, (name, kind) in enumerate(columns)})
+    data = pa.table(
+        {name: pa.array([r[n] for r in rows], _ARROW_TYPES[kind]) for n, (name, kind) in enumerate(columns)}
+    )
     view = f"memlens_insert_{table}"
     conn.register(view, data)
     try:

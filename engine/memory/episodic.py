@@ -10,13 +10,23 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, check_unit, new_id
 from ..records import Episode, Page, Step
+from ..storage.database import one_row
 from .base import Backends, dumps, insert_rows, like_pattern, loads, page_args
 from .semantic import normalise_provenance
 
 EPISODE_COLUMNS = "id, user_id, session_id, steps, summary, outcome, importance, provenance, created_at, archived_at"
-EPISODE_TYPES = (("id", "str"), ("user_id", "str"), ("session_id", "str"), ("steps", "str"), ("summary", "str"),
-                 ("outcome", "str"), ("importance", "float"), ("provenance", "str"), ("created_at", "ts"),
-                 ("archived_at", "ts"))
+EPISODE_TYPES = (
+    ("id", "str"),
+    ("user_id", "str"),
+    ("session_id", "str"),
+    ("steps", "str"),
+    ("summary", "str"),
+    ("outcome", "str"),
+    ("importance", "float"),
+    ("provenance", "str"),
+    ("created_at", "ts"),
+    ("archived_at", "ts"),
+)
 MAX_STEPS = 500
 
 
@@ -29,8 +39,10 @@ def derive_summary(steps: Sequence[Step]) -> str:
 
 
 def _episode(row: tuple) -> Episode:
-    steps = tuple(Step(**{k: s.get(k) or ("" if k != "timestamp" else None) for k in
-                          ("observation", "action", "result", "timestamp")}) for s in loads(row[3]) or [])
+    steps = tuple(
+        Step(s.get("observation") or "", s.get("action") or "", s.get("result") or "", s.get("timestamp") or None)
+        for s in loads(row[3]) or []
+    )
     return Episode(row[0], row[1], row[2], steps, row[4], row[5], row[6], loads(row[7]) or {}, row[8], row[9])
 
 
@@ -40,9 +52,19 @@ class EpisodicMemory:
     def __init__(self, b: Backends) -> None:
         self.b = b
 
-    def prepare(self, user_id: str, steps: Any, summary: str | None = None, outcome: str | None = None,
-                importance: float | None = None, session_id: str | None = None, created_at: Any = None,
-                id: str | None = None, provenance: Any = None, archived_at: Any = None) -> Episode:
+    def prepare(
+        self,
+        user_id: str,
+        steps: Any,
+        summary: str | None = None,
+        outcome: str | None = None,
+        importance: float | None = None,
+        session_id: str | None = None,
+        created_at: Any = None,
+        id: str | None = None,
+        provenance: Any = None,
+        archived_at: Any = None,
+    ) -> Episode:
         check_id(user_id, "user id")
         if session_id is not None:
             check_id(session_id, "session id")
@@ -74,8 +96,18 @@ class EpisodicMemory:
         imp = check_unit(importance, "importance", 0.5)
         at = optional_time(created_at, "created_at") or utcnow()
         prov = normalise_provenance(provenance, "episode_recording", imp, at)
-        return Episode(ep_id, user_id, session_id, tuple(clean), summary, outcome or None, imp, prov, at,
-                       optional_time(archived_at, "archived_at"))
+        return Episode(
+            ep_id,
+            user_id,
+            session_id,
+            tuple(clean),
+            summary,
+            outcome or None,
+            imp,
+            prov,
+            at,
+            optional_time(archived_at, "archived_at"),
+        )
 
     def add(self, episodes: Sequence[Episode]) -> list[Episode]:
         if not episodes:
@@ -88,27 +120,51 @@ class EpisodicMemory:
         return episode.searchable_text
 
     def insert(self, conn, episodes: Sequence[Episode]) -> list[Episode]:
-        if not episodes:  # DuckDB's executemany refuses an empty parameter list
+        if not episodes:
             return []
         insert_rows(
-            conn, "episodes", EPISODE_TYPES,
-            [[e.id, e.user_id, e.session_id, dumps([s.__dict__ for s in e.steps]), e.summary, e.outcome,
-              e.importance, dumps(e.provenance), e.created_at, e.archived_at] for e in episodes])
+            conn,
+            "episodes",
+            EPISODE_TYPES,
+            [
+                [
+                    e.id,
+                    e.user_id,
+                    e.session_id,
+                    dumps([s.__dict__ for s in e.steps]),
+                    e.summary,
+                    e.outcome,
+                    e.importance,
+                    dumps(e.provenance),
+                    e.created_at,
+                    e.archived_at,
+                ]
+                for e in episodes
+            ],
+        )
         return list(episodes)
 
     def get(self, user_id: str, episode_id: str) -> Episode:
         check_id(user_id, "user id")
         check_id(episode_id, "episode id")
         with self.b.db.read() as conn:
-            row = conn.execute(f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE user_id=? AND id=?",
-                               [user_id, episode_id]).fetchone()
+            row = conn.execute(
+                f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE user_id=? AND id=?", [user_id, episode_id]
+            ).fetchone()
         if row is None:
             raise NotFound(f"no episode {episode_id!r} for user {user_id!r}")
         return _episode(row)
 
-    def list(self, user_id: str, outcome: str | None = None, query: str | None = None,
-             session_id: str | None = None, include_archived: bool = False, limit: int = 50,
-             offset: int = 0) -> Page:
+    def list_episodes(
+        self,
+        user_id: str,
+        outcome: str | None = None,
+        query: str | None = None,
+        session_id: str | None = None,
+        include_archived: bool = False,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> Page:
         """Episodes newest first."""
         check_id(user_id, "user id")
         limit, offset = page_args(limit, offset)
@@ -128,10 +184,12 @@ class EpisodicMemory:
             where.append("archived_at IS NULL")
         cond = " AND ".join(where)
         with self.b.db.read() as conn:
-            total = conn.execute(f"SELECT count(*) FROM episodes WHERE {cond}", params).fetchone()[0]
-            rows = conn.execute(f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE {cond} ORDER BY created_at DESC, id "
-                                "LIMIT ? OFFSET ?", params + [int(limit), int(offset)]).fetchall()
+            total = one_row(conn.execute(f"SELECT count(*) FROM episodes WHERE {cond}", params))[0]
+            rows = conn.execute(
+                f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE {cond} ORDER BY created_at DESC, id LIMIT ? OFFSET ?",
+                params + [int(limit), int(offset)],
+            ).fetchall()
         return Page(tuple(_episode(r) for r in rows), total, int(limit), int(offset))
 
     def recent(self, user_id: str, window: int) -> list[Episode]:
-        return list(self.list(user_id, limit=max(1, int(window))).rows)
+        return list(self.list_episodes(user_id, limit=max(1, int(window))).rows)

@@ -10,6 +10,7 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_ids
 from ..records import FeedbackEvent
+from ..storage.database import one_row
 from .base import Backends, page_args
 
 LABELS = {"useful": 1, "harmful": -1}
@@ -26,11 +27,20 @@ class FeedbackLog:
             "SELECT id FROM items WHERE user_id=? AND id IN (SELECT unnest(?)) UNION "
             "SELECT id FROM episodes WHERE user_id=? AND id IN (SELECT unnest(?)) UNION "
             "SELECT id FROM skills WHERE user_id=? AND id IN (SELECT unnest(?))",
-            [user_id, list(ids)] * 3).fetchall()
+            [user_id, list(ids)] * 3,
+        ).fetchall()
         return {r[0] for r in rows}
 
-    def prepare(self, user_id: str, item_id: str, label: str, trace_id: str | None = None,
-                hop: int | None = None, note: str = "", created_at: Any = None) -> tuple:
+    def prepare(
+        self,
+        user_id: str,
+        item_id: str,
+        label: str,
+        trace_id: str | None = None,
+        hop: int | None = None,
+        note: str = "",
+        created_at: Any = None,
+    ) -> tuple:
         check_id(user_id, "user id")
         check_id(item_id, "item id")
         if label not in LABELS:
@@ -39,11 +49,20 @@ class FeedbackLog:
             check_id(trace_id, "trace id")
         validation.check_optional_int(hop, "hop", "hop")
         note = validation.check_optional_text(note or None, "note", MAX_NOTE_CHARS)
-        return (user_id, item_id, label, LABELS[label], trace_id, hop, note,
-                optional_time(created_at, "created_at") or utcnow())
+        return (
+            user_id,
+            item_id,
+            label,
+            LABELS[label],
+            trace_id,
+            hop,
+            note,
+            optional_time(created_at, "created_at") or utcnow(),
+        )
 
-    def record(self, rows: Sequence[tuple], conn=None, check_traces: bool = True,
-               forgotten: set[tuple[str, str]] = frozenset()) -> list[FeedbackEvent]:
+    def record(
+        self, rows: Sequence[tuple], conn=None, check_traces: bool = True, forgotten: set[tuple[str, str]] = frozenset()
+    ) -> list[FeedbackEvent]:
         """Append prepared events after checking every item (and trace) exists for that user.
 
         Imports pass ``check_traces=False``: an exported label keeps pointing at its trace even where the trace
@@ -55,8 +74,9 @@ class FeedbackLog:
                 return self._insert(c, rows, check_traces, forgotten)
         return self._insert(conn, rows, check_traces, forgotten)
 
-    def _insert(self, conn, rows: Sequence[tuple], check_traces: bool,
-                forgotten: set[tuple[str, str]] = frozenset()) -> list[FeedbackEvent]:
+    def _insert(
+        self, conn, rows: Sequence[tuple], check_traces: bool, forgotten: set[tuple[str, str]] = frozenset()
+    ) -> list[FeedbackEvent]:
         by_user: dict[str, set[str]] = {}
         for r in rows:
             if (r[0], r[1]) not in forgotten:
@@ -66,14 +86,21 @@ class FeedbackLog:
             if missing:
                 raise NotFound(f"no memory {sorted(missing)[0]!r} for user {user_id!r}")
         for r in rows:
-            if check_traces and r[4] is not None and conn.execute("SELECT 1 FROM traces WHERE id=? AND user_id=?",
-                                                 [r[4], r[0]]).fetchone() is None:
+            if (
+                check_traces
+                and r[4] is not None
+                and conn.execute("SELECT 1 FROM traces WHERE id=? AND user_id=?", [r[4], r[0]]).fetchone() is None
+            ):
                 raise NotFound(f"no trace {r[4]!r} for user {r[0]!r}")
         out = []
         for r in rows:
-            new_id = conn.execute(
-                "INSERT INTO feedback (user_id, item_id, label, delta, trace_id, hop, note, created_at) "
-                "VALUES (?,?,?,?,?,?,?,?) RETURNING id", list(r)).fetchone()[0]
+            new_id = one_row(
+                conn.execute(
+                    "INSERT INTO feedback (user_id, item_id, label, delta, trace_id, hop, note, created_at) "
+                    "VALUES (?,?,?,?,?,?,?,?) RETURNING id",
+                    list(r),
+                )
+            )[0]
             out.append(FeedbackEvent(new_id, *r))
         return out
 
@@ -83,8 +110,10 @@ class FeedbackLog:
         ids = check_ids(ids, "item id")
         if not ids:
             return {}
-        sql = ("SELECT item_id, sum(delta) FROM feedback WHERE user_id=? AND item_id IN (SELECT unnest(?)) "
-               "GROUP BY item_id")
+        sql = (
+            "SELECT item_id, sum(delta) FROM feedback WHERE user_id=? AND item_id IN (SELECT unnest(?)) "
+            "GROUP BY item_id"
+        )
         if conn is not None:
             rows = conn.execute(sql, [user_id, ids]).fetchall()
         else:
@@ -92,8 +121,9 @@ class FeedbackLog:
                 rows = c.execute(sql, [user_id, ids]).fetchall()
         return {r[0]: int(r[1]) for r in rows}
 
-    def events(self, user_id: str, item_id: str | None = None, trace_id: str | None = None,
-               limit: int = 500) -> list[FeedbackEvent]:
+    def events(
+        self, user_id: str, item_id: str | None = None, trace_id: str | None = None, limit: int = 500
+    ) -> list[FeedbackEvent]:
         check_id(user_id, "user id")
         where, params = ["user_id = ?"], [user_id]
         if item_id is not None:
@@ -103,9 +133,11 @@ class FeedbackLog:
             where.append("trace_id = ?")
             params.append(check_id(trace_id, "trace id"))
         with self.b.db.read() as conn:
-            rows = conn.execute(f"SELECT {FEEDBACK_COLUMNS} FROM feedback WHERE {' AND '.join(where)} "
-                                "ORDER BY created_at DESC, id DESC LIMIT ?",  # imported labels keep their own times
-                                params + [page_args(limit)[0]]).fetchall()
+            rows = conn.execute(
+                f"SELECT {FEEDBACK_COLUMNS} FROM feedback WHERE {' AND '.join(where)} "
+                "ORDER BY created_at DESC, id DESC LIMIT ?",  # imported labels keep their own times
+                params + [page_args(limit)[0]],
+            ).fetchall()
         return [FeedbackEvent(*r) for r in rows]
 
     def retract(self, user_id: str, event_id: int) -> FeedbackEvent:
@@ -115,8 +147,9 @@ class FeedbackLog:
         if isinstance(event_id, bool) or not isinstance(event_id, int) or event_id < 1:
             raise InvalidInput("event id must be a positive integer")
         with self.b.db.write() as conn:
-            row = conn.execute(f"DELETE FROM feedback WHERE id=? AND user_id=? RETURNING {FEEDBACK_COLUMNS}",
-                               [event_id, user_id]).fetchone()
+            row = conn.execute(
+                f"DELETE FROM feedback WHERE id=? AND user_id=? RETURNING {FEEDBACK_COLUMNS}", [event_id, user_id]
+            ).fetchone()
         if row is None:
             raise NotFound(f"no feedback event {event_id} for user {user_id!r}")
         return FeedbackEvent(*row)
@@ -133,5 +166,7 @@ class FeedbackLog:
                 "SELECT id, content FROM items WHERE user_id=? AND id IN (SELECT unnest(?)) UNION ALL "
                 "SELECT id, summary FROM episodes WHERE user_id=? AND id IN (SELECT unnest(?)) UNION ALL "
                 "SELECT id, name || ' v' || version || ': ' || coalesce(nullif(description, ''), body) FROM skills "
-                "WHERE user_id=? AND id IN (SELECT unnest(?))", [user_id, list(ids)] * 3).fetchall()
+                "WHERE user_id=? AND id IN (SELECT unnest(?))",
+                [user_id, list(ids)] * 3,
+            ).fetchall()
         return {r[0]: r[1] for r in rows}

@@ -15,10 +15,9 @@ from .. import validation
 from ..clock import optional_time, utcnow
 from ..errors import InvalidInput
 from ..ids import check_id, check_ids
-from ..records import KINDS, ForgetLogEntry, ForgetResult
+from ..records import KIND_TABLES, KINDS, ForgetLogEntry, ForgetResult
 from .base import Backends, dumps, page_args
 
-TABLES = {"semantic": "items", "episodic": "episodes", "procedural": "skills"}
 MODES = ("soft", "hard")
 MAX_REASON_CHARS = 1000
 
@@ -26,19 +25,21 @@ MAX_REASON_CHARS = 1000
 def check_kind(kind: object) -> str:
     if kind not in KINDS:
         raise InvalidInput(f"unknown memory kind {str(kind)[:30]!r}; use semantic, episodic or procedural")
-    return kind  # type: ignore[return-value]
+    return kind
 
 
 class Forgetter:
-    def __init__(self, b: Backends, mark_traces: Callable[[Any, str, Sequence[str], dict], int] | None = None,
-                 purges: Any = None) -> None:
+    def __init__(
+        self, b: Backends, mark_traces: Callable[[Any, str, Sequence[str], dict], int] | None = None, purges: Any = None
+    ) -> None:
         self.b = b
         # Called inside the forget's transaction with (conn, user_id, ids, tombstone): the traces (retrieval/store.py)
         self.mark_traces = mark_traces
         self.purges = purges  # storage.purges.VectorPurges: removes a hard-forgotten text from LanceDB's files
 
-    def forget(self, user_id: str, kind: str, ids: Sequence[str], reason: str, mode: str = "soft",
-               actor: str = "api") -> ForgetResult:
+    def forget(
+        self, user_id: str, kind: str, ids: Sequence[str], reason: str, mode: str = "soft", actor: str = "api"
+    ) -> ForgetResult:
         check_id(user_id, "user id")
         check_kind(kind)
         ids = list(dict.fromkeys(check_ids(ids, "id")))
@@ -48,27 +49,32 @@ class Forgetter:
             raise InvalidInput(f"unknown forget mode {str(mode)[:20]!r}; use soft or hard")
         validation.check_text(reason, "reason (required to forget)", MAX_REASON_CHARS)
         validation.check_text(actor, "actor", 100)
-        table = TABLES[kind]
+        table = KIND_TABLES[kind]
         now = utcnow()
         with self.b.intent(kind, ids):
             with self.b.db.write() as conn:
-                rows = conn.execute(f"SELECT id, archived_at FROM {table} WHERE user_id=? AND id IN (SELECT unnest(?))",
-                                    [user_id, ids]).fetchall()
+                rows = conn.execute(
+                    f"SELECT id, archived_at FROM {table} WHERE user_id=? AND id IN (SELECT unnest(?))", [user_id, ids]
+                ).fetchall()
                 state = {r[0]: r[1] for r in rows}
                 if mode == "soft":
                     affected = [i for i in ids if i in state and state[i] is None]
                     if affected:
-                        conn.execute(f"UPDATE {table} SET archived_at=? WHERE user_id=? AND id IN (SELECT unnest(?))",
-                                     [now, user_id, affected])
+                        conn.execute(
+                            f"UPDATE {table} SET archived_at=? WHERE user_id=? AND id IN (SELECT unnest(?))",
+                            [now, user_id, affected],
+                        )
                 else:
                     affected = [i for i in ids if i in state]
                     if affected:
-                        conn.execute(f"DELETE FROM {table} WHERE user_id=? AND id IN (SELECT unnest(?))",
-                                     [user_id, affected])
+                        conn.execute(
+                            f"DELETE FROM {table} WHERE user_id=? AND id IN (SELECT unnest(?))", [user_id, affected]
+                        )
                 log_id = conn.execute(
                     "INSERT INTO forget_log (user_id, memory_type, ids, count, mode, reason, actor, occurred_at) "
-                    "VALUES (?,?,?,?,?,?,?,?) RETURNING id", [user_id, kind, dumps(affected), len(affected), mode,
-                                                              reason.strip(), actor.strip(), now]).fetchone()[0]
+                    "VALUES (?,?,?,?,?,?,?,?) RETURNING id",
+                    [user_id, kind, dumps(affected), len(affected), mode, reason.strip(), actor.strip(), now],
+                ).fetchone()[0]
                 if affected and self.mark_traces is not None:
                     self.mark_traces(conn, user_id, affected, tombstone(log_id, mode, now, actor, reason, kind))
                 if affected and mode == "hard" and self.purges is not None:
@@ -92,12 +98,15 @@ class Forgetter:
             logged = c.execute(
                 "SELECT f.id, f.memory_type, f.mode, f.reason, f.actor, f.occurred_at, u.mid FROM forget_log f, "
                 "unnest(CAST(f.ids AS VARCHAR[])) AS u(mid) WHERE f.user_id=? AND u.mid IN (SELECT unnest(?)) "
-                "ORDER BY f.occurred_at, f.id", [user_id, ids]).fetchall()
+                "ORDER BY f.occurred_at, f.id",
+                [user_id, ids],
+            ).fetchall()
             state = c.execute(
                 "SELECT id, archived_at FROM items WHERE user_id=? AND id IN (SELECT unnest(?)) UNION ALL "
                 "SELECT id, archived_at FROM episodes WHERE user_id=? AND id IN (SELECT unnest(?)) UNION ALL "
                 "SELECT id, archived_at FROM skills WHERE user_id=? AND id IN (SELECT unnest(?))",
-                [user_id, ids] * 3).fetchall()
+                [user_id, ids] * 3,
+            ).fetchall()
             return logged, state
 
         if conn is not None:
@@ -115,8 +124,13 @@ class Forgetter:
                 if "hard" in entries.get(i, {}):
                     out[i] = entries[i]["hard"]
             elif rows[i] is not None:
-                out[i] = entries.get(i, {}).get("soft") or {"mode": "soft", "at": rows[i].isoformat(),
-                                                             "actor": None, "reason": None, "forget_log_id": None}
+                out[i] = entries.get(i, {}).get("soft") or {
+                    "mode": "soft",
+                    "at": rows[i].isoformat(),
+                    "actor": None,
+                    "reason": None,
+                    "forget_log_id": None,
+                }
         return out
 
     def log(self, user_id: str | None = None, limit: int = 1000) -> list[ForgetLogEntry]:
@@ -127,12 +141,25 @@ class Forgetter:
             where = "WHERE user_id = ?"
             params.append(check_id(user_id, "user id"))
         with self.b.db.read() as conn:
-            rows = conn.execute("SELECT id, user_id, memory_type, ids, count, mode, reason, actor, occurred_at FROM forget_log "
-                                f"{where} ORDER BY occurred_at DESC, id DESC LIMIT ?", params + [page_args(limit)[0]]).fetchall()
+            rows = conn.execute(
+                "SELECT id, user_id, memory_type, ids, count, mode, reason, actor, occurred_at "
+                "FROM forget_log "
+                f"{where} ORDER BY occurred_at DESC, id DESC LIMIT ?",
+                params + [page_args(limit)[0]],
+            ).fetchall()
         return [ForgetLogEntry(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], r[7], r[8]) for r in rows]
 
-    def prepare_entry(self, user_id: str, memory_type: str, ids: Sequence[str], mode: str, reason: str,
-                      actor: str = "ingest", at: Any = None, count: int | None = None) -> list:
+    def prepare_entry(
+        self,
+        user_id: str,
+        memory_type: str,
+        ids: Sequence[str],
+        mode: str,
+        reason: str,
+        actor: str = "ingest",
+        at: Any = None,
+        count: int | None = None,
+    ) -> list:
         """Validate an audit entry being imported verbatim (export/ingest round trip)."""
         check_id(user_id, "user id")
         check_kind(memory_type)
@@ -146,11 +173,20 @@ class Forgetter:
 
     def insert_entries(self, conn, entries: Sequence[list]) -> None:
         for e in entries:
-            conn.execute("INSERT INTO forget_log (user_id, memory_type, ids, count, mode, reason, actor, occurred_at) "
-                         "VALUES (?,?,?,?,?,?,?,?)", e)
+            conn.execute(
+                "INSERT INTO forget_log (user_id, memory_type, ids, count, mode, reason, actor, occurred_at) "
+                "VALUES (?,?,?,?,?,?,?,?)",
+                e,
+            )
 
 
 def tombstone(log_id: int | None, mode: str, at: Any, actor: str, reason: str, kind: str | None = None) -> dict:
     """What a forgotten memory leaves in a trace: the forget log's entry (when, by whom, why)."""
-    return {"mode": mode, "at": at.isoformat() if hasattr(at, "isoformat") else str(at), "actor": actor.strip(),
-            "reason": reason.strip(), "forget_log_id": log_id, **({"kind": kind} if kind else {})}
+    return {
+        "mode": mode,
+        "at": at.isoformat() if hasattr(at, "isoformat") else str(at),
+        "actor": actor.strip(),
+        "reason": reason.strip(),
+        "forget_log_id": log_id,
+        **({"kind": kind} if kind else {}),
+    }

@@ -30,7 +30,7 @@ EXTRACT_PROMPT = (
     "decisions, corrections and important details. One fact per entry, self-contained.\n"
     "Importance scale: 0.8-0.95 preferences, corrections and decisions; 0.5-0.8 factual context; 0.3-0.5 "
     "ephemeral details.\n\nText:\n{text}\n\n"
-    "Return only a JSON array of objects {{\"content\": str, \"importance\": number 0-1}}, or [] if there is "
+    'Return only a JSON array of objects {{"content": str, "importance": number 0-1}}, or [] if there is '
     "nothing worth remembering."
 )
 CLASSIFY_PROMPT = (
@@ -100,8 +100,9 @@ class Memorizer:
         self.semantic = semantic
         self.llm = llm
 
-    def memorize(self, user_id: str, text: str, category: str | None = None,
-                 importance: float | None = None) -> MemorizeResult:
+    def memorize(
+        self, user_id: str, text: str, category: str | None = None, importance: float | None = None
+    ) -> MemorizeResult:
         """Extract, classify and summarise with the LLM when available; otherwise store the text as one item."""
         check_id(user_id, "user id")
         check_text(text, "text", self.semantic.b.settings.max_text_chars)
@@ -112,26 +113,32 @@ class Memorizer:
             return self._offline(user_id, text, category, importance, ())
         extracted = self.llm.complete(EXTRACT_PROMPT.format(text=text), "memorize_extract", user_id)
         if not extracted.ok:
-            return self._offline(user_id, text, category, importance,
-                                 (f"LLM failed: {extracted.error}; stored the text as one item",), 1)
+            return self._offline(
+                user_id, text, category, importance, (f"LLM failed: {extracted.error}; stored the text as one item",), 1
+            )
         parsed = parse_facts(extracted.text)
         if parsed is None:
-            return MemorizeResult((), "fact_extraction", llm_calls=1,
-                                  notes=("malformed extraction output (not a JSON array): no facts",))
+            return MemorizeResult(
+                (), "fact_extraction", llm_calls=1, notes=("malformed extraction output (not a JSON array): no facts",)
+            )
         facts, dropped = parsed
         notes: list[str] = []
         calls = 1
         if not facts:
-            return MemorizeResult((), "fact_extraction", llm_calls=calls, dropped=dropped,
-                                  notes=("the model found no facts",))
+            return MemorizeResult(
+                (), "fact_extraction", llm_calls=calls, dropped=dropped, notes=("the model found no facts",)
+            )
         existing = {c.name: c.summary for c in self.semantic.categories(user_id)}
         classified: list[tuple[str, float, str]] = []
         for content, imp in facts:
             if category is not None:
                 cat = category
             else:
-                result = self.llm.complete(CLASSIFY_PROMPT.format(existing=", ".join(sorted(existing)) or "none",
-                                                                  fact=content), "memorize_classify", user_id)
+                result = self.llm.complete(
+                    CLASSIFY_PROMPT.format(existing=", ".join(sorted(existing)) or "none", fact=content),
+                    "memorize_classify",
+                    user_id,
+                )
                 calls += 1
                 cat = normalise_category(result.text) if result.ok else "general"
                 if not result.ok:
@@ -141,9 +148,13 @@ class Memorizer:
         touched = list(dict.fromkeys(c for _, _, c in classified))
         for cat in touched:
             bullets = "\n".join(f"- {c}" for c, _, k in classified if k == cat)
-            result = self.llm.complete(SUMMARY_PROMPT.format(category=cat, existing=existing.get(cat) or
-                                                             "No existing profile.", items=bullets),
-                                       "memorize_summary", user_id)
+            result = self.llm.complete(
+                SUMMARY_PROMPT.format(
+                    category=cat, existing=existing.get(cat) or "No existing profile.", items=bullets
+                ),
+                "memorize_summary",
+                user_id,
+            )
             calls += 1
             summary = _strip_fence(result.text.replace("\x00", "")) if result.ok else ""
             if summary:
@@ -152,17 +163,29 @@ class Memorizer:
                 notes.append(f"summary of {cat} not updated ({result.error or 'empty answer'})")
         items = self._prepare(user_id, text, classified)
         written = self._write(items, user_id, summaries)
-        return MemorizeResult(tuple(written), "fact_extraction", tuple(touched), summaries, calls, dropped,
-                              tuple(notes))
+        return MemorizeResult(
+            tuple(written), "fact_extraction", tuple(touched), summaries, calls, dropped, tuple(notes)
+        )
 
     def _prepare(self, user_id: str, text: str, classified: list[tuple[str, float, str]]) -> list[Item]:
         limit = self.semantic.b.settings.max_text_chars
         source_id = "text-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-        return [self.semantic.prepare(user_id, content[:limit], cat, imp, source="memorize",
-                                      provenance={"sources": [{"type": "text", "id": source_id}],
-                                                  "method": "fact_extraction", "confidence": imp},
-                                      method="fact_extraction")
-                for content, imp, cat in classified]
+        return [
+            self.semantic.prepare(
+                user_id,
+                content[:limit],
+                cat,
+                imp,
+                source="memorize",
+                provenance={
+                    "sources": [{"type": "text", "id": source_id}],
+                    "method": "fact_extraction",
+                    "confidence": imp,
+                },
+                method="fact_extraction",
+            )
+            for content, imp, cat in classified
+        ]
 
     def _write(self, items: list[Item], user_id: str, summaries: dict[str, str]) -> list[Item]:
         """Vectors, item rows and category summaries in one all-or-nothing step."""
@@ -174,11 +197,18 @@ class Memorizer:
                 sem.set_category_summary(user_id, cat, summary, conn=conn)
             return out
 
-        return sem.b.write_indexed(sem.kind, [i.id for i in items], [i.user_id for i in items],
-                                   [i.content for i in items], rows)
+        return sem.b.write_indexed(
+            sem.kind, [i.id for i in items], [i.user_id for i in items], [i.content for i in items], rows
+        )
 
-    def _offline(self, user_id: str, text: str, category: str | None, importance: float | None,
-                 notes: tuple[str, ...], calls: int = 0) -> MemorizeResult:
+    def _offline(
+        self,
+        user_id: str,
+        text: str,
+        category: str | None,
+        importance: float | None,
+        notes: tuple[str, ...],
+        calls: int = 0,
+    ) -> MemorizeResult:
         items = self.semantic.memorize_offline(user_id, text, category, importance)
-        return MemorizeResult(tuple(items), "memorize_offline", tuple({i.category for i in items}), {}, calls, 0,
-                              notes)
+        return MemorizeResult(tuple(items), "memorize_offline", tuple({i.category for i in items}), {}, calls, 0, notes)

@@ -15,14 +15,29 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, new_id
 from ..records import SKILL_KINDS, Page, RankedSkill, Skill, SkillOutcome
+from ..storage.database import one_row
 from .base import Backends, dumps, insert_rows, like_pattern, loads, page_args
 from .semantic import normalise_provenance
 
-SKILL_COLUMNS = ("id, user_id, name, version, kind, description, body, success_count, failure_count, provenance, "
-                 "created_at, updated_at, archived_at")
-SKILL_TYPES = (("id", "str"), ("user_id", "str"), ("name", "str"), ("version", "int"), ("kind", "str"),
-               ("description", "str"), ("body", "str"), ("success_count", "int"), ("failure_count", "int"),
-               ("provenance", "str"), ("created_at", "ts"), ("updated_at", "ts"), ("archived_at", "ts"))
+SKILL_COLUMNS = (
+    "id, user_id, name, version, kind, description, body, success_count, failure_count, provenance, "
+    "created_at, updated_at, archived_at"
+)
+SKILL_TYPES = (
+    ("id", "str"),
+    ("user_id", "str"),
+    ("name", "str"),
+    ("version", "int"),
+    ("kind", "str"),
+    ("description", "str"),
+    ("body", "str"),
+    ("success_count", "int"),
+    ("failure_count", "int"),
+    ("provenance", "str"),
+    ("created_at", "ts"),
+    ("updated_at", "ts"),
+    ("archived_at", "ts"),
+)
 Z95 = 1.959963984540054
 FEW_TRIALS = 5
 
@@ -42,7 +57,7 @@ def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float,
 
 
 def _skill(row: tuple) -> Skill:
-    return Skill(*row[:9], loads(row[9]) or {}, *row[10:])
+    return Skill(*row[:9], loads(row[9]) or {}, *row[10:])  # type: ignore[call-arg]  # row: the columns in order
 
 
 def rank_skills(skills: Sequence[Skill]) -> list[RankedSkill]:
@@ -52,8 +67,10 @@ def rank_skills(skills: Sequence[Skill]) -> list[RankedSkill]:
         lo, hi = wilson_interval(s.success_count, s.trials)
         scored.append((s, lo, hi))
     scored.sort(key=lambda t: (-t[1], -t[0].success_rate, -t[0].trials, t[0].name, -t[0].version))
-    return [RankedSkill(s, n, s.success_rate, s.trials, lo, hi, s.trials < FEW_TRIALS)
-            for n, (s, lo, hi) in enumerate(scored, 1)]
+    return [
+        RankedSkill(s, n, s.success_rate, s.trials, lo, hi, s.trials < FEW_TRIALS)
+        for n, (s, lo, hi) in enumerate(scored, 1)
+    ]
 
 
 class SkillLibrary:
@@ -62,9 +79,19 @@ class SkillLibrary:
     def __init__(self, b: Backends) -> None:
         self.b = b
 
-    def prepare(self, user_id: str, name: str, body: str, description: str = "", kind: str = "prompt",
-                version: int | None = None, provenance: Any = None, created_at: Any = None,
-                id: str | None = None, archived_at: Any = None) -> Skill:
+    def prepare(
+        self,
+        user_id: str,
+        name: str,
+        body: Any,
+        description: str = "",
+        kind: str = "prompt",
+        version: int | None = None,
+        provenance: Any = None,
+        created_at: Any = None,
+        id: str | None = None,
+        archived_at: Any = None,
+    ) -> Skill:
         check_id(user_id, "user id")
         skill_id = check_id(id, "skill id") if id is not None else new_id("skill")
         name = check_text(name, "skill name", 200).strip()
@@ -75,8 +102,21 @@ class SkillLibrary:
         validation.check_optional_int(version, "version", "version")
         at = optional_time(created_at, "created_at") or utcnow()
         prov = normalise_provenance(provenance, "registration", None, at)
-        return Skill(skill_id, user_id, name, version or 0, kind, description, body, 0, 0, prov, at, at,
-                     optional_time(archived_at, "archived_at"))
+        return Skill(
+            skill_id,
+            user_id,
+            name,
+            version or 0,
+            kind,
+            description,
+            body,
+            0,
+            0,
+            prov,
+            at,
+            at,
+            optional_time(archived_at, "archived_at"),
+        )
 
     def add(self, skills: Sequence[Skill]) -> list[Skill]:
         """Register skills; a skill without a version gets max(existing versions of its name) + 1 (parity)."""
@@ -89,11 +129,31 @@ class SkillLibrary:
         return skill.searchable_text
 
     def insert(self, conn, skills: Sequence[Skill]) -> list[Skill]:
-        if not skills:  # DuckDB's executemany refuses an empty parameter list
+        if not skills:
             return []
-        insert_rows(conn, "skills", SKILL_TYPES,
-                    [[s.id, s.user_id, s.name, s.version, s.kind, s.description, s.body, 0, 0,
-                      dumps(s.provenance), s.created_at, s.updated_at, s.archived_at] for s in skills])
+        insert_rows(
+            conn,
+            "skills",
+            SKILL_TYPES,
+            [
+                [
+                    s.id,
+                    s.user_id,
+                    s.name,
+                    s.version,
+                    s.kind,
+                    s.description,
+                    s.body,
+                    0,
+                    0,
+                    dumps(s.provenance),
+                    s.created_at,
+                    s.updated_at,
+                    s.archived_at,
+                ]
+                for s in skills
+            ],
+        )
         return list(skills)
 
     def resolve(self, skills: Sequence[Skill]) -> list[Skill]:
@@ -104,29 +164,50 @@ class SkillLibrary:
             for s in skills:
                 key = (s.user_id, s.name)
                 if key not in versions:
-                    versions[key] = conn.execute("SELECT coalesce(max(version), 0) FROM skills WHERE user_id=? "
-                                                 "AND name=?", [s.user_id, s.name]).fetchone()[0]
+                    versions[key] = one_row(
+                        conn.execute(
+                            "SELECT coalesce(max(version), 0) FROM skills WHERE user_id=? AND name=?",
+                            [s.user_id, s.name],
+                        )
+                    )[0]
         final = []
         for s in skills:
             key = (s.user_id, s.name)
             version = s.version or versions[key] + 1
             versions[key] = max(versions[key], version)
-            final.append(Skill(s.id, s.user_id, s.name, version, s.kind, s.description, s.body, 0, 0, s.provenance,
-                               s.created_at, s.updated_at, s.archived_at))
+            final.append(
+                Skill(
+                    s.id,
+                    s.user_id,
+                    s.name,
+                    version,
+                    s.kind,
+                    s.description,
+                    s.body,
+                    0,
+                    0,
+                    s.provenance,
+                    s.created_at,
+                    s.updated_at,
+                    s.archived_at,
+                )
+            )
         return final
 
     def get(self, user_id: str, skill_id: str) -> Skill:
         check_id(user_id, "user id")
         check_id(skill_id, "skill id")
         with self.b.db.read() as conn:
-            row = conn.execute(f"SELECT {SKILL_COLUMNS} FROM skills WHERE user_id=? AND id=?",
-                               [user_id, skill_id]).fetchone()
+            row = conn.execute(
+                f"SELECT {SKILL_COLUMNS} FROM skills WHERE user_id=? AND id=?", [user_id, skill_id]
+            ).fetchone()
         if row is None:
             raise NotFound(f"no skill {skill_id!r} for user {user_id!r}")
         return _skill(row)
 
-    def report_outcome(self, user_id: str, skill_id: str, success: bool, episode_id: str | None = None,
-                       at: Any = None, conn=None) -> Skill | None:
+    def report_outcome(
+        self, user_id: str, skill_id: str, success: bool, episode_id: str | None = None, at: Any = None, conn=None
+    ) -> Skill | None:
         """Count a success or failure and append an outcome event, in one transaction."""
         if not isinstance(success, bool):
             raise InvalidInput("success must be true or false")
@@ -137,10 +218,15 @@ class SkillLibrary:
         column = "success_count" if success else "failure_count"
 
         def write(c):
-            c.execute(f"UPDATE skills SET {column} = {column} + 1, updated_at = greatest(updated_at, ?) "
-                      "WHERE user_id=? AND id=?", [when, user_id, skill_id])
-            c.execute("INSERT INTO skill_outcomes (skill_id, user_id, success, episode_id, occurred_at) VALUES (?,?,?,?,?)",
-                      [skill_id, user_id, success, episode_id, when])
+            c.execute(
+                f"UPDATE skills SET {column} = {column} + 1, updated_at = greatest(updated_at, ?) "
+                "WHERE user_id=? AND id=?",
+                [when, user_id, skill_id],
+            )
+            c.execute(
+                "INSERT INTO skill_outcomes (skill_id, user_id, success, episode_id, occurred_at) VALUES (?,?,?,?,?)",
+                [skill_id, user_id, success, episode_id, when],
+            )
 
         if conn is not None:  # part of a caller's transaction (ingest): the caller reads the result later
             write(conn)
@@ -149,8 +235,16 @@ class SkillLibrary:
             write(c)
         return self.get(user_id, skill_id)
 
-    def list(self, user_id: str, query: str | None = None, kind: str | None = None, name: str | None = None,
-             include_archived: bool = False, limit: int = 1000, offset: int = 0) -> Page:
+    def list_skills(
+        self,
+        user_id: str,
+        query: str | None = None,
+        kind: str | None = None,
+        name: str | None = None,
+        include_archived: bool = False,
+        limit: int = 1000,
+        offset: int = 0,
+    ) -> Page:
         check_id(user_id, "user id")
         limit, offset = page_args(limit, offset)
         where, params = ["user_id = ?"], [user_id]
@@ -171,21 +265,25 @@ class SkillLibrary:
             where.append("archived_at IS NULL")
         cond = " AND ".join(where)
         with self.b.db.read() as conn:
-            total = conn.execute(f"SELECT count(*) FROM skills WHERE {cond}", params).fetchone()[0]
-            rows = conn.execute(f"SELECT {SKILL_COLUMNS} FROM skills WHERE {cond} ORDER BY created_at DESC, id "
-                                "LIMIT ? OFFSET ?", params + [int(limit), int(offset)]).fetchall()
+            total = one_row(conn.execute(f"SELECT count(*) FROM skills WHERE {cond}", params))[0]
+            rows = conn.execute(
+                f"SELECT {SKILL_COLUMNS} FROM skills WHERE {cond} ORDER BY created_at DESC, id LIMIT ? OFFSET ?",
+                params + [int(limit), int(offset)],
+            ).fetchall()
         return Page(tuple(_skill(r) for r in rows), total, int(limit), int(offset))
 
-    def rank(self, user_id: str, query: str | None = None, kind: str | None = None,
-             limit: int = 50) -> list[RankedSkill]:
+    def rank(
+        self, user_id: str, query: str | None = None, kind: str | None = None, limit: int = 50
+    ) -> list[RankedSkill]:
         """Skills ranked by proven utility (Wilson lower bound), with rate and trials beside it."""
-        skills = self.list(user_id, query=query, kind=kind, limit=10_000).rows
+        skills = self.list_skills(user_id, query=query, kind=kind, limit=10_000).rows
         limit, _ = page_args(limit)
         return rank_skills(skills)[:limit]
 
     def versions(self, user_id: str, name: str) -> list[Skill]:
-        return sorted(self.list(user_id, name=name, include_archived=True, limit=10_000).rows,
-                      key=lambda s: s.version)
+        return sorted(
+            self.list_skills(user_id, name=name, include_archived=True, limit=10_000).rows, key=lambda s: s.version
+        )
 
     def outcomes(self, user_id: str, skill_id: str | None = None, name: str | None = None) -> list[SkillOutcome]:
         check_id(user_id, "user id")

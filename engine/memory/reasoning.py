@@ -50,9 +50,14 @@ class Reasoner:
         self.working = working
         self.llm = llm
 
-    def reason(self, user_id: str, session_id: str, template: str | Callable[[dict], str],
-               into: str | None = "intermediate_reasoning",
-               parse: str | Callable[[str], Any] | None = None) -> ReasonResult:
+    def reason(
+        self,
+        user_id: str,
+        session_id: str,
+        template: str | Callable[[dict], str],
+        into: str | None = "intermediate_reasoning",
+        parse: str | Callable[[str], Any] | None = None,
+    ) -> ReasonResult:
         """Render, ask the LLM, parse (``"json"`` or a callable), write into ``into`` (``None``: do not write)."""
         check_id(user_id, "user id")
         check_id(session_id, "session id")
@@ -70,8 +75,10 @@ class Reasoner:
             check_text(template, "template", limit)
             prompt = render(template, slots)
         if not self.llm.available:
-            raise LLMUnavailable("reason needs an LLM: set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible "
-                                 "server); nothing was written")
+            raise LLMUnavailable(
+                "reason needs an LLM: set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible "
+                "server); nothing was written"
+            )
         result = self.llm.complete(prompt, "reason", user_id)
         if not result.ok:
             raise LLMUnavailable(f"the LLM call failed ({result.error}); nothing was written")
@@ -87,5 +94,4 @@ class Reasoner:
             value = result.text
         if into is not None:
             self.working.update(user_id, session_id, {into: value}, source="llm")
-        return ReasonResult(value, result.text, prompt, into, self.llm.name, result.input_tokens,
-                            result.output_tokens)
+        return ReasonResult(value, result.text, prompt, into, self.llm.name, result.input_tokens, result.output_tokens)

@@ -22,14 +22,15 @@ DEFAULT_IMPORTANCE = 0.6
 PROMPT = (
     "You are reflecting on an AI agent's recent experiences. Distil durable, higher-order insights: lessons, "
     "recurring patterns, stable preferences. Generalise; do not restate single events.\n\n{episodes}\n\n"
-    "Return only a JSON array of objects {{\"content\": str, \"confidence\": number 0-1}}, or [] if nothing "
+    'Return only a JSON array of objects {{"content": str, "confidence": number 0-1}}, or [] if nothing '
     "durable follows."
 )
 
 
 def render_episodes(episodes: Sequence[Episode]) -> str:
-    return "\n\n".join(f"Episode {n} (outcome: {e.outcome or 'unknown'}):\n{e.searchable_text}"
-                       for n, e in enumerate(episodes, 1))
+    return "\n\n".join(
+        f"Episode {n} (outcome: {e.outcome or 'unknown'}):\n{e.searchable_text}" for n, e in enumerate(episodes, 1)
+    )
 
 
 def offline_insights(episodes: Sequence[Episode]) -> list[tuple[str, float]]:
@@ -55,7 +56,7 @@ def parse_insights(text: str) -> list[tuple[str, float | None]] | None:
     values = json_array(text)
     if values is None:
         return None
-    out = []
+    out: list[tuple[str, float | None]] = []
     for v in values:
         if isinstance(v, dict) and isinstance(v.get("content"), str):
             v = {**v, "content": v["content"].replace("\x00", "")}  # a NUL would make the write refuse
@@ -103,11 +104,18 @@ class Reflector:
             key = same_text_key(content)
             if key not in stored:
                 new.setdefault(key, (content, conf))
-        items = {key: self.semantic.prepare(user_id, content, category,
-                                            DEFAULT_IMPORTANCE if conf is None else conf, source="reflection",
-                                            provenance={"sources": sources, "method": method, "confidence": conf},
-                                            method=method)
-                 for key, (content, conf) in new.items()}
+        items = {
+            key: self.semantic.prepare(
+                user_id,
+                content,
+                category,
+                DEFAULT_IMPORTANCE if conf is None else conf,
+                source="reflection",
+                provenance={"sources": sources, "method": method, "confidence": conf},
+                method=method,
+            )
+            for key, (content, conf) in new.items()
+        }
         added = dict(zip(items, self.semantic.add(list(items.values())), strict=True))
         out = [stored.get(same_text_key(c)) or added[same_text_key(c)] for c, _ in found]
         return list({i.id: i for i in out}.values()), strategy

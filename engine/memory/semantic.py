@@ -12,17 +12,31 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, check_unit, new_id
 from ..records import Category, Item, Page
+from ..storage.database import one_row
 from .base import Backends, dumps, insert_rows, like_pattern, loads, page_args
 
 CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 MAX_PROVENANCE_CHARS = 64_000
-ITEM_COLUMNS = ("id, user_id, category, content, importance, evergreen, provenance, source, created_at, updated_at, "
-                "archived_at, preceding_text")
+ITEM_COLUMNS = (
+    "id, user_id, category, content, importance, evergreen, provenance, source, created_at, updated_at, "
+    "archived_at, preceding_text"
+)
 
 
-ITEM_TYPES = (("id", "str"), ("user_id", "str"), ("category", "str"), ("content", "str"), ("importance", "float"),
-              ("evergreen", "bool"), ("provenance", "str"), ("source", "str"), ("created_at", "ts"),
-              ("updated_at", "ts"), ("archived_at", "ts"), ("preceding_text", "str"))
+ITEM_TYPES = (
+    ("id", "str"),
+    ("user_id", "str"),
+    ("category", "str"),
+    ("content", "str"),
+    ("importance", "float"),
+    ("evergreen", "bool"),
+    ("provenance", "str"),
+    ("source", "str"),
+    ("created_at", "ts"),
+    ("updated_at", "ts"),
+    ("archived_at", "ts"),
+    ("preceding_text", "str"),
+)
 
 
 def check_category(name: object) -> str:
@@ -52,8 +66,12 @@ def normalise_provenance(value: Any, method: str, confidence: float | None, at: 
         conf = min(max(float(conf), 0.0), 1.0)
     else:
         conf = None
-    return {"sources": sources, "method": str(value.get("method") or method), "confidence": conf,
-            "created_at": str(value.get("created_at") or at.isoformat())}
+    return {
+        "sources": sources,
+        "method": str(value.get("method") or method),
+        "confidence": conf,
+        "created_at": str(value.get("created_at") or at.isoformat()),
+    }
 
 
 def same_text_key(text: str) -> str:
@@ -62,8 +80,20 @@ def same_text_key(text: str) -> str:
 
 
 def _item(row: tuple) -> Item:
-    return Item(row[0], row[1], row[2], row[3], row[4], row[5], loads(row[6]) or {}, row[7] or "", row[8], row[9],
-                row[10], row[11] or "")
+    return Item(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        row[5],
+        loads(row[6]) or {},
+        row[7] or "",
+        row[8],
+        row[9],
+        row[10],
+        row[11] or "",
+    )
 
 
 class SemanticMemory:
@@ -72,10 +102,21 @@ class SemanticMemory:
     def __init__(self, b: Backends) -> None:
         self.b = b
 
-    def prepare(self, user_id: str, content: str, category: str = "general", importance: float | None = None,
-                evergreen: bool = False, provenance: Any = None, source: str = "api",
-                created_at: Any = None, id: str | None = None, archived_at: Any = None,
-                method: str = "direct", preceding_text: str | None = None) -> Item:
+    def prepare(
+        self,
+        user_id: str,
+        content: str,
+        category: str = "general",
+        importance: float | None = None,
+        evergreen: bool = False,
+        provenance: Any = None,
+        source: str = "api",
+        created_at: Any = None,
+        id: str | None = None,
+        archived_at: Any = None,
+        method: str = "direct",
+        preceding_text: str | None = None,
+    ) -> Item:
         """Validate one item without writing it. ``preceding_text`` is what came right before it where it was said
         (the previous turn of a conversation, say): it is stored with the item and its vector embeds it too, weighted
         by ``Settings.preceding_text_weight``, so a reply is found by the question it answers."""
@@ -93,8 +134,20 @@ class SemanticMemory:
         before = preceding_text if preceding_text and preceding_text.strip() else ""
         before = check_text(before, "item preceding_text", self.b.settings.max_text_chars) if before else ""
         source = validation.check_optional_text(str(source or "")[:200], "source", 200)
-        return Item(item_id, user_id, category, content, imp, evergreen, prov, source, at, at,
-                    optional_time(archived_at, "archived_at"), before)
+        return Item(
+            item_id,
+            user_id,
+            category,
+            content,
+            imp,
+            evergreen,
+            prov,
+            source,
+            at,
+            at,
+            optional_time(archived_at, "archived_at"),
+            before,
+        )
 
     def add(self, items: Sequence[Item]) -> list[Item]:
         """Store prepared items: vectors for the active ones, rows for all, in one all-or-nothing step."""
@@ -112,11 +165,30 @@ class SemanticMemory:
         return item.preceding_text
 
     def insert(self, conn, items: Sequence[Item]) -> list[Item]:
-        if not items:  # DuckDB's executemany refuses an empty parameter list
+        if not items:
             return []
-        insert_rows(conn, "items", ITEM_TYPES,
-                    [[i.id, i.user_id, i.category, i.content, i.importance, i.evergreen, dumps(i.provenance), i.source,
-                      i.created_at, i.updated_at, i.archived_at, i.preceding_text] for i in items])
+        insert_rows(
+            conn,
+            "items",
+            ITEM_TYPES,
+            [
+                [
+                    i.id,
+                    i.user_id,
+                    i.category,
+                    i.content,
+                    i.importance,
+                    i.evergreen,
+                    dumps(i.provenance),
+                    i.source,
+                    i.created_at,
+                    i.updated_at,
+                    i.archived_at,
+                    i.preceding_text,
+                ]
+                for i in items
+            ],
+        )
         return list(items)
 
     def get(self, user_id: str, item_id: str) -> Item:
@@ -124,8 +196,9 @@ class SemanticMemory:
         check_id(user_id, "user id")
         check_id(item_id, "item id")
         with self.b.db.read() as conn:
-            row = conn.execute(f"SELECT {ITEM_COLUMNS} FROM items WHERE user_id=? AND id=?",
-                               [user_id, item_id]).fetchone()
+            row = conn.execute(
+                f"SELECT {ITEM_COLUMNS} FROM items WHERE user_id=? AND id=?", [user_id, item_id]
+            ).fetchone()
         if row is None:
             raise NotFound(f"no semantic item {item_id!r} for user {user_id!r}")
         return _item(row)
@@ -138,17 +211,26 @@ class SemanticMemory:
         if not keys:
             return {}
         with self.b.db.read() as conn:
-            rows = conn.execute(f"SELECT {ITEM_COLUMNS} FROM items WHERE user_id=? AND category=? AND "
-                                "lower(trim(content)) IN (SELECT unnest(?)) ORDER BY created_at, id",
-                                [user_id, check_category(category), keys]).fetchall()
+            rows = conn.execute(
+                f"SELECT {ITEM_COLUMNS} FROM items WHERE user_id=? AND category=? AND "
+                "lower(trim(content)) IN (SELECT unnest(?)) ORDER BY created_at, id",
+                [user_id, check_category(category), keys],
+            ).fetchall()
         out: dict[str, Item] = {}
         for row in rows:
             item = _item(row)
             out.setdefault(same_text_key(item.content), item)
         return out
 
-    def list(self, user_id: str, category: str | None = None, query: str | None = None,
-             include_archived: bool = False, limit: int = 50, offset: int = 0) -> Page:
+    def list_items(
+        self,
+        user_id: str,
+        category: str | None = None,
+        query: str | None = None,
+        include_archived: bool = False,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> Page:
         check_id(user_id, "user id")
         limit, offset = page_args(limit, offset)
         where, params = ["user_id = ?"], [user_id]
@@ -163,9 +245,11 @@ class SemanticMemory:
             where.append("archived_at IS NULL")
         cond = " AND ".join(where)
         with self.b.db.read() as conn:
-            total = conn.execute(f"SELECT count(*) FROM items WHERE {cond}", params).fetchone()[0]
-            rows = conn.execute(f"SELECT {ITEM_COLUMNS} FROM items WHERE {cond} ORDER BY created_at DESC, id "
-                                "LIMIT ? OFFSET ?", params + [int(limit), int(offset)]).fetchall()
+            total = one_row(conn.execute(f"SELECT count(*) FROM items WHERE {cond}", params))[0]
+            rows = conn.execute(
+                f"SELECT {ITEM_COLUMNS} FROM items WHERE {cond} ORDER BY created_at DESC, id LIMIT ? OFFSET ?",
+                params + [int(limit), int(offset)],
+            ).fetchall()
         return Page(tuple(_item(r) for r in rows), total, int(limit), int(offset))
 
     def categories(self, user_id: str) -> list[Category]:
@@ -175,15 +259,19 @@ class SemanticMemory:
                 "SELECT ? AS user_id, name, coalesce(c.summary, ''), coalesce(n, 0), c.updated_at FROM "
                 "(SELECT category AS name, count(*) AS n FROM items WHERE user_id=? AND archived_at IS NULL "
                 " GROUP BY 1) i FULL OUTER JOIN (SELECT * FROM categories WHERE user_id=?) c USING (name) "
-                "ORDER BY name", [user_id, user_id, user_id]).fetchall()
+                "ORDER BY name",
+                [user_id, user_id, user_id],
+            ).fetchall()
         return [Category(*r) for r in rows]
 
     def set_category_summary(self, user_id: str, name: str, summary: str, conn=None) -> None:
         check_id(user_id, "user id")
         check_category(name)
         validation.check_text(summary, "category summary", 10**9, blank_ok=True)
-        sql = ("INSERT INTO categories VALUES (?, ?, ?, ?) ON CONFLICT (user_id, name) DO UPDATE SET "
-               "summary = excluded.summary, updated_at = excluded.updated_at")
+        sql = (
+            "INSERT INTO categories VALUES (?, ?, ?, ?) ON CONFLICT (user_id, name) DO UPDATE SET "
+            "summary = excluded.summary, updated_at = excluded.updated_at"
+        )
         args = [user_id, name, summary[: self.b.settings.max_text_chars], utcnow()]
         if conn is not None:
             conn.execute(sql, args)
@@ -191,9 +279,14 @@ class SemanticMemory:
             with self.b.db.write() as c:
                 c.execute(sql, args)
 
-    def memorize_offline(self, user_id: str, text: str, category: str | None = None,
-                         importance: float | None = None, source: str = "memorize") -> list[Item]:
+    def memorize_offline(
+        self,
+        user_id: str,
+        text: str,
+        category: str | None = None,
+        importance: float | None = None,
+        source: str = "memorize",
+    ) -> list[Item]:
         """The documented non-LLM strategy: the whole text becomes one item in ``general`` (or ``category``)."""
-        item = self.prepare(user_id, text, category or "general", importance, source=source,
-                            method="memorize_offline")
+        item = self.prepare(user_id, text, category or "general", importance, source=source, method="memorize_offline")
         return self.add([item])

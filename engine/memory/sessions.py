@@ -16,11 +16,19 @@ from ..clock import optional_time, parse_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text
 from ..records import ROLES, Message, Page, PrunePlan, SessionInfo
+from ..storage.database import one_row
 from .base import Backends, insert_rows, like_pattern
 
 PRUNE_RULES = ("idle", "stale", "max")
-MESSAGE_TYPES = (("user_id", "str"), ("session_id", "str"), ("seq", "int"), ("role", "str"), ("content", "str"),
-                 ("tokens", "int"), ("created_at", "ts"))
+MESSAGE_TYPES = (
+    ("user_id", "str"),
+    ("session_id", "str"),
+    ("seq", "int"),
+    ("role", "str"),
+    ("content", "str"),
+    ("tokens", "int"),
+    ("created_at", "ts"),
+)
 
 
 def estimate_tokens(role: str, content: str) -> int:
@@ -56,7 +64,8 @@ class SessionStore:
         rows = conn.execute(
             "SELECT k.u, k.s, coalesce(max(m.seq), 0) FROM (SELECT unnest(?) AS u, unnest(?) AS s) k "
             "LEFT JOIN messages m ON m.user_id = k.u AND m.session_id = k.s GROUP BY k.u, k.s",
-            [[k[0] for k in keys], [k[1] for k in keys]]).fetchall()
+            [[k[0] for k in keys], [k[1] for k in keys]],
+        ).fetchall()
         next_seq = {(u, sid): last + 1 for u, sid, last in rows}
         out: list[Message] = []
         span: dict[tuple[str, str], list] = {}
@@ -67,28 +76,42 @@ class SessionStore:
             out.append(Message(user_id, session_id, seq, role, content, estimate_tokens(role, content), at))
             first_last = span.setdefault(key, [at, at])
             first_last[0], first_last[1] = min(first_last[0], at), max(first_last[1], at)
-        insert_rows(conn, "messages", MESSAGE_TYPES,
-                    [[m.user_id, m.session_id, m.seq, m.role, m.content, m.tokens, m.created_at] for m in out])
+        insert_rows(
+            conn,
+            "messages",
+            MESSAGE_TYPES,
+            [[m.user_id, m.session_id, m.seq, m.role, m.content, m.tokens, m.created_at] for m in out],
+        )
         for (user_id, session_id), (first, last) in span.items():
             conn.execute(
                 "INSERT INTO sessions VALUES (?, ?, ?, ?) ON CONFLICT (user_id, session_id) DO UPDATE SET "
                 "created_at = least(coalesce(sessions.created_at, excluded.created_at), excluded.created_at), "
                 "last_activity_at = greatest(coalesce(sessions.last_activity_at, excluded.last_activity_at), "
-                "excluded.last_activity_at)", [user_id, session_id, first, last])
+                "excluded.last_activity_at)",
+                [user_id, session_id, first, last],
+            )
         return out
 
     def users(self) -> list[str]:
         with self.b.db.read() as conn:
             rows = conn.execute(
                 "SELECT user_id FROM sessions UNION SELECT user_id FROM items UNION SELECT user_id FROM episodes "
-                "UNION SELECT user_id FROM skills UNION SELECT user_id FROM working_slots ORDER BY 1").fetchall()
+                "UNION SELECT user_id FROM skills UNION SELECT user_id FROM working_slots ORDER BY 1"
+            ).fetchall()
         return [r[0] for r in rows]
 
-    def list_sessions(self, user_id: str | None = None, search: str | None = None,
-                      since: datetime | None = None, until: datetime | None = None,
-                      limit: int = 50, offset: int = 0) -> Page:
+    def list_sessions(
+        self,
+        user_id: str | None = None,
+        search: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> Page:
         """Sessions newest first, filtered and paginated in the database; ``user_id=None`` lists every user's."""
-        where, params = ["TRUE"], []
+        where: list[str] = ["TRUE"]
+        params: list[Any] = []
         if user_id is not None:  # "" is a bad id, not "everyone"
             check_id(user_id, "user id")
             where.append("s.user_id = ?")
@@ -96,9 +119,11 @@ class SessionStore:
         validation.check_optional_text(search, "search", self.b.settings.max_text_chars)
         if search:
             pattern = like_pattern(search)
-            where.append("(s.session_id ILIKE ? ESCAPE '\\' OR s.user_id ILIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 "
-                         "FROM messages m WHERE m.user_id=s.user_id AND m.session_id=s.session_id "
-                         "AND m.content ILIKE ? ESCAPE '\\'))")
+            where.append(
+                "(s.session_id ILIKE ? ESCAPE '\\' OR s.user_id ILIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 "
+                "FROM messages m WHERE m.user_id=s.user_id AND m.session_id=s.session_id "
+                "AND m.content ILIKE ? ESCAPE '\\'))"
+            )
             params += [pattern, pattern, pattern]
         since = parse_time(since, "since") if since else None  # the time rule: ISO text or datetime, 1900-2999
         until = parse_time(until, "until") if until else None
@@ -111,14 +136,15 @@ class SessionStore:
         cond = " AND ".join(where)
         limit, offset = _page_args(limit, offset)
         with self.b.db.read() as conn:
-            total = conn.execute(f"SELECT count(*) FROM sessions s WHERE {cond}", params).fetchone()[0]
+            total = one_row(conn.execute(f"SELECT count(*) FROM sessions s WHERE {cond}", params))[0]
             rows = conn.execute(
                 f"SELECT s.user_id, s.session_id, s.created_at, s.last_activity_at, "
                 f"(SELECT count(*) FROM messages m WHERE m.user_id=s.user_id AND m.session_id=s.session_id), "
                 f"(SELECT coalesce(sum(tokens),0) FROM messages m WHERE m.user_id=s.user_id "
                 f"AND m.session_id=s.session_id) FROM sessions s WHERE {cond} "
                 f"ORDER BY s.last_activity_at DESC NULLS LAST, s.user_id, s.session_id LIMIT ? OFFSET ?",
-                params + [limit, offset]).fetchall()
+                params + [limit, offset],
+            ).fetchall()
         return Page(tuple(SessionInfo(*r) for r in rows), total, limit, offset)
 
     def get_session(self, user_id: str, session_id: str) -> SessionInfo:
@@ -128,7 +154,9 @@ class SessionStore:
             r = conn.execute(
                 "SELECT s.user_id, s.session_id, s.created_at, s.last_activity_at, count(m.seq), "
                 "coalesce(sum(m.tokens),0) FROM sessions s LEFT JOIN messages m USING (user_id, session_id) "
-                "WHERE s.user_id=? AND s.session_id=? GROUP BY ALL", [user_id, session_id]).fetchone()
+                "WHERE s.user_id=? AND s.session_id=? GROUP BY ALL",
+                [user_id, session_id],
+            ).fetchone()
         if r is None:
             raise NotFound(f"no session {session_id!r} for user {user_id!r}")
         return SessionInfo(*r)
@@ -137,11 +165,14 @@ class SessionStore:
         self.get_session(user_id, session_id)
         limit, offset = _page_args(limit, offset)
         with self.b.db.read() as conn:
-            total = conn.execute("SELECT count(*) FROM messages WHERE user_id=? AND session_id=?",
-                                 [user_id, session_id]).fetchone()[0]
-            rows = conn.execute("SELECT user_id, session_id, seq, role, content, tokens, created_at FROM messages "
-                                "WHERE user_id=? AND session_id=? ORDER BY seq LIMIT ? OFFSET ?",
-                                [user_id, session_id, limit, offset]).fetchall()
+            total = one_row(
+                conn.execute("SELECT count(*) FROM messages WHERE user_id=? AND session_id=?", [user_id, session_id])
+            )[0]
+            rows = conn.execute(
+                "SELECT user_id, session_id, seq, role, content, tokens, created_at FROM messages "
+                "WHERE user_id=? AND session_id=? ORDER BY seq LIMIT ? OFFSET ?",
+                [user_id, session_id, limit, offset],
+            ).fetchall()
         return Page(tuple(Message(*r) for r in rows), total, limit, offset)
 
     def prune(self, user_id: str, rule: str, apply: bool = False, now: datetime | None = None) -> PrunePlan:
@@ -151,23 +182,35 @@ class SessionStore:
             raise InvalidInput(f"unknown prune rule {str(rule)[:30]!r}; use idle, stale or max")
         s = self.b.settings
         now = parse_time(now, "now") if now is not None else utcnow()
-        base = ("SELECT s.user_id, s.session_id, s.created_at, s.last_activity_at, "
-                "(SELECT count(*) FROM messages m WHERE m.user_id=s.user_id AND m.session_id=s.session_id), "
-                "(SELECT coalesce(sum(tokens),0) FROM messages m WHERE m.user_id=s.user_id "
-                "AND m.session_id=s.session_id) FROM sessions s WHERE s.user_id = ?")
+        base = (
+            "SELECT s.user_id, s.session_id, s.created_at, s.last_activity_at, "
+            "(SELECT count(*) FROM messages m WHERE m.user_id=s.user_id AND m.session_id=s.session_id), "
+            "(SELECT coalesce(sum(tokens),0) FROM messages m WHERE m.user_id=s.user_id "
+            "AND m.session_id=s.session_id) FROM sessions s WHERE s.user_id = ?"
+        )
         with self.b.db.write() as conn:
             if rule in ("idle", "stale"):
-                cutoff = now - (timedelta(minutes=s.session_idle_minutes) if rule == "idle"
-                                else timedelta(days=s.session_stale_days))
+                cutoff = now - (
+                    timedelta(minutes=s.session_idle_minutes)
+                    if rule == "idle"
+                    else timedelta(days=s.session_stale_days)
+                )
                 # A session without a timestamp is never deleted by the idle or stale rule (parity).
-                rows = conn.execute(base + " AND s.last_activity_at IS NOT NULL AND s.last_activity_at < ? "
-                                    "ORDER BY s.last_activity_at", [user_id, cutoff]).fetchall()
+                rows = conn.execute(
+                    base + " AND s.last_activity_at IS NOT NULL AND s.last_activity_at < ? ORDER BY s.last_activity_at",
+                    [user_id, cutoff],
+                ).fetchall()
             else:
-                total = conn.execute("SELECT count(*) FROM sessions WHERE user_id=?", [user_id]).fetchone()[0]
+                total = one_row(conn.execute("SELECT count(*) FROM sessions WHERE user_id=?", [user_id]))[0]
                 excess = max(0, total - s.session_max_per_user)
                 # Oldest first; sessions without a timestamp count as the epoch, so they go first (parity).
-                rows = conn.execute(base + " ORDER BY s.last_activity_at ASC NULLS FIRST, s.session_id LIMIT ?",
-                                    [user_id, excess]).fetchall() if excess else []
+                rows = (
+                    conn.execute(
+                        base + " ORDER BY s.last_activity_at ASC NULLS FIRST, s.session_id LIMIT ?", [user_id, excess]
+                    ).fetchall()
+                    if excess
+                    else []
+                )
             sessions = tuple(SessionInfo(*r) for r in rows)
             if apply and sessions:
                 for info in sessions:

@@ -31,8 +31,8 @@ NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 PROMPT = (
     "You are mining reusable skills from an AI agent's recent episodes.\n\n{episodes}\n\n"
     "Propose a skill only for a successful pattern that recurs across episodes. Do not propose one-off actions or "
-    "failures. Return only a JSON array of objects {{\"name\": snake_case str, \"kind\": \"prompt\"|\"template\"|"
-    "\"code\", \"body\": str, \"description\": one sentence on when to apply it, \"confidence\": number 0-1}}, "
+    'failures. Return only a JSON array of objects {{"name": snake_case str, "kind": "prompt"|"template"|'
+    '"code", "body": str, "description": one sentence on when to apply it, "confidence": number 0-1}}, '
     "or [] if nothing qualifies."
 )
 
@@ -79,12 +79,13 @@ def parse_proposals(text: str, episode_ids: tuple[str, ...]) -> tuple[list[Skill
         if name is None or not isinstance(body, str) or not body.strip():
             dropped += 1
             continue
-        kind = v.get("kind") if v.get("kind") in SKILL_KINDS else "prompt"
+        kind = str(v["kind"]) if v.get("kind") in SKILL_KINDS else "prompt"
         conf = unit_number(v.get("confidence")) if v.get("confidence") is not None else None
         desc = v.get("description")
         desc = desc.replace("\x00", "").strip()[:4000] if isinstance(desc, str) and desc.strip() else None
-        out.append(SkillProposal(name, kind, body.strip(), desc, DEFAULT_CONFIDENCE if conf is None else conf,
-                                 episode_ids))
+        out.append(
+            SkillProposal(name, kind, body.strip(), desc, DEFAULT_CONFIDENCE if conf is None else conf, episode_ids)
+        )
     return out, dropped
 
 
@@ -104,9 +105,17 @@ def offline_proposals(episodes: Sequence[Episode], outcomes_given: bool) -> list
             break
         name = snake_name("_then_".join(seq[:3])) or "mined_procedure"
         body = "\n".join(f"{n}. {a}" for n, a in enumerate(seq, 1))
-        out.append(SkillProposal(name[:64].rstrip("_"), "prompt", body,
-                                 f"Recurring action sequence in {count} successful episodes.",
-                                 round(count / max(len(good), 1), 3), tuple(sources[seq]), "skill_mining_offline"))
+        out.append(
+            SkillProposal(
+                name[:64].rstrip("_"),
+                "prompt",
+                body,
+                f"Recurring action sequence in {count} successful episodes.",
+                round(count / max(len(good), 1), 3),
+                tuple(sources[seq]),
+                "skill_mining_offline",
+            )
+        )
     return out
 
 
@@ -143,8 +152,15 @@ class SkillMiner:
             strategy = "skill_mining_offline"
         return MiningResult(tuple(offline_proposals(episodes, allow is not None)), strategy, ids)
 
-    def accept(self, user_id: str, proposal: SkillProposal | Mapping[str, Any], name: str | None = None,
-               body: str | None = None, description: str | None = None, kind: str | None = None) -> Skill:
+    def accept(
+        self,
+        user_id: str,
+        proposal: SkillProposal | Mapping[str, Any],
+        name: str | None = None,
+        body: str | None = None,
+        description: str | None = None,
+        kind: str | None = None,
+    ) -> Skill:
         """Register a proposal (optionally edited) with provenance to its source episodes."""
         p = proposal if isinstance(proposal, Mapping) else proposal.__dict__
         sources = p.get("source_episode_ids") or ()
@@ -156,10 +172,18 @@ class SkillMiner:
         final_name = snake_name(name if name is not None else p.get("name"))
         if final_name is None:
             raise InvalidInput("a mined skill needs a snake_case name")
-        provenance = {"method": "skill_mining", "sources": [{"type": "episode", "id": s} for s in sources],
-                      "confidence": conf}
+        provenance = {
+            "method": "skill_mining",
+            "sources": [{"type": "episode", "id": s} for s in sources],
+            "confidence": conf,
+        }
         desc = description if description is not None else (p.get("description") or "")
-        skill = self.skills.prepare(user_id, final_name, body if body is not None else p.get("body"), desc,
-                                    kind if kind is not None else (p.get("kind") or "prompt"),
-                                    provenance=provenance)
+        skill = self.skills.prepare(
+            user_id,
+            final_name,
+            body if body is not None else p.get("body"),
+            desc,
+            kind if kind is not None else (p.get("kind") or "prompt"),
+            provenance=provenance,
+        )
         return self.skills.add([skill])[0]

@@ -4,7 +4,7 @@ is reported with its number, and nothing from the file is written."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,10 +45,17 @@ class IngestPlan:
     lines: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
-        return {"message": len(self.messages), "item": len(self.items), "category": len(self.categories),
-                "episode": len(self.episodes), "skill": len(self.skills), "outcome": len(self.outcomes),
-                "feedback": len(self.feedback), "working": sum(len(v) for v in self.working.values()),
-                "forget_log": len(self.forget_log)}
+        return {
+            "message": len(self.messages),
+            "item": len(self.items),
+            "category": len(self.categories),
+            "episode": len(self.episodes),
+            "skill": len(self.skills),
+            "outcome": len(self.outcomes),
+            "feedback": len(self.feedback),
+            "working": sum(len(v) for v in self.working.values()),
+            "forget_log": len(self.forget_log),
+        }
 
 
 def _take(rec: dict, allowed: set[str], required: set[str]) -> dict:
@@ -62,8 +69,17 @@ def _take(rec: dict, allowed: set[str], required: set[str]) -> dict:
 
 
 class Transfer:
-    def __init__(self, b: Backends, sessions: SessionStore, working: WorkingMemory, semantic: SemanticMemory,
-                 episodic: EpisodicMemory, skills: SkillLibrary, feedback: FeedbackLog, forgetter: Forgetter) -> None:
+    def __init__(
+        self,
+        b: Backends,
+        sessions: SessionStore,
+        working: WorkingMemory,
+        semantic: SemanticMemory,
+        episodic: EpisodicMemory,
+        skills: SkillLibrary,
+        feedback: FeedbackLog,
+        forgetter: Forgetter,
+    ) -> None:
         self.b, self.sessions, self.working, self.semantic = b, sessions, working, semantic
         self.episodic, self.skills, self.feedback, self.forgetter = episodic, skills, feedback, forgetter
 
@@ -79,8 +95,14 @@ class Transfer:
                 if not isinstance(rec, dict):
                     raise InvalidInput("each line must be a JSON object")
                 self._add(plan, rec)
-                listed = {"item": plan.items, "episode": plan.episodes, "skill": plan.skills,
-                          "outcome": plan.outcomes, "feedback": plan.feedback}.get(rec["kind"])
+                lists: dict[str, list[Any]] = {
+                    "item": plan.items,
+                    "episode": plan.episodes,
+                    "skill": plan.skills,
+                    "outcome": plan.outcomes,
+                    "feedback": plan.feedback,
+                }
+                listed = lists.get(rec["kind"])
                 if listed is not None:
                     plan.lines[(rec["kind"], len(listed) - 1)] = number
             except MemlensError as exc:
@@ -93,13 +115,32 @@ class Transfer:
         if kind not in RECORD_KINDS:
             raise InvalidInput(f"unknown record kind {str(kind)[:30]!r}; use one of {', '.join(RECORD_KINDS)}")
         if kind == "message":
-            r = _take(rec, {"user_id", "session_id", "role", "content", "created_at"},
-                      {"user_id", "session_id", "role", "content"})
-            plan.messages.append(self.sessions.validate(r["user_id"], r["session_id"], r["role"], r["content"],
-                                                        r.get("created_at")))
+            r = _take(
+                rec,
+                {"user_id", "session_id", "role", "content", "created_at"},
+                {"user_id", "session_id", "role", "content"},
+            )
+            plan.messages.append(
+                self.sessions.validate(r["user_id"], r["session_id"], r["role"], r["content"], r.get("created_at"))
+            )
         elif kind == "item":
-            r = _take(rec, {"user_id", "id", "category", "content", "importance", "evergreen", "provenance", "source",
-                            "created_at", "archived_at", "preceding_text"}, {"user_id", "content"})
+            r = _take(
+                rec,
+                {
+                    "user_id",
+                    "id",
+                    "category",
+                    "content",
+                    "importance",
+                    "evergreen",
+                    "provenance",
+                    "source",
+                    "created_at",
+                    "archived_at",
+                    "preceding_text",
+                },
+                {"user_id", "content"},
+            )
             plan.items.append(self.semantic.prepare(**r))
         elif kind == "category":
             r = _take(rec, {"user_id", "name", "summary"}, {"user_id", "name", "summary"})
@@ -108,12 +149,40 @@ class Transfer:
             check_text(r["summary"], "summary", self.b.settings.max_text_chars, blank_ok=True)
             plan.categories.append((r["user_id"], r["name"], r["summary"]))
         elif kind == "episode":
-            r = _take(rec, {"user_id", "id", "session_id", "steps", "summary", "outcome", "importance", "created_at",
-                            "provenance", "archived_at"}, {"user_id", "steps"})
+            r = _take(
+                rec,
+                {
+                    "user_id",
+                    "id",
+                    "session_id",
+                    "steps",
+                    "summary",
+                    "outcome",
+                    "importance",
+                    "created_at",
+                    "provenance",
+                    "archived_at",
+                },
+                {"user_id", "steps"},
+            )
             plan.episodes.append(self.episodic.prepare(**r))
         elif kind == "skill":
-            r = _take(rec, {"user_id", "id", "name", "skill_kind", "description", "body", "version", "provenance",
-                            "created_at", "archived_at"}, {"user_id", "name", "body"})
+            r = _take(
+                rec,
+                {
+                    "user_id",
+                    "id",
+                    "name",
+                    "skill_kind",
+                    "description",
+                    "body",
+                    "version",
+                    "provenance",
+                    "created_at",
+                    "archived_at",
+                },
+                {"user_id", "name", "body"},
+            )
             r["kind"] = r.pop("skill_kind", "prompt")
             plan.skills.append(self.skills.prepare(**r))
         elif kind == "outcome":
@@ -124,11 +193,15 @@ class Transfer:
                 raise InvalidInput("success must be true or false")
             if r.get("episode_id") is not None:
                 check_id(r["episode_id"], "episode id")
-            plan.outcomes.append((r["user_id"], r["skill_id"], r["success"], r.get("episode_id"),
-                                  optional_time(r.get("at"), "at")))
+            plan.outcomes.append(
+                (r["user_id"], r["skill_id"], r["success"], r.get("episode_id"), optional_time(r.get("at"), "at"))
+            )
         elif kind == "feedback":
-            r = _take(rec, {"user_id", "item_id", "label", "trace_id", "hop", "note", "created_at"},
-                      {"user_id", "item_id", "label"})
+            r = _take(
+                rec,
+                {"user_id", "item_id", "label", "trace_id", "hop", "note", "created_at"},
+                {"user_id", "item_id", "label"},
+            )
             plan.feedback.append(self.feedback.prepare(**r))
         elif kind == "working":
             r = _take(rec, {"user_id", "session_id", "slot", "value"}, {"user_id", "session_id", "slot", "value"})
@@ -137,43 +210,60 @@ class Transfer:
             check_slot(r["slot"])
             plan.working.setdefault((r["user_id"], r["session_id"]), {})[r["slot"]] = r["value"]
         else:
-            r = _take(rec, {"user_id", "memory_type", "ids", "count", "mode", "reason", "actor", "at"},
-                      {"user_id", "memory_type", "ids", "mode", "reason"})
+            r = _take(
+                rec,
+                {"user_id", "memory_type", "ids", "count", "mode", "reason", "actor", "at"},
+                {"user_id", "memory_type", "ids", "mode", "reason"},
+            )
             plan.forget_log.append(self.forgetter.prepare_entry(**r))
 
     def _check_references(self, plan: IngestPlan) -> None:
         """Ids must be new (in the file and the store); outcomes must name skills and feedback memories, in the
         file or already stored. Each error names its line. An existing id must be refused here: writing it would
         fail and the rollback would delete the existing memory's vectors along with the new ones."""
-        tables = (("item", "items", plan.items), ("episode", "episodes", plan.episodes),
-                  ("skill", "skills", plan.skills))
+        tables: tuple[tuple[str, str, Sequence[Any]], ...] = (
+            ("item", "items", plan.items),
+            ("episode", "episodes", plan.episodes),
+            ("skill", "skills", plan.skills),
+        )
         with self.b.db.read() as conn:
             for kind, table, records in tables:
                 first: dict[str, int] = {}
                 for n, r in enumerate(records):
                     line = plan.lines.get((kind, n), 0)
                     if r.id in first:
-                        raise InvalidInput(f"line {line}: {kind} id {r.id!r} appears twice (first on line "
-                                           f"{first[r.id]})")
+                        raise InvalidInput(
+                            f"line {line}: {kind} id {r.id!r} appears twice (first on line {first[r.id]})"
+                        )
                     first[r.id] = line
-                taken = conn.execute(f"SELECT id FROM {table} WHERE id IN (SELECT unnest(?)) ORDER BY id",
-                                     [list(first)]).fetchall()
+                taken = conn.execute(
+                    f"SELECT id FROM {table} WHERE id IN (SELECT unnest(?)) ORDER BY id", [list(first)]
+                ).fetchall()
                 if taken:
-                    raise InvalidInput(f"line {first[taken[0][0]]}: {kind} id {taken[0][0]!r} already exists "
-                                       "in the store")
+                    raise InvalidInput(
+                        f"line {first[taken[0][0]]}: {kind} id {taken[0][0]!r} already exists in the store"
+                    )
             skills = {(s.user_id, s.id) for s in plan.skills}
             memories = skills | {(i.user_id, i.id) for i in plan.items} | {(e.user_id, e.id) for e in plan.episodes}
             for n, (user_id, skill_id, *_) in enumerate(plan.outcomes):
                 if (user_id, skill_id) not in skills and conn.execute(
-                        "SELECT 1 FROM skills WHERE user_id=? AND id=?", [user_id, skill_id]).fetchone() is None:
-                    raise InvalidInput(f"line {plan.lines.get(('outcome', n), 0)}: outcome names unknown skill "
-                                       f"{skill_id!r} for user {user_id!r}")
+                    "SELECT 1 FROM skills WHERE user_id=? AND id=?", [user_id, skill_id]
+                ).fetchone() is None:
+                    raise InvalidInput(
+                        f"line {plan.lines.get(('outcome', n), 0)}: outcome names unknown skill "
+                        f"{skill_id!r} for user {user_id!r}"
+                    )
             forgotten = self._hard_forgotten(conn, plan)
             for n, f in enumerate(plan.feedback):
-                if (f[0], f[1]) not in memories and (f[0], f[1]) not in forgotten \
-                        and not self.feedback.existing_ids(conn, f[0], [f[1]]):
-                    raise InvalidInput(f"line {plan.lines.get(('feedback', n), 0)}: feedback names unknown memory "
-                                       f"{f[1]!r} for user {f[0]!r}")
+                if (
+                    (f[0], f[1]) not in memories
+                    and (f[0], f[1]) not in forgotten
+                    and not self.feedback.existing_ids(conn, f[0], [f[1]])
+                ):
+                    raise InvalidInput(
+                        f"line {plan.lines.get(('feedback', n), 0)}: feedback names unknown memory "
+                        f"{f[1]!r} for user {f[0]!r}"
+                    )
 
     def _hard_forgotten(self, conn, plan: IngestPlan) -> set[tuple[str, str]]:
         """(user, id) of the memories the file's or the store's forget log names as hard-forgotten. A label stays
@@ -182,9 +272,11 @@ class Transfer:
         named = {(e[0], i) for e in plan.forget_log if e[4] == "hard" for i in json.loads(e[2])}
         users = sorted({f[0] for f in plan.feedback})
         if users:
-            rows = conn.execute("SELECT f.user_id, u.mid FROM forget_log f, unnest(CAST(f.ids AS VARCHAR[])) AS "
-                                "u(mid) WHERE f.mode = 'hard' AND f.user_id IN (SELECT unnest(?))",
-                                [users]).fetchall()
+            rows = conn.execute(
+                "SELECT f.user_id, u.mid FROM forget_log f, unnest(CAST(f.ids AS VARCHAR[])) AS "
+                "u(mid) WHERE f.mode = 'hard' AND f.user_id IN (SELECT unnest(?))",
+                [users],
+            ).fetchall()
             named |= {(r[0], r[1]) for r in rows}
         return named
 
@@ -192,8 +284,11 @@ class Transfer:
         """Write a validated plan: vectors first, then one DuckDB transaction; vectors are removed if it fails."""
         skills = self.skills.resolve(plan.skills)
         added: list[tuple[str, list[str]]] = []
-        sources = (("semantic", plan.items, self.semantic), ("episodic", plan.episodes, self.episodic),
-                   ("procedural", skills, self.skills))
+        sources = (
+            ("semantic", plan.items, self.semantic),
+            ("episodic", plan.episodes, self.episodic),
+            ("procedural", skills, self.skills),
+        )
         with ExitStack() as intents:
             # Noted before the first vector: a crash part-way leaves vectors whose rows never committed, and the
             # next open removes exactly those. Vectors are upserted by id, so importing the file again after such a
@@ -208,19 +303,20 @@ class Transfer:
             for kind, records, module in sources:
                 active = [r for r in records if r.archived_at is None]
                 for start in range(0, len(active), 512):
-                    chunk = active[start:start + 512]
+                    chunk = active[start : start + 512]
                     # Embedded in small batches so a progress bar moves every few seconds even on a slow machine
                     # (one 512-record batch was one silent step); written to the index as one batch.
                     texts, parts = [], []
                     for sub in range(0, len(chunk), PROGRESS_BATCH):
-                        t, v = self.b.record_vectors(module, chunk[sub:sub + PROGRESS_BATCH])
+                        t, v = self.b.record_vectors(module, chunk[sub : sub + PROGRESS_BATCH])
                         texts += t
                         parts.append(v)
                         if progress:
                             progress(kind, start + min(sub + PROGRESS_BATCH, len(chunk)), len(active))
                     vectors = np.vstack(parts) if len(parts) > 1 else parts[0]
-                    self.b.index.add(kind, [r.id for r in chunk], [r.user_id for r in chunk], texts, vectors,
-                                     upsert=True)
+                    self.b.index.add(
+                        kind, [r.id for r in chunk], [r.user_id for r in chunk], texts, vectors, upsert=True
+                    )
                     added.append((kind, [r.id for r in chunk]))
             with self.b.db.write() as conn:
                 self.semantic.insert(conn, plan.items)
@@ -232,8 +328,9 @@ class Transfer:
                 for user_id, skill_id, success, episode_id, at in plan.outcomes:
                     self.skills.report_outcome(user_id, skill_id, success, episode_id, at, conn=conn)
                 if plan.feedback:
-                    self.feedback.record(plan.feedback, conn=conn, check_traces=False,
-                                         forgotten=self._hard_forgotten(conn, plan))
+                    self.feedback.record(
+                        plan.feedback, conn=conn, check_traces=False, forgotten=self._hard_forgotten(conn, plan)
+                    )
                 for (user_id, session_id), slots in plan.working.items():
                     self.working.update(user_id, session_id, slots, source="ingest", conn=conn)
                 self.forgetter.insert_entries(conn, plan.forget_log)
@@ -249,27 +346,62 @@ class Transfer:
         for c in self.semantic.categories(user_id):
             if c.summary:
                 yield {"kind": "category", "user_id": user_id, "name": c.name, "summary": c.summary}
-        for i in self.semantic.list(user_id, include_archived=True, limit=10_000_000).rows:
-            yield {"kind": "item", "user_id": user_id, "id": i.id, "category": i.category, "content": i.content,
-                   "importance": i.importance, "evergreen": i.evergreen, "provenance": i.provenance,
-                   "source": i.source, "created_at": i.created_at.isoformat(),
-                   "archived_at": i.archived_at.isoformat() if i.archived_at else None,
-                   **({"preceding_text": i.preceding_text} if i.preceding_text else {})}
-        for e in self.episodic.list(user_id, include_archived=True, limit=10_000_000).rows:
-            yield {"kind": "episode", "user_id": user_id, "id": e.id, "session_id": e.session_id,
-                   "steps": [s.__dict__ for s in e.steps], "summary": e.summary, "outcome": e.outcome,
-                   "importance": e.importance, "provenance": e.provenance, "created_at": e.created_at.isoformat(),
-                   "archived_at": e.archived_at.isoformat() if e.archived_at else None}
-        skills = sorted(self.skills.list(user_id, include_archived=True, limit=10_000_000).rows,
-                        key=lambda s: (s.name, s.version))
+        for i in self.semantic.list_items(user_id, include_archived=True, limit=10_000_000).rows:
+            yield {
+                "kind": "item",
+                "user_id": user_id,
+                "id": i.id,
+                "category": i.category,
+                "content": i.content,
+                "importance": i.importance,
+                "evergreen": i.evergreen,
+                "provenance": i.provenance,
+                "source": i.source,
+                "created_at": i.created_at.isoformat(),
+                "archived_at": i.archived_at.isoformat() if i.archived_at else None,
+                **({"preceding_text": i.preceding_text} if i.preceding_text else {}),
+            }
+        for e in self.episodic.list_episodes(user_id, include_archived=True, limit=10_000_000).rows:
+            yield {
+                "kind": "episode",
+                "user_id": user_id,
+                "id": e.id,
+                "session_id": e.session_id,
+                "steps": [s.__dict__ for s in e.steps],
+                "summary": e.summary,
+                "outcome": e.outcome,
+                "importance": e.importance,
+                "provenance": e.provenance,
+                "created_at": e.created_at.isoformat(),
+                "archived_at": e.archived_at.isoformat() if e.archived_at else None,
+            }
+        skills = sorted(
+            self.skills.list_skills(user_id, include_archived=True, limit=10_000_000).rows,
+            key=lambda s: (s.name, s.version),
+        )
         for s in skills:
-            yield {"kind": "skill", "user_id": user_id, "id": s.id, "name": s.name, "skill_kind": s.kind,
-                   "description": s.description, "body": s.body, "version": s.version, "provenance": s.provenance,
-                   "created_at": s.created_at.isoformat(),
-                   "archived_at": s.archived_at.isoformat() if s.archived_at else None}
+            yield {
+                "kind": "skill",
+                "user_id": user_id,
+                "id": s.id,
+                "name": s.name,
+                "skill_kind": s.kind,
+                "description": s.description,
+                "body": s.body,
+                "version": s.version,
+                "provenance": s.provenance,
+                "created_at": s.created_at.isoformat(),
+                "archived_at": s.archived_at.isoformat() if s.archived_at else None,
+            }
         for o in self.skills.outcomes(user_id):
-            yield {"kind": "outcome", "user_id": user_id, "skill_id": o.skill_id, "success": o.success,
-                   "episode_id": o.episode_id, "at": o.at.isoformat()}
+            yield {
+                "kind": "outcome",
+                "user_id": user_id,
+                "skill_id": o.skill_id,
+                "success": o.success,
+                "episode_id": o.episode_id,
+                "at": o.at.isoformat(),
+            }
         page_size = 1000
         offset = 0
         while True:
@@ -279,8 +411,14 @@ class Transfer:
                 while True:
                     msgs = self.sessions.messages(user_id, info.session_id, limit=10_000, offset=msg_offset)
                     for m in msgs.rows:
-                        yield {"kind": "message", "user_id": user_id, "session_id": m.session_id, "role": m.role,
-                               "content": m.content, "created_at": m.created_at.isoformat()}
+                        yield {
+                            "kind": "message",
+                            "user_id": user_id,
+                            "session_id": m.session_id,
+                            "role": m.role,
+                            "content": m.content,
+                            "created_at": m.created_at.isoformat(),
+                        }
                     msg_offset += len(msgs.rows)
                     if msg_offset >= msgs.total or not msgs.rows:
                         break
@@ -288,14 +426,37 @@ class Transfer:
             if offset >= page.total or not page.rows:
                 break
         with self.b.db.read() as conn:
-            slots = conn.execute("SELECT session_id, slot, value FROM working_slots WHERE user_id=? "
-                                 "ORDER BY session_id, slot", [user_id]).fetchall()
+            slots = conn.execute(
+                "SELECT session_id, slot, value FROM working_slots WHERE user_id=? ORDER BY session_id, slot", [user_id]
+            ).fetchall()
         for session_id, slot, value in slots:
-            yield {"kind": "working", "user_id": user_id, "session_id": session_id, "slot": slot,
-                   "value": json.loads(value)}
+            yield {
+                "kind": "working",
+                "user_id": user_id,
+                "session_id": session_id,
+                "slot": slot,
+                "value": json.loads(value),
+            }
         for f in reversed(self.feedback.events(user_id, limit=10_000_000)):
-            yield {"kind": "feedback", "user_id": user_id, "item_id": f.item_id, "label": f.label,
-                   "trace_id": f.trace_id, "hop": f.hop, "note": f.note, "created_at": f.created_at.isoformat()}
+            yield {
+                "kind": "feedback",
+                "user_id": user_id,
+                "item_id": f.item_id,
+                "label": f.label,
+                "trace_id": f.trace_id,
+                "hop": f.hop,
+                "note": f.note,
+                "created_at": f.created_at.isoformat(),
+            }
         for e in reversed(self.forgetter.log(user_id, limit=10_000_000)):
-            yield {"kind": "forget_log", "user_id": user_id, "memory_type": e.memory_type, "ids": list(e.ids),
-                   "count": e.count, "mode": e.mode, "reason": e.reason, "actor": e.actor, "at": e.at.isoformat()}
+            yield {
+                "kind": "forget_log",
+                "user_id": user_id,
+                "memory_type": e.memory_type,
+                "ids": list(e.ids),
+                "count": e.count,
+                "mode": e.mode,
+                "reason": e.reason,
+                "actor": e.actor,
+                "at": e.at.isoformat(),
+            }

@@ -25,13 +25,21 @@ def memory_states(b: Backends, user_id: str, ids: Sequence[str]) -> dict[str, Me
         return out
     with b.db.read() as conn:
         for kind, table in TABLES.items():
-            rows = conn.execute(f"SELECT id, archived_at FROM {table} WHERE user_id=? AND id IN (SELECT unnest(?))",
-                                [user_id, wanted]).fetchall()
+            rows = conn.execute(
+                f"SELECT id, archived_at FROM {table} WHERE user_id=? AND id IN (SELECT unnest(?))", [user_id, wanted]
+            ).fetchall()
             for item_id, archived_at in rows:
                 out[item_id] = MemoryState(item_id, "active" if archived_at is None else "archived", kind)
         rest = [i for i in wanted if i not in out or out[i].status == "archived"]
-        log = conn.execute("SELECT memory_type, ids, mode, reason, actor, occurred_at FROM forget_log "
-                           "WHERE user_id=? ORDER BY occurred_at DESC, id DESC", [user_id]).fetchall() if rest else []
+        log = (
+            conn.execute(
+                "SELECT memory_type, ids, mode, reason, actor, occurred_at FROM forget_log "
+                "WHERE user_id=? ORDER BY occurred_at DESC, id DESC",
+                [user_id],
+            ).fetchall()
+            if rest
+            else []
+        )
     for kind, ids_json, mode, reason, actor, at in log:
         logged = set(json.loads(ids_json) if isinstance(ids_json, str) else ids_json or [])
         for item_id in rest:
@@ -39,11 +47,13 @@ def memory_states(b: Backends, user_id: str, ids: Sequence[str]) -> dict[str, Me
                 continue
             prior = out.get(item_id)
             if mode == "hard" and prior is None:
-                out[item_id] = MemoryState(item_id, "forgotten", kind,
-                                           f"hard-forgotten on {_when(at)} by {actor}, reason: {reason}")
+                out[item_id] = MemoryState(
+                    item_id, "forgotten", kind, f"hard-forgotten on {_when(at)} by {actor}, reason: {reason}"
+                )
             elif mode == "soft" and prior is not None and prior.status == "archived" and not prior.detail:
-                out[item_id] = MemoryState(item_id, "archived", kind,
-                                           f"archived on {_when(at)} by {actor}, reason: {reason}")
+                out[item_id] = MemoryState(
+                    item_id, "archived", kind, f"archived on {_when(at)} by {actor}, reason: {reason}"
+                )
     for item_id in wanted:
         out.setdefault(item_id, MemoryState(item_id, "missing", None, ""))
     return out

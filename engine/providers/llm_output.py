@@ -15,7 +15,7 @@ def json_array(text: str) -> list | None:
     if start < 0 or end <= start:
         return None
     try:
-        value = json.loads(text[start:end + 1])
+        value = json.loads(text[start : end + 1])
     except json.JSONDecodeError:
         return None
     return value if isinstance(value, list) else None

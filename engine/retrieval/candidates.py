@@ -42,24 +42,38 @@ FROM found
 """
 
 
-def search_sources(b: Backends, user_id: str, query: str, query_vector: np.ndarray, sources: Sequence[str],
-                   top_k: int) -> tuple[dict[str, tuple[list[VectorHit], list[VectorHit]]], dict[str, dict[str, str]]]:
+def search_sources(
+    b: Backends,
+    user_id: str,
+    query: str,
+    query_vector: np.ndarray,
+    sources: Sequence[str],
+    top_k: int,
+    searches: Sequence[str] = ("vector", "fts"),
+) -> tuple[dict[str, tuple[list[VectorHit], list[VectorHit]]], dict[str, dict[str, str]]]:
     """Vector and full-text hits per source (the searches run concurrently: LanceDB releases the GIL), and how
     each source was searched: ``{"vector_search": {kind: mode}, "full_text_search": {kind: mode}}`` (exact,
-    approximate or in memory; LanceDB index or in memory)."""
+    approximate or in memory; LanceDB index or in memory). A search left out of ``searches`` does not run: its
+    hits are empty and its mode is ``not run``."""
+    not_run: tuple[list[VectorHit], str] = ([], "not run")
     jobs = {}
     for kind in sources:
-        jobs[(kind, "vector")] = _POOL.submit(b.index.search_vectors, kind, user_id, query_vector, top_k)
-        jobs[(kind, "fts")] = _POOL.submit(b.index.search_text, kind, user_id, query, top_k)
-    vectors = {kind: jobs[(kind, "vector")].result() for kind in sources}
-    texts = {kind: jobs[(kind, "fts")].result() for kind in sources}
+        if "vector" in searches:
+            jobs[(kind, "vector")] = _POOL.submit(b.index.search_vectors, kind, user_id, query_vector, top_k)
+        if "fts" in searches:
+            jobs[(kind, "fts")] = _POOL.submit(b.index.search_text, kind, user_id, query, top_k)
+    vectors = {kind: jobs[(kind, "vector")].result() if (kind, "vector") in jobs else not_run for kind in sources}
+    texts = {kind: jobs[(kind, "fts")].result() if (kind, "fts") in jobs else not_run for kind in sources}
     hits = {kind: (vectors[kind][0], texts[kind][0]) for kind in sources}
-    return hits, {"vector_search": {kind: vectors[kind][1] for kind in sources},
-                  "full_text_search": {kind: texts[kind][1] for kind in sources}}
+    return hits, {
+        "vector_search": {kind: vectors[kind][1] for kind in sources},
+        "full_text_search": {kind: texts[kind][1] for kind in sources},
+    }
 
 
-def build_inputs(b: Backends, conn, user_id: str, query_vector: np.ndarray,
-                 hits: dict[str, tuple[list[VectorHit], list[VectorHit]]]) -> tuple[list[CandidateInput], np.ndarray]:
+def build_inputs(
+    b: Backends, conn, user_id: str, query_vector: np.ndarray, hits: dict[str, tuple[list[VectorHit], list[VectorHit]]]
+) -> tuple[list[CandidateInput], np.ndarray]:
     """Union hits by id per source, keep only memories active in DuckDB, attach metadata and feedback."""
     merged: dict[str, dict] = {}
     for kind, (vec_hits, fts_hits) in hits.items():
@@ -84,11 +98,21 @@ def build_inputs(b: Backends, conn, user_id: str, query_vector: np.ndarray,
     inputs = []
     for n, i in enumerate(live):
         e, m = merged[i], meta[i]
-        inputs.append(CandidateInput(
-            id=i, kind=e["kind"], text=e["hit"].text, created_at=(_EPOCH + timedelta(microseconds=m[1])).isoformat(),
-            importance=None if m[2] is None else float(m[2]), evergreen=bool(m[3]), success_count=int(m[4]),
-            failure_count=int(m[5]), feedback_net=int(m[6]),
-            vector_similarity=round(float(sims[n]), 6), fts_score=None if e["fts"] is None else round(e["fts"], 6),
-            found_by=e["found"], preceding_text=m[7] or ""))
+        inputs.append(
+            CandidateInput(
+                id=i,
+                kind=e["kind"],
+                text=e["hit"].text,
+                created_at=(_EPOCH + timedelta(microseconds=m[1])).isoformat(),
+                importance=None if m[2] is None else float(m[2]),
+                evergreen=bool(m[3]),
+                success_count=int(m[4]),
+                failure_count=int(m[5]),
+                feedback_net=int(m[6]),
+                vector_similarity=round(float(sims[n]), 6),
+                fts_score=None if e["fts"] is None else round(e["fts"], 6),
+                found_by=e["found"],
+                preceding_text=m[7] or "",
+            )
+        )
     return inputs, vectors
-

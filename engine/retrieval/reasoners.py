@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .text import STOPWORDS, content_words
+from .text import CONTENT_STOP_WORDS, content_words
 
 DONE = "DONE"
 # Capitalised words (optionally joined: "Jonas Weber", "Hotel Almirante"), identifiers with digits or inner
@@ -53,8 +53,9 @@ class OfflineBridgeReasoner:
 
     name = "offline:bridge_entities"
 
-    def __init__(self, pool: int = 10, max_terms: int = 2, common_share: float = 0.5, mode: str = "terms",
-                 key_terms: int = 3) -> None:
+    def __init__(
+        self, pool: int = 10, max_terms: int = 2, common_share: float = 0.5, mode: str = "terms", key_terms: int = 3
+    ) -> None:
         self.pool = pool
         self.max_terms = max_terms
         self.common_share = common_share
@@ -82,13 +83,12 @@ class OfflineBridgeReasoner:
         for m in _PROPER.finditer(text):
             phrase = m.group(0).strip(" .-")
             words = phrase.split()
-            if words and words[0].lower() in STOPWORDS:
+            if words and words[0].lower() in CONTENT_STOP_WORDS:
                 words = words[1:]
             if not words:
                 continue
             phrase = " ".join(words)
-            if len(words) == 1 and _sentence_start(text, m.start()) and (
-                    names_mid is None or phrase not in names_mid):
+            if len(words) == 1 and _sentence_start(text, m.start()) and (names_mid is None or phrase not in names_mid):
                 continue
             found.append(phrase)
         found += [m.group(0) for m in _IDENT.finditer(text)]
@@ -102,11 +102,12 @@ class OfflineBridgeReasoner:
         pool = list(accumulated[: self.pool])
         if not pool:
             return Proposal(DONE, self.name, {"why": "no results to bridge from"})
-        names_mid = {m.group(0) for text in pool for m in _PROPER.finditer(text)
-                     if not _sentence_start(text, m.start())}
-        q_words = {w for w in _words(question) if w not in STOPWORDS and len(w) > 2}
+        names_mid = {
+            m.group(0) for text in pool for m in _PROPER.finditer(text) if not _sentence_start(text, m.start())
+        }
+        q_words = {w for w in _words(question) if w not in CONTENT_STOP_WORDS and len(w) > 2}
         # Terms present in many results (a speaker on every line, the project name everywhere) do not bridge.
-        spread = Counter()
+        spread: Counter[str] = Counter()
         for text in pool:
             spread.update({t.lower() for t in self.terms(text, names_mid)})
         best_text, best_overlap, best_terms = None, -1.0, []
@@ -114,7 +115,7 @@ class OfflineBridgeReasoner:
             terms = []
             for term in dict.fromkeys(self.terms(text, names_mid)):
                 words = _words(term)
-                if not words or words <= known or all(w in STOPWORDS for w in words):
+                if not words or words <= known or all(w in CONTENT_STOP_WORDS for w in words):
                     continue
                 if len(pool) >= 4 and spread[term.lower()] / len(pool) > self.common_share:
                     continue
@@ -128,13 +129,13 @@ class OfflineBridgeReasoner:
         details: dict = {}
         if best_text is not None:
             # "Build QX7781" and "QX7781" name one thing: keep the longer form only.
-            best_terms = [t for t in best_terms
-                          if not any(t != o and set(_words(t)) < set(_words(o)) for o in best_terms)]
+            best_terms = [
+                t for t in best_terms if not any(t != o and set(_words(t)) < set(_words(o)) for o in best_terms)
+            ]
             # Prefer multi-word names (a person, a place) over lone words, keep the text's order otherwise.
             longest = sorted(best_terms, key=lambda t: -len(t.split()))[: self.max_terms]
             chosen = [t for t in best_terms if t in longest]
-            details = {"names": list(chosen), "from_text": best_text[:200],
-                       "question_overlap": round(best_overlap, 2)}
+            details = {"names": list(chosen), "from_text": best_text[:200], "question_overlap": round(best_overlap, 2)}
         if self.mode == "question+terms" or not chosen:
             keys = [k for k in self.expansion_terms(pool, known | {w.lower() for t in chosen for w in t.split()})]
             details["key_terms"] = keys
@@ -184,8 +185,9 @@ class LLMReasoner:
 
     def propose(self, question: str, accumulated: Sequence[str], hop: int, previous: Sequence[str]) -> Proposal:
         memories = "\n".join(f"- {t[:500]}" for t in accumulated[:10]) or "(none)"
-        result = self.llm.complete(REASONER_PROMPT.format(question=question, memories=memories),
-                                   operation="reasoner", user_id=self.user_id)
+        result = self.llm.complete(
+            REASONER_PROMPT.format(question=question, memories=memories), operation="reasoner", user_id=self.user_id
+        )
         if not result.ok:
             return Proposal(DONE, self.name, {"fallback": f"LLM error: {result.error}; treated as DONE"})
         text = result.text.strip().strip('"').splitlines()[0].strip() if result.text.strip() else ""

@@ -49,8 +49,12 @@ class CandidateCosines:
 
     @staticmethod
     def _record(new_ids: list[str], packed: np.ndarray) -> dict:
-        return {"format": FORMAT, "scale": SCALE, "ids": new_ids,
-                "values": base64.b64encode(packed.astype("<i2").tobytes()).decode("ascii")}
+        return {
+            "format": FORMAT,
+            "scale": SCALE,
+            "ids": new_ids,
+            "values": base64.b64encode(packed.astype("<i2").tobytes()).decode("ascii"),
+        }
 
     def _append(self, new_ids: list[str], packed: np.ndarray) -> None:
         start, n = len(self.ids), len(new_ids)
@@ -60,8 +64,8 @@ class CandidateCosines:
         pos = 0
         for j in range(n):
             row = start + j
-            matrix[row, :row] = packed[pos: pos + row]
-            matrix[:row, row] = packed[pos: pos + row]
+            matrix[row, :row] = packed[pos : pos + row]
+            matrix[:row, row] = packed[pos : pos + row]
             pos += row
         self._matrix = matrix
         for k, i in enumerate(new_ids):
@@ -97,4 +101,5 @@ def cosine_lookup(records: Sequence[Mapping]) -> Lookup | None:
 
     def from_pairs(a: str, b: str) -> float:
         return float(pairs.get(f"{a}|{b}", pairs.get(f"{b}|{a}", 0.0)))
+
     return from_pairs

@@ -54,12 +54,25 @@ def _order(items: Sequence[Scored], key: str) -> list[Scored]:
     return sorted(items, key=lambda s: -s.scores[key])
 
 
-def score_hop(inputs: Sequence[CandidateInput], query: str, relevance_text: str, settings: Any, now: datetime,
-              hop: int = 1) -> list[Scored]:
+def score_hop(
+    inputs: Sequence[CandidateInput], query: str, relevance_text: str, settings: Any, now: datetime, hop: int = 1
+) -> list[Scored]:
     """Hybrid score, relevance filter, temporal and importance, feedback, later-hop discount. Returns kept
     candidates first, ordered by final score, then the dropped ones (ordered by hybrid score)."""
-    items = [Scored(inp, hop, {"vector_similarity": inp.vector_similarity, "fts_score": inp.fts_score,
-                               "llm_relevance": inp.llm_relevance}, {}, {}) for inp in inputs]
+    items = [
+        Scored(
+            inp,
+            hop,
+            {
+                "vector_similarity": inp.vector_similarity,
+                "fts_score": inp.fts_score,
+                "llm_relevance": inp.llm_relevance,
+            },
+            {},
+            {},
+        )
+        for inp in inputs
+    ]
     if not items:
         return []
     # 1. BM25 (over the candidate set, or the index's), the preceding text's words, then the fusion with the cosine.
@@ -100,8 +113,13 @@ def score_hop(inputs: Sequence[CandidateInput], query: str, relevance_text: str,
         decay = 1.0 if s.inp.evergreen else floor + (1.0 - floor) * math.exp(-lam * age)
         importance = candidate_importance(s.inp, skill_mode)
         factor = 1.0 if importance is None else min(max(importance, 0.0), 1.0) ** weight
-        s.scores.update(age_days=age, decay=decay, importance=importance, importance_factor=factor,
-                        temporal=s.scores["hybrid"] * decay * factor)
+        s.scores.update(
+            age_days=age,
+            decay=decay,
+            importance=importance,
+            importance_factor=factor,
+            temporal=s.scores["hybrid"] * decay * factor,
+        )
     kept = _order(kept, "temporal")
     _rank(kept, "temporal")
     # 4. Feedback, and the later-hop discount: a reasoner-proposed query is a guess, so its candidates must
@@ -113,8 +131,12 @@ def score_hop(inputs: Sequence[CandidateInput], query: str, relevance_text: str,
     for s in items:
         net = s.inp.feedback_net
         factor = 1.0 + wf * max(-cap, min(cap, net)) / cap if (wf > 0 and net) else 1.0
-        s.scores.update(feedback_net=net, feedback_factor=factor, hop_factor=hop_factor,
-                        final=s.scores["temporal"] * factor * hop_factor)
+        s.scores.update(
+            feedback_net=net,
+            feedback_factor=factor,
+            hop_factor=hop_factor,
+            final=s.scores["temporal"] * factor * hop_factor,
+        )
     kept = _order(kept, "final")
     _rank(kept, "feedback")
     dropped = [s for s in items if not s.kept]
@@ -136,8 +158,9 @@ def fuse(items: Sequence[Scored], lexical: Sequence[float], settings: Any) -> No
     w = float(_get(settings, "bm25_weight"))
     if not bool(_get(settings, "hybrid_enabled")):
         for s in items:
-            s.scores.update(hybrid=s.inp.vector_similarity, hybrid_vector_part=s.inp.vector_similarity,
-                            hybrid_bm25_part=0.0)
+            s.scores.update(
+                hybrid=s.inp.vector_similarity, hybrid_vector_part=s.inp.vector_similarity, hybrid_bm25_part=0.0
+            )
         return
     if _get(settings, "fusion") == "weighted":
         for s in items:
@@ -154,8 +177,13 @@ def fuse(items: Sequence[Scored], lexical: Sequence[float], settings: Any) -> No
     for s, vr, lr, lex in zip(items, vector_rank, lexical_rank, lexical):
         vector_part = (1 - w) * (k + 1) / (k + vr)
         bm25_part = w * (k + 1) / (k + lr) if lex > 0 else 0.0
-        s.scores.update(hybrid=vector_part + bm25_part, hybrid_vector_part=vector_part, hybrid_bm25_part=bm25_part,
-                        rank_vector=vr, rank_bm25=lr if lex > 0 else None)
+        s.scores.update(
+            hybrid=vector_part + bm25_part,
+            hybrid_vector_part=vector_part,
+            hybrid_bm25_part=bm25_part,
+            rank_vector=vr,
+            rank_bm25=lr if lex > 0 else None,
+        )
 
 
 def _fuse_zscores(items: Sequence[Scored], lexical: Sequence[float], w: float) -> None:
@@ -171,8 +199,9 @@ def _fuse_zscores(items: Sequence[Scored], lexical: Sequence[float], w: float) -
     for s, zv, zl in zip(items, z_vec, z_lex):
         hybrid = _sigmoid(w * zl + (1 - w) * zv)
         vector_part = _sigmoid((1 - w) * zv)
-        s.scores.update(hybrid=hybrid, hybrid_vector_part=vector_part, hybrid_bm25_part=hybrid - vector_part,
-                        z_vector=zv, z_bm25=zl)
+        s.scores.update(
+            hybrid=hybrid, hybrid_vector_part=vector_part, hybrid_bm25_part=hybrid - vector_part, z_vector=zv, z_bm25=zl
+        )
 
 
 def _zscores(values: Sequence[float]) -> list[float]:
@@ -218,14 +247,17 @@ def relevance_filter(items: Sequence[Scored], relevance_text: str, settings: Any
     if mode == "llm" and all(s.inp.llm_relevance is not None for s in items):
         threshold = float(_get(settings, "relevance_judge_threshold"))
         for s in items:
-            ok = s.inp.llm_relevance >= threshold
+            ok = (s.inp.llm_relevance or 0.0) >= threshold  # not None: checked above
             s.kept = ok
-            s.verdicts.update(relevance="kept" if ok else "dropped",
-                              rule=f"llm_judge {s.inp.llm_relevance:.2f} {'>=' if ok else '<'} {threshold}")
+            s.verdicts.update(
+                relevance="kept" if ok else "dropped",
+                rule=f"llm_judge {s.inp.llm_relevance:.2f} {'>=' if ok else '<'} {threshold}",
+            )
         return
     if n <= int(_get(settings, "relevance_keep_all_max")):
         for s in items:
-            s.verdicts.update(relevance="kept", rule=f"few_candidates ({n} <= {_get(settings, 'relevance_keep_all_max')})")
+            keep_all_max = _get(settings, "relevance_keep_all_max")
+            s.verdicts.update(relevance="kept", rule=f"few_candidates ({n} <= {keep_all_max})")
         return
     min_score = float(_get(settings, "relevance_min_score"))
     min_chars = int(_get(settings, "relevance_min_word_chars"))
@@ -253,8 +285,9 @@ def relevance_filter(items: Sequence[Scored], relevance_text: str, settings: Any
             s.verdicts.update(relevance="kept", rule=f"word_overlap {hit!r}{where}")
         else:
             s.kept = False
-            s.verdicts.update(relevance="dropped",
-                              rule=f"score {s.scores['hybrid']:.3f} < {min_score} and no shared word")
+            s.verdicts.update(
+                relevance="dropped", rule=f"score {s.scores['hybrid']:.3f} < {min_score} and no shared word"
+            )
     if mode == "llm":
         for s in items:
             s.verdicts["note"] = "llm judge unavailable: heuristic used"
@@ -304,6 +337,7 @@ def similarity_function(items: Sequence[Scored], mode: str, cosine: Similarity |
 
     def jac(a: str, b: str) -> float:
         return jaccard(texts[a], texts[b])
+
     return jac
 
 

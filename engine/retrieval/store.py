@@ -18,6 +18,7 @@ from ..errors import InvalidInput, NotFound, StoreCorrupt
 from ..ids import check_id
 from ..memory.base import Backends, page_args
 from ..records import Page, TracePrunePlan
+from ..storage.database import one_row
 from .trace import OLDER_TRACE_SETTINGS, CandidateTrace, HopTrace, RetrievalTrace
 
 log = logging.getLogger(__name__)
@@ -25,11 +26,18 @@ log = logging.getLogger(__name__)
 
 def trace_from_dict(data: dict[str, Any]) -> RetrievalTrace:
     try:
-        hops = tuple(HopTrace(**{**h, "candidates": tuple(CandidateTrace(**c) for c in h["candidates"])})
-                     for h in data["hops"])
-        return RetrievalTrace(**{**data, "hops": hops, "context_ids": tuple(data["context_ids"]),
-                                 "ranking": tuple(data["ranking"]),
-                                 "settings": {**OLDER_TRACE_SETTINGS, **data["settings"]}})
+        hops = tuple(
+            HopTrace(**{**h, "candidates": tuple(CandidateTrace(**c) for c in h["candidates"])}) for h in data["hops"]
+        )
+        return RetrievalTrace(
+            **{
+                **data,
+                "hops": hops,
+                "context_ids": tuple(data["context_ids"]),
+                "ranking": tuple(data["ranking"]),
+                "settings": {**OLDER_TRACE_SETTINGS, **data["settings"]},
+            }
+        )
     except (KeyError, TypeError) as exc:
         raise InvalidInput(f"not a memlens trace: {exc}") from None
 
@@ -67,8 +75,10 @@ def _body_data(trace_id: str, body: Any, packed: bytes | None) -> dict[str, Any]
         except orjson.JSONDecodeError:  # written by the json module before orjson: it may hold NaN or Infinity
             return json.loads(raw)
     except (zstandard.ZstdError, zlib.error, ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
-        raise StoreCorrupt(f"trace {trace_id!r} is stored but unreadable ({type(exc).__name__}: "
-                           f"{str(exc)[:120]}); delete it with delete_trace") from None
+        raise StoreCorrupt(
+            f"trace {trace_id!r} is stored but unreadable ({type(exc).__name__}: "
+            f"{str(exc)[:120]}); delete it with delete_trace"
+        ) from None
 
 
 # What a hard-forgotten memory's text becomes in a trace's assembled context.
@@ -156,12 +166,25 @@ class TraceStore:
 
     def save(self, trace: RetrievalTrace, conn=None) -> None:
         body = pack_body(trace_json_bytes(trace))
-        args = [trace.trace_id, trace.user_id, trace.session_id, trace.question, len(trace.hops), trace.stop_reason,
-                trace.settings.get("embedder"), trace.strategies.get("reasoner"),
-                trace.timings_ms.get("pipeline"), json.dumps(list(trace.context_ids)), body, trace.created_at,
-                sorted({c.id for hop in trace.hops for c in hop.candidates})]
-        sql = ("INSERT INTO traces (id, user_id, session_id, question, hops, stop_reason, embedder, strategy, total_ms, "
-               "context_ids, body_packed, created_at, memory_ids) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)")
+        args = [
+            trace.trace_id,
+            trace.user_id,
+            trace.session_id,
+            trace.question,
+            len(trace.hops),
+            trace.stop_reason,
+            trace.settings.get("embedder"),
+            trace.strategies.get("reasoner"),
+            trace.timings_ms.get("pipeline"),
+            json.dumps(list(trace.context_ids)),
+            body,
+            trace.created_at,
+            sorted({c.id for hop in trace.hops for c in hop.candidates}),
+        ]
+        sql = (
+            "INSERT INTO traces (id, user_id, session_id, question, hops, stop_reason, embedder, strategy, "
+            "total_ms, context_ids, body_packed, created_at, memory_ids) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+        )
         if conn is not None:
             conn.execute(sql, args)
         else:
@@ -189,9 +212,11 @@ class TraceStore:
         wanted = set(ids)
         if not wanted:
             return 0
-        rows = conn.execute("SELECT id, body, body_packed, memory_ids FROM traces WHERE user_id=? AND "
-                            "(memory_ids IS NULL OR list_has_any(memory_ids, ?::VARCHAR[]))",
-                            [user_id, sorted(wanted)]).fetchall()
+        rows = conn.execute(
+            "SELECT id, body, body_packed, memory_ids FROM traces WHERE user_id=? AND "
+            "(memory_ids IS NULL OR list_has_any(memory_ids, ?::VARCHAR[]))",
+            [user_id, sorted(wanted)],
+        ).fetchall()
         changed = 0
         for trace_id, body, packed, memory_ids in rows:
             try:
@@ -205,13 +230,18 @@ class TraceStore:
                     conn.execute("UPDATE traces SET memory_ids=? WHERE id=?", [listed, trace_id])
                 continue
             redact_trace(data, wanted, tombstone)
-            conn.execute("UPDATE traces SET body=NULL, body_packed=?, memory_ids=? WHERE id=?",
-                         [pack_body(orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)),
-                          listed, trace_id])
+            conn.execute(
+                "UPDATE traces SET body=NULL, body_packed=?, memory_ids=? WHERE id=?",
+                [
+                    pack_body(orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)),
+                    listed,
+                    trace_id,
+                ],
+            )
             changed += 1
         return changed
 
-    def list(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> Page:
+    def list_traces(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> Page:
         """Trace summaries (no bodies) newest first, paginated in the database."""
         limit, offset = page_args(limit, offset)
         where, params = "", []
@@ -219,13 +249,25 @@ class TraceStore:
             where = "WHERE user_id = ?"
             params.append(check_id(user_id, "user id"))
         with self.b.db.read() as conn:
-            total = conn.execute(f"SELECT count(*) FROM traces {where}", params).fetchone()[0]
+            total = one_row(conn.execute(f"SELECT count(*) FROM traces {where}", params))[0]
             rows = conn.execute(
                 "SELECT id, user_id, session_id, question, hops, stop_reason, embedder, strategy, total_ms, "
                 f"context_ids, created_at FROM traces {where} ORDER BY created_at DESC, id LIMIT ? OFFSET ?",
-                params + [int(limit), int(offset)]).fetchall()
-        keys = ("trace_id", "user_id", "session_id", "question", "hops", "stop_reason", "embedder", "reasoner",
-                "total_ms", "context_ids", "created_at")
+                params + [int(limit), int(offset)],
+            ).fetchall()
+        keys = (
+            "trace_id",
+            "user_id",
+            "session_id",
+            "question",
+            "hops",
+            "stop_reason",
+            "embedder",
+            "reasoner",
+            "total_ms",
+            "context_ids",
+            "created_at",
+        )
         out = []
         for r in rows:
             d = dict(zip(keys, r))
@@ -244,15 +286,22 @@ class TraceStore:
             if not conn.execute(sql + " RETURNING id", params).fetchall():
                 raise NotFound(f"no trace {trace_id!r}")
 
-    def prune(self, older_than_days: float, user_id: str | None = None, keep_labelled: bool = True,
-              apply: bool = False, now: datetime | None = None) -> TracePrunePlan:
+    def prune(
+        self,
+        older_than_days: float,
+        user_id: str | None = None,
+        keep_labelled: bool = True,
+        apply: bool = False,
+        now: datetime | None = None,
+    ) -> TracePrunePlan:
         """The traces created more than ``older_than_days`` ago (of one user, or every user's); deleted only when
         ``apply`` is true. A trace a feedback label points to is evidence for that label, so it is kept unless
         ``keep_labelled`` is false. DuckDB reuses the freed space; the file does not shrink."""
         validation.check_number(older_than_days, "older_than_days", "older_than_days")
         now = parse_time(now, "now") if now is not None else utcnow()
         cutoff = now - timedelta(days=float(older_than_days))
-        where, params = "t.created_at < ?", [cutoff]
+        where = "t.created_at < ?"
+        params: list[Any] = [cutoff]
         if user_id is not None:
             where += " AND t.user_id = ?"
             params.append(check_id(user_id, "user id"))
@@ -260,14 +309,22 @@ class TraceStore:
         chosen = f"{where} AND NOT {labelled}" if keep_labelled else where
         size = "coalesce(octet_length(t.body_packed), 0) + coalesce(strlen(CAST(t.body AS VARCHAR)), 0)"
         with self.b.db.write() as conn:
-            count, nbytes = conn.execute(f"SELECT count(*), coalesce(sum({size}), 0) FROM traces t WHERE {chosen}",
-                                         params).fetchone()
-            kept = conn.execute(f"SELECT count(*) FROM traces t WHERE {where} AND {labelled}",
-                                params).fetchone()[0] if keep_labelled else 0
-            rows = conn.execute(f"SELECT t.id, t.user_id, t.question, t.created_at FROM traces t WHERE {chosen} "
-                                "ORDER BY t.created_at DESC, t.id LIMIT 20", params).fetchall()
+            count, nbytes = one_row(
+                conn.execute(f"SELECT count(*), coalesce(sum({size}), 0) FROM traces t WHERE {chosen}", params)
+            )
+            kept = (
+                one_row(conn.execute(f"SELECT count(*) FROM traces t WHERE {where} AND {labelled}", params))[0]
+                if keep_labelled
+                else 0
+            )
+            rows = conn.execute(
+                f"SELECT t.id, t.user_id, t.question, t.created_at FROM traces t WHERE {chosen} "
+                "ORDER BY t.created_at DESC, t.id LIMIT 20",
+                params,
+            ).fetchall()
             if apply and count:
                 conn.execute(f"DELETE FROM traces t WHERE {chosen}", params)
         sample = tuple({"trace_id": r[0], "user_id": r[1], "question": r[2], "created_at": r[3]} for r in rows)
-        return TracePrunePlan(user_id, float(older_than_days), cutoff, int(count), int(nbytes), int(kept), sample,
-                              bool(apply and count))
+        return TracePrunePlan(
+            user_id, float(older_than_days), cutoff, int(count), int(nbytes), int(kept), sample, bool(apply and count)
+        )

@@ -13,7 +13,10 @@ WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’_-]*")
 K1 = 1.5
 B = 0.75
 
-STOPWORDS = frozenset("""
+# Words that carry no content of their own: never taken as a keyword of a condensed query (content_words) nor as a
+# bridge term by the offline reasoner. (LanceDB's full-text index has its own list, applied by LanceDB.)
+CONTENT_STOP_WORDS = frozenset(
+    """
 a about above after again against all am an and any are as at be because been before being below between both but by
 can could did do does doing down during each few for from further had has have having he her here hers herself him
 himself his how i if in into is it its itself just me more most my myself no nor not now of off on once only or other
@@ -21,7 +24,8 @@ our ours ourselves out over own same she should so some such than that the their
 these they this those through to too under until up very was we were what when where which while who whom why will
 with would you your yours yourself yourselves did does done said say says tell told know knows get got also ever
 cual que como cuando donde
-""".split())
+""".split()
+)
 
 
 def bm25_tokens(text: str) -> list[str]:
@@ -37,7 +41,7 @@ def bm25_scores(query: str, docs: Sequence[str]) -> list[float]:
     tokenised = [bm25_tokens(d) for d in docs]
     n = len(docs)
     avgdl = max(sum(len(t) for t in tokenised) / n, 1.0)
-    df = Counter()
+    df: Counter[str] = Counter()
     for toks in tokenised:
         df.update(set(toks))
     idf = {t: math.log((n - df[t] + 0.5) / (df[t] + 0.5) + 1) for t in q_terms}
@@ -67,7 +71,7 @@ def content_words(text: str) -> list[str]:
     seen: dict[str, str] = {}
     for w in WORD.findall(text):
         key = w.lower().strip("'’-_")
-        if len(key) >= 2 and key not in STOPWORDS and key not in seen:
+        if len(key) >= 2 and key not in CONTENT_STOP_WORDS and key not in seen:
             seen[key] = w
     return list(seen.values())
 

@@ -14,15 +14,45 @@ from typing import Any
 
 from ..records import to_plain
 
-SCORE_KEYS = ("vector_similarity", "fts_score", "bm25_raw", "bm25_preceding", "bm25_norm", "hybrid", "age_days",
-              "decay", "importance", "importance_factor", "temporal", "feedback_net", "feedback_factor", "hop_factor",
-              "final", "mmr_relevance", "mmr_max_similarity", "mmr_value", "llm_relevance", "hybrid_vector_part",
-              "hybrid_bm25_part", "rank_vector", "rank_bm25", "z_vector", "z_bm25")
+SCORE_KEYS = (
+    "vector_similarity",
+    "fts_score",
+    "bm25_raw",
+    "bm25_preceding",
+    "bm25_norm",
+    "hybrid",
+    "age_days",
+    "decay",
+    "importance",
+    "importance_factor",
+    "temporal",
+    "feedback_net",
+    "feedback_factor",
+    "hop_factor",
+    "final",
+    "mmr_relevance",
+    "mmr_max_similarity",
+    "mmr_value",
+    "llm_relevance",
+    "hybrid_vector_part",
+    "hybrid_bm25_part",
+    "rank_vector",
+    "rank_bm25",
+    "z_vector",
+    "z_bm25",
+)
 
 # Settings added after traces were first stored, with the value that reproduces what an older trace did: a trace
 # without the key is read as having run with that value (so replaying it with its own settings stays exact).
-OLDER_TRACE_SETTINGS = {"preceding_bm25_weight": 0.0, "fusion": "weighted", "rrf_k": 60.0, "relevance_words": "raw",
-                        "relevance_protect_top": 0, "decay_floor": 0.0, "clamp_future_age": False}
+OLDER_TRACE_SETTINGS = {
+    "preceding_bm25_weight": 0.0,
+    "fusion": "weighted",
+    "rrf_k": 60.0,
+    "relevance_words": "raw",
+    "relevance_protect_top": 0,
+    "decay_floor": 0.0,
+    "clamp_future_age": False,
+}
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,18 @@ from typing import Any
 
 from .trace import CandidateTrace, RetrievalTrace
 
-STAGE_NAMES = {"filtered": "relevance filter", "merged": "multi-hop merge", "budget": "token budget",
-               "budget_stop": "token budget (stop mode)", "cap": "context item cap", "context": "in context",
-               "never": "never a candidate", "archived": "archived (soft-forgotten)",
-               "forgotten": "forgotten (hard)", "missing": "not in the store"}
+STAGE_NAMES = {
+    "filtered": "relevance filter",
+    "merged": "multi-hop merge",
+    "budget": "token budget",
+    "budget_stop": "token budget (stop mode)",
+    "cap": "context item cap",
+    "context": "in context",
+    "never": "never a candidate",
+    "archived": "archived (soft-forgotten)",
+    "forgotten": "forgotten (hard)",
+    "missing": "not in the store",
+}
 # Statuses that say the memory could not have been found, whatever the retrieval settings.
 GONE = ("archived", "forgotten", "missing")
 
@@ -86,8 +94,14 @@ def _hop_rows(trace: RetrievalTrace, item_id: str, winner_hop: Mapping[str, int]
         c = next((c for c in hop.candidates if c.id == item_id), None)
         row = {"hop": hop.hop, "query": _shorten(hop.query, 80)}
         if c is None:
-            rows.append({**row, "stage": "search", "rule": f"top_k={top_k} per source",
-                         "what happened": f"not among the top {top_k} vector or full-text results"})
+            rows.append(
+                {
+                    **row,
+                    "stage": "search",
+                    "rule": f"top_k={top_k} per source",
+                    "what happened": f"not among the top {top_k} vector or full-text results",
+                }
+            )
             continue
         rank_h = c.ranks.get("hybrid")
         if c.verdicts.get("relevance") == "dropped":
@@ -123,21 +137,24 @@ def why_not(trace: RetrievalTrace, item_id: str, state: MemoryState | None = Non
             status = ranked["reason"]
             c = next(c for h in trace.hops if h.hop == ranked["hop"] for c in h.candidates if c.id == item_id)
             rule = drop_rule(trace, c, winner_hop)
-            headline = (f"Lost at the {STAGE_NAMES.get(status, status)} (final rank {ranked['rank']}, hop "
-                        f"{ranked['hop']}): {rule}.")
+            headline = (
+                f"Lost at the {STAGE_NAMES.get(status, status)} (final rank {ranked['rank']}, hop "
+                f"{ranked['hop']}): {rule}."
+            )
     elif any(r["stage"] != "search" for r in rows):
         first = next(r for r in rows if r["stage"] == "relevance filter")
         status, rule, hop = "filtered", first["rule"], first["hop"]
         headline = f"Filtered out by the relevance filter at hop {first['hop']}: {first['what happened']}."
     elif state is not None and state.status in GONE:
         status, rule = state.status, state.detail
-        what = {"archived": "It is archived (soft-forgotten), so search cannot return it",
-                "forgotten": "It was deleted (hard-forgotten)",
-                "missing": "No memory with this id is in the store (nor in the forget log)"}[state.status]
+        what = {
+            "archived": "It is archived (soft-forgotten), so search cannot return it",
+            "forgotten": "It was deleted (hard-forgotten)",
+            "missing": "No memory with this id is in the store (nor in the forget log)",
+        }[state.status]
         headline = f"Never a candidate: {what}" + (f": {state.detail}." if state.detail else ".")
         rows = [{**r, "rule": STAGE_NAMES[status]} for r in rows]
     else:
         status, rule = "never", f"top_k={top_k} per source"
-        headline = (f"Never a candidate: no hop's search (top {top_k} per source, vector and full text) "
-                    "returned it.")
+        headline = f"Never a candidate: no hop's search (top {top_k} per source, vector and full text) returned it."
     return WhyNot(status, headline, tuple(rows), item_id, STAGE_NAMES.get(status, status), rule, rank, hop)

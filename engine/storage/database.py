@@ -50,8 +50,9 @@ def _close_all() -> None:  # checkpoint on a clean exit so the next process does
 
 
 class Database:
-    def __init__(self, path: Path, lock_timeout_s: float = 20.0, linger_s: float = 1.0,
-                 read_only: bool = False) -> None:
+    def __init__(
+        self, path: Path, lock_timeout_s: float = 20.0, linger_s: float = 1.0, read_only: bool = False
+    ) -> None:
         self.path = Path(path)
         self.read_only = read_only  # DuckDB read_only: a shared lock, no WAL, no checkpoint, writes refused
         self.lock_timeout_s = lock_timeout_s
@@ -101,7 +102,8 @@ class Database:
                 if time.monotonic() >= deadline:
                     raise StoreBusy(
                         f"the store {self.path} is held by another process for more than "
-                        f"{self.lock_timeout_s:.0f}s; try again when it is idle") from None
+                        f"{self.lock_timeout_s:.0f}s; try again when it is idle"
+                    ) from None
                 waited = True
                 self._signal_waiting()
             except duckdb.Error as exc:
@@ -118,8 +120,10 @@ class Database:
         except OSError:
             return
         if row and size and size < _HEADER_BYTES + int(row[0]) * int(row[1]):
-            raise StoreCorrupt(f"{self.path} is truncated: {size} bytes, but its {row[1]} used blocks need at "
-                               f"least {_HEADER_BYTES + int(row[0]) * int(row[1])}; restore it from a backup")
+            raise StoreCorrupt(
+                f"{self.path} is truncated: {size} bytes, but its {row[1]} used blocks need at "
+                f"least {_HEADER_BYTES + int(row[0]) * int(row[1])}; restore it from a backup"
+            )
 
     def _step_aside(self) -> None:
         """Another process asked for the file: close, and give it a moment to take the lock before we reopen."""
@@ -142,8 +146,9 @@ class Database:
                 if self._conn is None:
                     self._reaper = None
                     return
-                if self._depth == 0 and (time.monotonic() - self._idle_since >= self.linger_s
-                                         or self._someone_waiting()):
+                if self._depth == 0 and (
+                    time.monotonic() - self._idle_since >= self.linger_s or self._someone_waiting()
+                ):
                     self._close_now()
                     self._reaper = None
                     return
@@ -195,7 +200,6 @@ class Database:
             if self._depth == 0:
                 self._close_now()
 
-
     @contextmanager
     def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
         with self.hold() as conn:
@@ -216,8 +220,10 @@ class Database:
 
     def refuse_if_read_only(self) -> None:
         if self.read_only:
-            raise StoreReadOnly(f"the store {self.path.parent} is open read-only (the read_only setting, or a folder "
-                                "that cannot be written); nothing was written")
+            raise StoreReadOnly(
+                f"the store {self.path.parent} is open read-only (the read_only setting, or a folder "
+                "that cannot be written); nothing was written"
+            )
 
     # -- schema -----------------------------------------------------------------------------------------------------
     def migrate(self) -> list[str]:
@@ -228,8 +234,10 @@ class Database:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         applied_now: list[str] = []
         with self.write() as conn:
-            conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name VARCHAR PRIMARY KEY, "
-                         "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (name VARCHAR PRIMARY KEY, "
+                "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
             done = {r[0] for r in conn.execute("SELECT name FROM schema_migrations").fetchall()}
             # An older memlens would otherwise read a newer schema as far as it understands it and write rows
             # without the newer columns' values (they would silently take their defaults), so it refuses instead.
@@ -237,7 +245,8 @@ class Database:
             if unknown:
                 raise StoreTooNew(
                     f"{self.path} was written by a newer memlens: its schema has migration(s) "
-                    f"{', '.join(unknown)} that this version does not know; upgrade memlens to open it")
+                    f"{', '.join(unknown)} that this version does not know; upgrade memlens to open it"
+                )
             for name, sql in MIGRATIONS:
                 if name in done:
                     continue
@@ -260,16 +269,28 @@ class Database:
                 done = set()
         unknown = sorted(done - {name for name, _ in MIGRATIONS})
         if unknown:
-            raise StoreTooNew(f"{self.path} was written by a newer memlens: its schema has migration(s) "
-                              f"{', '.join(unknown)} that this version does not know; upgrade memlens to open it")
+            raise StoreTooNew(
+                f"{self.path} was written by a newer memlens: its schema has migration(s) "
+                f"{', '.join(unknown)} that this version does not know; upgrade memlens to open it"
+            )
         pending = [name for name, _ in MIGRATIONS if name not in done]
         if pending:
-            raise StoreReadOnly(f"{self.path} needs {len(pending)} migration(s) ({pending[0]}...) that a read-only "
-                                "open cannot apply; open it read-write once with this memlens")
+            raise StoreReadOnly(
+                f"{self.path} needs {len(pending)} migration(s) ({pending[0]}...) that a read-only "
+                "open cannot apply; open it read-write once with this memlens"
+            )
 
     def migrations(self) -> list[tuple[str, object]]:
         with self.read() as conn:
             return conn.execute("SELECT name, applied_at FROM schema_migrations ORDER BY name").fetchall()
+
+
+def one_row(result: duckdb.DuckDBPyConnection) -> tuple:
+    """The row of a query that always returns exactly one (an aggregate: count, sum, max): typed as present."""
+    row = result.fetchone()
+    if row is None:
+        raise StoreCorrupt("an aggregate query returned no row")
+    return row
 
 
 def release_under(folder: Path) -> None:

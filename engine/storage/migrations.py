@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
-    ("0001_core_tables", """
+    (
+        "0001_core_tables",
+        """
     CREATE TABLE sessions (
         user_id VARCHAR NOT NULL, session_id VARCHAR NOT NULL,
         created_at TIMESTAMPTZ, last_activity_at TIMESTAMPTZ,
@@ -59,36 +61,51 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     CREATE TABLE llm_usage (
         user_id VARCHAR NOT NULL, operation VARCHAR NOT NULL, model VARCHAR, input_tokens BIGINT NOT NULL,
         output_tokens BIGINT NOT NULL, total_tokens BIGINT NOT NULL, occurred_at TIMESTAMPTZ NOT NULL);
-    """),
+    """,
+    ),
     # A trace body is ~150-350 kB of JSON; DuckDB took ~200 ms to fetch one such string from a table of 1,000, and
     # ~10 ms to fetch it zlib-compressed as a BLOB (4x smaller). Older rows keep their JSON body.
-    ("0002_trace_body_zlib", """
+    (
+        "0002_trace_body_zlib",
+        """
     ALTER TABLE traces ADD COLUMN body_zlib BLOB;
     ALTER TABLE traces ALTER COLUMN body DROP NOT NULL;
-    """),
+    """,
+    ),
     # zstd level 1 packs a 2-hop trace (~300 kB) in ~0.7 ms where zlib level 1 took ~4 ms, and 15% smaller. The column
     # holds a zstd frame from now on, or a zlib stream for rows written between 0002 and 0003 (told apart by zstd's
     # magic number, which a zlib header never starts with).
-    ("0003_trace_body_packed", """
+    (
+        "0003_trace_body_packed",
+        """
     ALTER TABLE traces RENAME COLUMN body_zlib TO body_packed;
-    """),
+    """,
+    ),
     # What came right before an item where it was said (e.g. the previous turn of a conversation); the item's vector
     # embeds it too (Settings.preceding_text_weight). Rows written before this migration have none.
-    ("0004_item_preceding_text", """
+    (
+        "0004_item_preceding_text",
+        """
     ALTER TABLE items ADD COLUMN preceding_text VARCHAR DEFAULT '';
-    """),
+    """,
+    ),
     # Forgetting reaches traces: each trace lists the memories among its candidates, so a forget finds the traces to
     # redact (hard) or mark (soft) without unpacking every body; NULL for traces stored before this migration (a
     # forget unpacks those and fills the column in). A hard forget owes LanceDB a purge of the versions that still
     # hold the text: the owed purge is recorded in the forget's own transaction, so a crash cannot lose it.
-    ("0005_forget_tombstones", """
+    (
+        "0005_forget_tombstones",
+        """
     ALTER TABLE traces ADD COLUMN memory_ids VARCHAR[];
     CREATE TABLE vector_purges (kind VARCHAR PRIMARY KEY, requested_at TIMESTAMPTZ NOT NULL);
-    """),
+    """,
+    ),
     # Evaluations: named expectation sets of cases (a question and the memories it should recall), runs of a set
     # through retrieval (settings, code version, store counts, metrics) and each case's result in a run (the trace it
     # produced, the ranks of its expected memories, where each miss was lost). Independent of 0005.
-    ("0006_evaluations", """
+    (
+        "0006_evaluations",
+        """
     CREATE TABLE eval_sets (
         name VARCHAR PRIMARY KEY, description VARCHAR NOT NULL, created_at TIMESTAMPTZ NOT NULL);
     CREATE TABLE eval_cases (
@@ -105,5 +122,6 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         category VARCHAR, expected JSON NOT NULL, trace_id VARCHAR, ranks JSON NOT NULL, in_context JSON NOT NULL,
         lost JSON NOT NULL, scores JSON NOT NULL, latency_ms DOUBLE, top_ids JSON NOT NULL,
         PRIMARY KEY (run_id, case_id));
-    """),
+    """,
+    ),
 )

@@ -62,8 +62,10 @@ class VectorPurges:
 
     def owed(self) -> list[tuple[str, datetime]]:
         with self.db.read() as conn:
-            return [(r[0], r[1]) for r in conn.execute("SELECT kind, requested_at FROM vector_purges "
-                                                       "ORDER BY kind").fetchall()]
+            return [
+                (r[0], r[1])
+                for r in conn.execute("SELECT kind, requested_at FROM vector_purges ORDER BY kind").fetchall()
+            ]
 
     def start(self, kind: str) -> None:
         """Run the kind's owed purge in the background (materialize now, prune after the grace)."""
@@ -117,4 +119,3 @@ class VectorPurges:
             return
         with self.db.write() as conn:
             conn.execute("DELETE FROM vector_purges WHERE kind=? AND requested_at=?", [kind, requested])
-

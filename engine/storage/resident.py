@@ -10,22 +10,16 @@ of re-reading the table each time.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
-from .resident_text import MODELLED_INDEX, HeldFullText, probe_word, probe_words
-
-TEXT_BUILD_ROWS_PER_SEARCH = 1000
-
 
 @dataclass(frozen=True)
 class ResidentRows:
-    """A user's best rows, best first: their ids, texts, stored vectors and scores (cosine similarity from
-    ``search``, LanceDB-equal BM25 from ``text_search``; higher is better in both)."""
+    """A user's nearest rows, best first: their ids, texts, stored vectors and cosine similarities."""
 
     ids: list[str]
     texts: list[str]
@@ -42,19 +36,6 @@ class _Copy:
     unit: np.ndarray  # vectors divided by their norms
     slices: dict[str, tuple[int, int]]
     row_of: dict[str, int]
-    # Which rows LanceDB's FTS index has not covered yet (table rows added since it was built); None when its answers
-    # cannot be reproduced in memory (resident_text.py). The postings themselves are built on demand.
-    unindexed: np.ndarray | None
-
-
-class _Postings:
-    """The BM25 postings of one held table version, built once it has been searched often enough to pay for them."""
-
-    def __init__(self, version: int) -> None:
-        self.version = version
-        self.searches = 0
-        self.built = False
-        self.held: HeldFullText | None = None
 
 
 class ResidentVectors:
@@ -63,7 +44,6 @@ class ResidentVectors:
         self._copies: dict[str, _Copy] = {}
         self._seen: dict[str, int] = {}  # table name -> the last version a search saw
         self._too_big: dict[str, int] = {}  # table name -> a version at which it had more than max_rows rows
-        self._postings: dict[str, _Postings] = {}  # table name -> its held version's postings
         self._lock = threading.Lock()
 
     def search(self, tb, version: int, user_id: str, query_vector: np.ndarray, k: int) -> ResidentRows | None:
@@ -85,39 +65,6 @@ class ResidentVectors:
         top = np.argpartition(-sims, k - 1)[:k] if k < end - start else np.arange(end - start)
         top = top[np.lexsort((top, -sims[top]))]  # best first; ties in row order, so results are repeatable
         return _rows(copy, top + start, sims[top].astype(np.float32))
-
-    def text_search(self, tb, version: int, user_id: str, query: str, k: int) -> ResidentRows | None:
-        """The user's k best rows by BM25, exactly as LanceDB's FTS index scores them; None when no copy of this
-        version is held, its postings are not built (yet), or it (or the query) is outside what resident_text.py
-        models."""
-        copy = self._held(tb.name, version)
-        if copy is None or copy.unindexed is None:
-            return None
-        held = self._postings_for(tb, copy)
-        if held is None:
-            return None
-        start, end = copy.slices.get(user_id, (0, 0))
-        found = held.search(query, start, end, k)
-        if found is None:
-            return None
-        return _rows(copy, found.rows, found.scores)
-
-    def _postings_for(self, tb, copy: _Copy) -> HeldFullText | None:
-        # A build costs ~30 us per row and each search it answers saves ~4 ms: build once this version has been
-        # searched about once per 1,000 rows, so a table written between every few searches never pays for postings
-        # it would hardly use, and a small table gets them at once.
-        state = self._postings.get(tb.name)
-        if state is None or state.version != copy.version:
-            state = self._postings[tb.name] = _Postings(copy.version)
-        if not state.built:
-            state.searches += 1
-            if state.searches * TEXT_BUILD_ROWS_PER_SEARCH < len(copy.ids):
-                return None
-            with self._lock:
-                if not state.built:
-                    state.held = _postings(tb, copy.texts, copy.unindexed)
-                    state.built = True
-        return state.held
 
     def owners(self, name: str, version: int) -> frozenset[str] | None:
         """The users with rows in this version of the table, or None when no copy of that version is held (this
@@ -164,60 +111,15 @@ def _rows(copy: _Copy, rows: np.ndarray, scores: np.ndarray) -> ResidentRows:
 
 
 def _read(tb, version: int) -> _Copy | None:
-    """A copy of the table at this version (None if it moved on while we read), marking the rows LanceDB's FTS
-    index does not cover yet when its answers can be reproduced in memory."""
-    covered = _fts_modelled(tb)
+    """A copy of the table at this version (None if it moved on while we read)."""
     data = tb.to_arrow()
     if tb.version != version:  # written to while we read: try again at the next stable version
         return None
-    copy, order = _load(data, version)
-    if covered is not None and sum(covered) == len(copy.ids):
-        # Rows come in table order, the index's rows first: the rest were added since it was built.
-        copy = dataclasses.replace(copy, unindexed=order >= covered[0])
-    return copy
+    return _load(data, version)
 
 
-def _fts_modelled(tb) -> tuple[int, int] | None:
-    """(indexed, unindexed) rows when the table's FTS index can be reproduced in memory: the configuration
-    resident_text.py models, in one segment. None otherwise."""
-    for ix in tb.list_indices():
-        if tuple(ix.columns) != ("text",) or str(ix.index_type).upper() != "FTS":
-            continue
-        details = getattr(ix, "index_details", None) or {}
-        indexed, unindexed = getattr(ix, "num_indexed_rows", None), getattr(ix, "num_unindexed_rows", None)
-        if (all(details.get(key) == want for key, want in MODELLED_INDEX.items())
-                and getattr(ix, "num_segments", None) == 1 and indexed is not None and unindexed is not None):
-            return int(indexed), int(unindexed)
-    return None
-
-
-def _build_text(tb, texts: list[str], unindexed: np.ndarray) -> HeldFullText | None:
-    """The postings for a held copy, once LanceDB agrees with them on a query over an indexed row and one over the
-    newest rows: the index can still count rows deleted since it was built (until the table is compacted), and
-    LanceDB may change its scoring."""
-    held = HeldFullText.build(texts, unindexed)
-    if held is None:
-        return None
-    newest = [t for t, new in zip(texts, unindexed) if new][-3:]
-    for query in (probe_word([t for t, new in zip(texts, unindexed) if not new]), probe_words(newest)):
-        if not query:
-            continue
-        want = tb.search(query, query_type="fts").select(["id"]).limit(10).to_arrow().column("_score").to_numpy()
-        got = held.search(query, 0, len(texts), 10)
-        if got is None or len(got.scores) != len(want) or not np.allclose(got.scores, want, atol=1e-4):
-            return None
-    return held
-
-
-def _postings(tb, texts: list[str], unindexed: np.ndarray) -> HeldFullText | None:
-    try:
-        return _build_text(tb, texts, unindexed)
-    except Exception:  # an optimisation failed: LanceDB keeps answering the full-text searches
-        return None
-
-
-def _load(data: pa.Table, version: int) -> tuple[_Copy, np.ndarray]:
-    """The copy, and each of its rows' position in the table."""
+def _load(data: pa.Table, version: int) -> _Copy:
+    """The copy, one user's rows next to each other."""
     users = np.asarray(data.column("user_id").to_pylist(), dtype=object)
     order = np.argsort(users, kind="stable")
     users = users[order]
@@ -239,5 +141,4 @@ def _load(data: pa.Table, version: int) -> tuple[_Copy, np.ndarray]:
         slices = {users[s]: (int(s), int(e)) for s, e in zip(starts, ends)}
     ids = [ids[i] for i in order]
     texts = [texts[i] for i in order]
-    return _Copy(version, ids, texts, vectors, unit.astype(np.float32), slices, {i: n for n, i in enumerate(ids)},
-                 None), order
+    return _Copy(version, ids, texts, vectors, unit.astype(np.float32), slices, {i: n for n, i in enumerate(ids)})

@@ -12,16 +12,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
-import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import FTS, BTree, HnswSq
 
 from ..errors import InvalidInput, ModelMismatch, StoreCorrupt, StoreReadOnly
 from ..ids import lance_literal
 from .resident import ResidentVectors
 from .versions import prune_versions
+
+if TYPE_CHECKING:
+    import lancedb
 
 _WORD = re.compile(r"\w", re.UNICODE)
 # Rebuild indexes once this many rows are unindexed. Unindexed rows are still searched (brute force), so this
@@ -68,14 +70,25 @@ def check_vectors(vectors: np.ndarray, dim: int, count: int) -> np.ndarray:
 
 
 class VectorIndex:
-    def __init__(self, uri: str, model: str, dim: int, resident_max_rows: int = 0,
-                 version_retention_s: float | None = None, read_only: bool = False) -> None:
+    def __init__(
+        self,
+        uri: str,
+        model: str,
+        dim: int,
+        resident_max_rows: int = 0,
+        version_retention_s: float | None = None,
+        read_only: bool = False,
+    ) -> None:
         self.uri = uri
         self.read_only = read_only  # writes (add, delete, optimize, index builds) refused with StoreReadOnly
         self.model = model
         self.dim = dim
         # None keeps LanceDB's own rule (versions older than 7 days); see versions.py.
         self.version_retention_s = version_retention_s
+        # Imported here, not with this module: LanceDB reads its log level (LANCEDB_LOG) once, when it is imported,
+        # and the entry points set it first (engine.config.prepare_process_environment).
+        import lancedb
+
         # A zero interval makes every read see other processes' writes (no measurable cost, stack.md).
         self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
         self._tables: dict[str, lancedb.table.Table] = {}
@@ -87,8 +100,12 @@ class VectorIndex:
     # -- tables -----------------------------------------------------------------------------------------------------
     def _schema(self, kind: str) -> pa.Schema:
         return pa.schema(
-            [pa.field("id", pa.string()), pa.field("user_id", pa.string()), pa.field("text", pa.string()),
-             pa.field("vector", pa.list_(pa.float32(), self.dim))],
+            [
+                pa.field("id", pa.string()),
+                pa.field("user_id", pa.string()),
+                pa.field("text", pa.string()),
+                pa.field("vector", pa.list_(pa.float32(), self.dim)),
+            ],
             metadata={"model": self.model, "dim": str(self.dim), "kind": kind, "metric": "cosine"},
         )
 
@@ -106,14 +123,18 @@ class VectorIndex:
                 tb = self.db.open_table(name)
                 meta = tb.schema.metadata or {}
             except Exception as exc:  # a missing or garbled manifest
-                raise StoreCorrupt(f"LanceDB table {name} in {self.uri} cannot be opened ({type(exc).__name__}: "
-                                   f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); run "
-                                   "`python -m engine repair` to rebuild it from DuckDB") from None
+                raise StoreCorrupt(
+                    f"LanceDB table {name} in {self.uri} cannot be opened ({type(exc).__name__}: "
+                    f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); run "
+                    "`python -m engine repair` to rebuild it from DuckDB"
+                ) from None
             model = meta.get(b"model", b"").decode()
             dim = int(meta.get(b"dim", b"0") or 0)
             if model != self.model or dim != self.dim:
-                raise ModelMismatch(f"LanceDB table {name} holds vectors of {model or '?'} (dim {dim}), "
-                                    f"not {self.model} (dim {self.dim})")
+                raise ModelMismatch(
+                    f"LanceDB table {name} holds vectors of {model or '?'} (dim {dim}), "
+                    f"not {self.model} (dim {self.dim})"
+                )
         elif create:
             tb = self.db.create_table(name, schema=self._schema(kind))
         else:
@@ -134,8 +155,15 @@ class VectorIndex:
         return out
 
     # -- writes -----------------------------------------------------------------------------------------------------
-    def add(self, kind: str, ids: Sequence[str], user_ids: Sequence[str], texts: Sequence[str],
-            vectors: np.ndarray, upsert: bool = False) -> None:
+    def add(
+        self,
+        kind: str,
+        ids: Sequence[str],
+        user_ids: Sequence[str],
+        texts: Sequence[str],
+        vectors: np.ndarray,
+        upsert: bool = False,
+    ) -> None:
         """Append the rows; with ``upsert``, replace any row that already has one of the ids (ingest and repair:
         a file imported again after a crash must not leave two vectors for one memory)."""
         self._refuse_if_read_only()
@@ -144,12 +172,14 @@ class VectorIndex:
         if len(set(ids)) != len(ids):
             raise InvalidInput("duplicate ids in one vector write")
         vectors = check_vectors(vectors, self.dim, len(ids))
-        data = pa.table({
-            "id": pa.array(list(ids), pa.string()),
-            "user_id": pa.array(list(user_ids), pa.string()),
-            "text": pa.array(list(texts), pa.string()),
-            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), self.dim),
-        })
+        data = pa.table(
+            {
+                "id": pa.array(list(ids), pa.string()),
+                "user_id": pa.array(list(user_ids), pa.string()),
+                "text": pa.array(list(texts), pa.string()),
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), self.dim),
+            }
+        )
         tb = self.table(kind)
         if upsert:
             tb.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
@@ -174,7 +204,7 @@ class VectorIndex:
             if tb is None:
                 continue
             for start in range(0, len(ids), 500):
-                chunk = ids[start:start + 500]
+                chunk = ids[start : start + 500]
                 tb.delete("id IN (" + ", ".join(lance_literal(i) for i in chunk) + ")")
 
     def kind_tables(self, kind: str) -> list[str]:
@@ -192,8 +222,9 @@ class VectorIndex:
         if any(f.metadata.deletion_file is not None for f in tb.to_lance().get_fragments()):
             for attempt in range(3):
                 try:
-                    tb.to_lance().optimize.compact_files(materialize_deletions=True,
-                                                         materialize_deletions_threshold=0.0)
+                    tb.to_lance().optimize.compact_files(
+                        materialize_deletions=True, materialize_deletions_threshold=0.0
+                    )
                     break
                 except Exception as exc:  # a commit conflict with another process: refresh and try again
                     if "conflict" not in str(exc).lower() or attempt == 2:
@@ -205,6 +236,8 @@ class VectorIndex:
         # The next commit comes more than prune_versions' slack (1 s) later, so once it is the first version to keep,
         # every version up to the compaction is old enough to go.
         time.sleep(_PURGE_GAP_S)
+        from lancedb.index import FTS, BTree
+
         if any(tuple(ix.columns) == ("text",) for ix in tb.list_indices()):
             tb.create_index("text", config=FTS(), replace=True)
         else:
@@ -224,8 +257,9 @@ class VectorIndex:
         tb = self.table(kind, create=False)
         if tb is None:
             return []
-        return self._read(tb, lambda: tb.search().select(["id"]).limit(max(tb.count_rows(), 1))
-                          .to_arrow().column("id").to_pylist())
+        return self._read(
+            tb, lambda: tb.search().select(["id"]).limit(max(tb.count_rows(), 1)).to_arrow().column("id").to_pylist()
+        )
 
     def check_readable(self, kind: str) -> None:
         """Read every column of every row of the kind's table once; StoreCorrupt naming the table if any part of
@@ -258,11 +292,15 @@ class VectorIndex:
         except (InvalidInput, ModelMismatch, StoreCorrupt):
             raise
         except Exception:
-            raise StoreCorrupt(f"LanceDB table {tb.name} in {self.uri} is unreadable "
-                               f"({type(first).__name__}: {str(first).splitlines()[0][:200] if str(first) else ''}); "
-                               "run `python -m engine repair` to rebuild it from DuckDB") from None
+            raise StoreCorrupt(
+                f"LanceDB table {tb.name} in {self.uri} is unreadable "
+                f"({type(first).__name__}: {str(first).splitlines()[0][:200] if str(first) else ''}); "
+                "run `python -m engine repair` to rebuild it from DuckDB"
+            ) from None
 
     def _maintain(self, tb) -> None:
+        from lancedb.index import FTS, BTree
+
         indices = {tuple(ix.columns): ix for ix in tb.list_indices()}
         if ("text",) not in indices:
             tb.create_index("text", config=FTS())
@@ -280,6 +318,8 @@ class VectorIndex:
         tables indexed now. Slow (~40 s per 100k rows on 2 cores), so only explicit maintenance calls it; later
         optimize() runs fold new rows into the index."""
         self._refuse_if_read_only()
+        from lancedb.index import HnswSq
+
         built = []
         for kind in KINDS:
             tb = self.table(kind, create=False)
@@ -327,22 +367,24 @@ class VectorIndex:
         tb = self.table(kind, create=False)
         if tb is None:
             return 0
-        return self._read(tb, lambda: tb.count_rows(None if user_id is None
-                                                   else f"user_id = {lance_literal(user_id)}"))
+        return self._read(tb, lambda: tb.count_rows(None if user_id is None else f"user_id = {lance_literal(user_id)}"))
 
-    def vector_search(self, kind: str, user_id: str, query_vector: np.ndarray, k: int,
-                      exact: bool = False) -> list[VectorHit]:
+    def vector_search(
+        self, kind: str, user_id: str, query_vector: np.ndarray, k: int, exact: bool = False
+    ) -> list[VectorHit]:
         return self.search_vectors(kind, user_id, query_vector, k, exact)[0]
 
-    def search_vectors(self, kind: str, user_id: str, query_vector: np.ndarray, k: int,
-                       exact: bool = False) -> tuple[list[VectorHit], str]:
+    def search_vectors(
+        self, kind: str, user_id: str, query_vector: np.ndarray, k: int, exact: bool = False
+    ) -> tuple[list[VectorHit], str]:
         tb = self.table(kind, create=False)
         if tb is None:
             return [], "exact"
         return self._read(tb, lambda: self._search_vectors(kind, user_id, query_vector, k, exact))
 
-    def _search_vectors(self, kind: str, user_id: str, query_vector: np.ndarray, k: int,
-                        exact: bool = False) -> tuple[list[VectorHit], str]:
+    def _search_vectors(
+        self, kind: str, user_id: str, query_vector: np.ndarray, k: int, exact: bool = False
+    ) -> tuple[list[VectorHit], str]:
         """The user's k nearest rows by cosine, and how they were found: ``in memory (exact)`` for small tables
         (see resident.py), ``approximate (HNSW-SQ)`` with a vector index unless ``exact``, else ``exact``. When the
         graph walk finds fewer than k rows (a user with few rows among many rarely meets them) the search is
@@ -362,8 +404,12 @@ class VectorIndex:
         if ann and _owned(rows, user_id).num_rows < k:
             rows, ann = self._vector_query(tb, where, query_vector, k, False), False
         rows = _owned(rows, user_id)
-        hits = _hits(rows.column("id").to_pylist(), rows.column("text").to_pylist(), _vectors(rows),
-                     similarity=1.0 - rows.column("_distance").to_numpy())
+        hits = _hits(
+            rows.column("id").to_pylist(),
+            rows.column("text").to_pylist(),
+            _vectors(rows),
+            similarity=1.0 - rows.column("_distance").to_numpy(),
+        )
         return hits, "approximate (HNSW-SQ)" if ann else "exact"
 
     def _user_filter(self, tb, version: int, user_id: str) -> str | None:
@@ -384,8 +430,12 @@ class VectorIndex:
 
     @staticmethod
     def _vector_query(tb, where: str | None, query_vector: np.ndarray, k: int, ann: bool) -> pa.Table:
-        q = (tb.search(np.asarray(query_vector, dtype=np.float32), vector_column_name="vector")
-             .distance_type("cosine").select(["id", "user_id", "text", "vector"]).limit(k))
+        q = (
+            tb.search(np.asarray(query_vector, dtype=np.float32), vector_column_name="vector")
+            .distance_type("cosine")
+            .select(["id", "user_id", "text", "vector"])
+            .limit(k)
+        )
         if where is not None:
             q = q.where(where, prefilter=True)
         q = q.ef(max(ANN_MIN_EF, 2 * k)) if ann else q.bypass_vector_index()
@@ -401,8 +451,8 @@ class VectorIndex:
         return self._read(tb, lambda: self._search_text(kind, user_id, query, k))
 
     def _search_text(self, kind: str, user_id: str, query: str, k: int) -> tuple[list[VectorHit], str]:
-        """The user's k best rows by BM25 (LanceDB's scoring, over the whole table), and where they were scored:
-        ``in memory (BM25)`` for a held table whose index resident_text.py reproduces, else ``LanceDB index``."""
+        """The user's k best rows by BM25 (LanceDB's index, over the whole table), and where they were scored
+        (``LanceDB index``). For a table held in memory LanceDB returns only ids and scores: the copy has the rest."""
         tb = self.table(kind, create=False)
         if tb is None or not _WORD.search(query or ""):
             return [], "LanceDB index"
@@ -410,26 +460,28 @@ class VectorIndex:
         owners = self.resident.owners(tb.name, version)
         if owners is not None:  # a table held in memory: its copy knows the owners, texts and vectors
             if user_id not in owners:
-                return [], "in memory (BM25)"
-            held = self.resident.text_search(tb, version, user_id, query, k)
-            if held is not None:
-                return _hits(held.ids, held.texts, held.vectors, bm25=held.scores), "in memory (BM25)"
+                return [], "LanceDB index"
             hits = self._fts_held(tb, version, user_id, query, k, only_owner=len(owners) == 1)
             if hits is not None:
                 return hits, "LanceDB index"
         q = tb.search(query, query_type="fts").select(["id", "user_id", "text", "vector"]).limit(k)
         where = self._user_filter(tb, version, user_id)
         rows = _owned((q.where(where, prefilter=True) if where is not None else q).to_arrow(), user_id)
-        return _hits(rows.column("id").to_pylist(), rows.column("text").to_pylist(), _vectors(rows),
-                     bm25=rows.column("_score").to_numpy()), "LanceDB index"
+        return _hits(
+            rows.column("id").to_pylist(),
+            rows.column("text").to_pylist(),
+            _vectors(rows),
+            bm25=rows.column("_score").to_numpy(),
+        ), "LanceDB index"
 
     def _fts_held(self, tb, version: int, user_id: str, query: str, k: int, only_owner: bool) -> list[VectorHit] | None:
         """Full-text search of a table held in memory: LanceDB returns only ids and scores (reading 50 stored
         vectors costs ~1.5 ms), the copy supplies texts and vectors, and a table with one owner needs no user_id
         prefilter (~1.5 ms at 10k rows). None when the search saw rows the copy lacks (another process wrote)."""
         q = tb.search(query, query_type="fts").select(["id", "user_id"]).limit(k)
-        rows = _owned((q if only_owner else q.where(f"user_id = {lance_literal(user_id)}", prefilter=True)).to_arrow(),
-                      user_id)
+        rows = _owned(
+            (q if only_owner else q.where(f"user_id = {lance_literal(user_id)}", prefilter=True)).to_arrow(), user_id
+        )
         ids = rows.column("id").to_pylist()
         held = self.resident.rows(tb.name, version, ids)
         if held is None:
@@ -441,16 +493,35 @@ class VectorIndex:
         tb = self.table(kind, create=False)
         if tb is None or not ids:
             return {}
-        rows = self._read(tb, lambda: tb.search().where("id IN (" + ", ".join(lance_literal(i) for i in ids) + ")")
-                          .select(["id", "vector"]).limit(len(ids) + 10).to_arrow())
+        rows = self._read(
+            tb,
+            lambda: tb.search()
+            .where("id IN (" + ", ".join(lance_literal(i) for i in ids) + ")")
+            .select(["id", "vector"])
+            .limit(len(ids) + 10)
+            .to_arrow(),
+        )
         vecs = _vectors(rows)
         return {i: vecs[n] for n, i in enumerate(rows.column("id").to_pylist())}
 
 
-def _hits(ids: list[str], texts: list[str], vectors: np.ndarray, similarity: np.ndarray | None = None,
-          bm25: np.ndarray | None = None) -> list[VectorHit]:
-    return [VectorHit(i, t, vectors[n], None if similarity is None else float(similarity[n]),
-                      None if bm25 is None else float(bm25[n])) for n, (i, t) in enumerate(zip(ids, texts))]
+def _hits(
+    ids: list[str],
+    texts: list[str],
+    vectors: np.ndarray,
+    similarity: np.ndarray | None = None,
+    bm25: np.ndarray | None = None,
+) -> list[VectorHit]:
+    return [
+        VectorHit(
+            i,
+            t,
+            vectors[n],
+            None if similarity is None else float(similarity[n]),
+            None if bm25 is None else float(bm25[n]),
+        )
+        for n, (i, t) in enumerate(zip(ids, texts))
+    ]
 
 
 def _owned(rows: pa.Table, user_id: str) -> pa.Table:

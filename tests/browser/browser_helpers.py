@@ -26,8 +26,13 @@ LAB_USER = "zz-lab"  # sorts after the demo users, so the sidebar still opens on
 LAB_SESSION = "lab-s1"
 HOSTILE = "<script>alert(1)</script> **bold** [link](http://x)"
 MAX_SHOT_HEIGHT = 8000
-SERVER_ENV_DROP = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "MEMLENS_EMBEDDER", "MEMLENS_CHAT_MODEL",
-                   "MEMLENS_EMBEDDING_MODEL")
+SERVER_ENV_DROP = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "MEMLENS_EMBEDDER",
+    "MEMLENS_CHAT_MODEL",
+    "MEMLENS_EMBEDDING_MODEL",
+)
 STARTUP_TIMEOUT_S = 90
 
 
@@ -45,10 +50,29 @@ def run_streamlit(store: Path, log_path: Path) -> Iterator[str]:
     env["MEMLENS_STORE"] = str(store)
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-             "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-             "--server.fileWatcherType", "none"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                "app.py",
+                "--server.headless",
+                "true",
+                "--server.port",
+                str(port),
+                "--server.address",
+                "127.0.0.1",
+                "--browser.gatherUsageStats",
+                "false",
+                "--server.fileWatcherType",
+                "none",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
@@ -62,8 +86,9 @@ def run_streamlit(store: Path, log_path: Path) -> Iterator[str]:
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not answer /_stcore/health in {STARTUP_TIMEOUT_S}s:\n"
-                            f"{log_path.read_text()[-3000:]}")
+                pytest.fail(
+                    f"streamlit did not answer /_stcore/health in {STARTUP_TIMEOUT_S}s:\n{log_path.read_text()[-3000:]}"
+                )
             time.sleep(0.2)
         yield url
     finally:
@@ -84,28 +109,75 @@ def seed_lab_user(engine: MemoryEngine) -> None:
     engine.add_message(u, LAB_SESSION, "user", "Please plan the lab cleanup for Friday.")
     engine.add_message(u, LAB_SESSION, "assistant", "I will list the benches and the order of the work.")
     engine.working_update(u, LAB_SESSION, {"goals": ["plan the lab cleanup"], "bench_count": 6})
-    engine.remember_many([
-        {"user_id": u, "content": "The lab printer is on the second floor.", "category": "lab"},
-        {"user_id": u, "content": "Bench 4 has a broken gas tap.", "category": "lab"},
-        {"user_id": u, "content": f"{HOSTILE} {'w' * 5000}", "category": "lab"},
-    ])
+    engine.remember_many(
+        [
+            {"user_id": u, "content": "The lab printer is on the second floor.", "category": "lab"},
+            {"user_id": u, "content": "Bench 4 has a broken gas tap.", "category": "lab"},
+            {"user_id": u, "content": f"{HOSTILE} {'w' * 5000}", "category": "lab"},
+        ]
+    )
     steps = [{"observation": "bench 4 smells of gas", "action": "close the main valve", "result": "smell gone"}]
     engine.record_episode(u, steps, summary="Closed the gas on bench 4", outcome="success", session_id=LAB_SESSION)
-    engine.record_episode(u, [{"observation": "printer jammed", "action": "open the tray", "result": "still jammed"}],
-                          outcome="failure")
-    engine.record_episode(u, [{"observation": HOSTILE, "action": "note it", "result": "noted"}], summary=HOSTILE,
-                          outcome="success")
+    engine.record_episode(
+        u, [{"observation": "printer jammed", "action": "open the tray", "result": "still jammed"}], outcome="failure"
+    )
+    engine.record_episode(
+        u, [{"observation": HOSTILE, "action": "note it", "result": "noted"}], summary=HOSTILE, outcome="success"
+    )
     skill = engine.register_skill(u, "bench-checklist", "1. gas 2. power 3. water", description="Bench safety check")
     for success in (True, True, False):
         engine.report_outcome(u, skill.id, success)
 
 
-def settle(page: Page) -> None:
-    """Wait until the script run is over and no element is stale (what a person sees is final)."""
-    page.wait_for_timeout(300)
-    page.wait_for_function("document.querySelector('[data-testid=\"stApp\"]')"
-                           "?.getAttribute('data-test-script-state') === 'notRunning'", timeout=120_000)
+# A script run can take long on a loaded machine (the Overview's first run imports the ML stack): a wait for a run to
+# end gives it this long, where a wait for an element only gets expect()'s timeout.
+RUN_TIMEOUT_MS = 180_000
+
+# Installed in every page before Streamlit's own scripts (``page`` fixture): counts the script runs the page has
+# seen start. The app root's data-test-script-state turns to "running" (or "rerunRequested") at the start of every
+# run and back to "notRunning" at its end; a MutationObserver sees every change, however short the run.
+RUN_COUNTER_SCRIPT = """
+window.__memlensRunStarts = 0;
+const busy = (state) => state === 'running' || state === 'rerunRequested';
+new MutationObserver((records) => {
+  for (const r of records) {
+    if (busy(r.target.getAttribute('data-test-script-state')) && !busy(r.oldValue)) window.__memlensRunStarts += 1;
+  }
+}).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
+                      attributeFilter: ['data-test-script-state']});
+"""
+RUN_IS_OVER = (
+    "document.querySelector('[data-testid=\"stApp\"]')?.getAttribute('data-test-script-state')"
+    " === 'notRunning' && !document.querySelector('[data-testid=\"stStatusWidgetRunningIcon\"]')"
+)
+
+
+def script_runs_started(page: Page) -> int:
+    """How many script runs this page has seen start (see RUN_COUNTER_SCRIPT)."""
+    return int(page.evaluate("window.__memlensRunStarts || 0"))
+
+
+def settle(page: Page, *, runs_before: int | None = None) -> None:
+    """Wait until the script run is over and no element is stale (what a person sees is final).
+
+    With ``runs_before`` (``script_runs_started`` taken before an action that reruns the script), first wait for
+    that rerun to start, however long the server takes to begin it; without, give a run 300 ms to start.
+    """
+    if runs_before is None:
+        page.wait_for_timeout(300)
+    else:
+        page.wait_for_function(f"(window.__memlensRunStarts || 0) > {int(runs_before)}", timeout=RUN_TIMEOUT_MS)
+    page.wait_for_function(RUN_IS_OVER, timeout=RUN_TIMEOUT_MS)
     page.wait_for_function("!document.querySelector('[data-stale=\"true\"]')", timeout=30_000)
+
+
+@contextmanager
+def rerun(page: Page) -> Iterator[None]:
+    """``with rerun(page): <click a widget>``: on leaving, wait until the script run the action caused has started
+    and finished, instead of guessing how long the server needs to start it."""
+    before = script_runs_started(page)
+    yield
+    settle(page, runs_before=before)
 
 
 def open_page(page: Page, app_url: str, path: str, title: str) -> None:
@@ -122,17 +194,24 @@ def pick_user(page: Page, user: str) -> None:
         if combo.input_value() == user:
             break
         combo.click()
+        before = script_runs_started(page)
         try:
             page.get_by_role("option", name=user, exact=True).click(timeout=5_000)
         except PlaywrightTimeout:
             page.keyboard.press("Escape")
-        settle(page)
+            settle(page)
+        else:
+            settle(page, runs_before=before)  # picking a user reruns the page
     expect(combo).to_have_value(user)
 
 
 def _content_height(page: Page) -> int:
-    return int(page.evaluate("() => { const m = document.querySelector('[data-testid=\"stMain\"]');"
-                             " return m ? m.scrollHeight : document.documentElement.scrollHeight; }"))
+    return int(
+        page.evaluate(
+            "() => { const m = document.querySelector('[data-testid=\"stMain\"]');"
+            " return m ? m.scrollHeight : document.documentElement.scrollHeight; }"
+        )
+    )
 
 
 def save_screenshot(page: Page, name: str) -> Path:

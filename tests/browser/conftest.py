@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from browser_helpers import run_streamlit, save_screenshot, seed_lab_user
+from browser_helpers import RUN_COUNTER_SCRIPT, run_streamlit, save_screenshot, seed_lab_user
 from playwright.sync_api import expect
 
 from engine import MemoryEngine, Settings
@@ -25,8 +25,16 @@ CHROMIUM = Path("/usr/bin/chromium")
 # redraw (seen once: the Overview's first metrics not yet back after 5 s); a real failure still fails, just later.
 expect.set_options(timeout=20_000)
 
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run"]
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+]
 
 
 @pytest.fixture(scope="session")
@@ -52,9 +60,11 @@ def app_url(streamlit_server: str) -> str:
 @pytest.fixture(scope="module")
 def browser():
     if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's Chromium with "
-                    "`apt-get update && apt-get install -y chromium chromium-driver` (.ci/run does this); "
-                    "never `playwright install`.")
+        pytest.fail(
+            f"{CHROMIUM} is missing: install Debian's Chromium with "
+            "`apt-get update && apt-get install -y chromium chromium-driver` (.ci/run does this); "
+            "never `playwright install`."
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -69,6 +79,7 @@ def browser():
 def page(browser):
     """A fresh page (own cookies, own Streamlit session). Browser dialogs are recorded in ``page.dialogs``."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.add_init_script(RUN_COUNTER_SCRIPT)  # lets settle()/rerun() wait for the script run an action started
     pg = context.new_page()
     pg.set_default_timeout(30_000)
     pg.dialogs = []  # an alert() from stored text would land here

@@ -23,8 +23,16 @@ def fresh_url(server_store, tmp_path_factory):
 def test_a_deep_link_on_a_fresh_server_shows_the_navigation_and_the_sidebar_picker(page, fresh_url, screenshot):
     open_page(page, fresh_url, "memories", "Memories & forgetting")
     nav = page.get_by_role("navigation")
-    for title in ("Overview", "Sessions", "Working memory", "Skills", "Retrieval trace", "Feedback labelling",
-                  "Episodes", "Memories & forgetting"):
+    for title in (
+        "Overview",
+        "Sessions",
+        "Working memory",
+        "Skills",
+        "Retrieval trace",
+        "Feedback labelling",
+        "Episodes",
+        "Memories & forgetting",
+    ):
         expect(nav.get_by_role("link", name=title, exact=True)).to_be_visible()
     expect(page.get_by_role("combobox", name="User")).to_have_value("ada")
     expect(page.get_by_role("combobox", name="Session")).to_have_value("ada-s06")

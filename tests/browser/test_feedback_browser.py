@@ -33,8 +33,9 @@ def test_labelling_a_candidate_shows_it_in_the_ledger(page, app_url: str, screen
     note.fill(NOTE)
     note.press("Tab")
     settle(page)
-    first_row = page.locator("[data-testid='stHorizontalBlock']",
-                             has=page.get_by_role("button", name=re.compile("Useful"))).first
+    first_row = page.locator(
+        "[data-testid='stHorizontalBlock']", has=page.get_by_role("button", name=re.compile("Useful"))
+    ).first
     item_id = re.search(r"(\S+) · \w+ · hop 1", first_row.inner_text()).group(1)
     first_row.get_by_role("button", name=re.compile("Useful")).click()
     page.get_by_text(re.compile(rf"Labelled {re.escape(item_id)} useful")).wait_for(timeout=60_000)

@@ -34,8 +34,9 @@ def selected_tab(page, name: str):
     return expect(page.get_by_role("tab", name=name, exact=True)).to_have_attribute("aria-selected", "true")
 
 
-def test_a_link_to_a_trace_opens_on_its_tab_in_a_fresh_browser_and_survives_a_reload(page, browser, app_url,
-                                                                                    screenshot):
+def test_a_link_to_a_trace_opens_on_its_tab_in_a_fresh_browser_and_survives_a_reload(
+    page, browser, app_url, screenshot
+):
     open_from_sidebar(page, app_url, "Retrieval trace")
     pick_user(page, QUESTION["user_id"])
     ask(page, QUESTION["question"], hops=2)
@@ -120,8 +121,9 @@ def test_labelling_a_selected_candidate_from_a_link_and_undoing_it(page, app_url
     ask(page, "Which bench has a broken gas tap?", hops=1)
     trace_id = wait_for_param(page, "trace")
     memory = url_params(page).get("memory") or wait_for_param(page, "memory")
-    page.goto(f"{app_url}/retrieval?user={LAB_USER}&trace={trace_id}&tab=hops&memory={memory}",
-              wait_until="domcontentloaded")
+    page.goto(
+        f"{app_url}/retrieval?user={LAB_USER}&trace={trace_id}&tab=hops&memory={memory}", wait_until="domcontentloaded"
+    )
     page.get_by_role("heading", name="Hop 1", exact=True).wait_for(timeout=120_000)
     settle(page)
     selected_tab(page, "Hops")

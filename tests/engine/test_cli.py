@@ -29,7 +29,7 @@ def store(demo_store_template: Path, tmp_path: Path) -> Path:
     return copy_store(demo_store_template, tmp_path / "store")
 
 
-# -- listing ----------------------------------------------------------------------------------------------------------
+# -- listing ---------------------------------------------------------------------------------------------------------
 def test_users_prints_the_demo_users_as_a_json_list_and_a_table_with_counts(demo_store):
     run = cli(demo_store, "--json", "users")
     assert run.code == 0 and run.err == ""
@@ -46,8 +46,7 @@ def test_json_is_accepted_before_or_after_the_command(demo_store):
 def test_sessions_lists_newest_first_with_counts_and_paginates(demo_store):
     rows = cli(demo_store, "--json", "sessions", "--user", "ada").json()
     assert [r["session_id"] for r in rows] == ["ada-s06", "ada-s05", "ada-s04", "ada-s03", "ada-s02", "ada-s01"]
-    assert set(rows[0]) == {"user_id", "session_id", "created_at", "last_activity_at", "message_count",
-                            "token_count"}
+    assert set(rows[0]) == {"user_id", "session_id", "created_at", "last_activity_at", "message_count", "token_count"}
     assert sum(r["message_count"] for r in rows) == 117
     page = cli(demo_store, "--json", "sessions", "--user", "ada", "--limit", "2", "--offset", "1").json()
     assert [r["session_id"] for r in page] == ["ada-s05", "ada-s04"]
@@ -79,7 +78,7 @@ def test_episodes_list_newest_first_and_filter_by_outcome(demo_store):
     assert dates == sorted(dates, reverse=True)
 
 
-# -- search and skills ------------------------------------------------------------------------------------------------
+# -- search and skills -----------------------------------------------------------------------------------------------
 def test_search_returns_id_kind_text_score_best_first(demo_store):
     hits = cli(demo_store, "--json", "search", "--user", "ada", "who owns the refund reconciliation job").json()
     assert hits and all(set(h) == {"id", "kind", "text", "score"} for h in hits)
@@ -89,8 +88,18 @@ def test_search_returns_id_kind_text_score_best_first(demo_store):
 
 
 def test_search_kind_and_limit_restrict_the_results(demo_store):
-    hits = cli(demo_store, "--json", "search", "--user", "ada", "--kind", "procedural", "--limit", "3",
-               "pull request description").json()
+    hits = cli(
+        demo_store,
+        "--json",
+        "search",
+        "--user",
+        "ada",
+        "--kind",
+        "procedural",
+        "--limit",
+        "3",
+        "pull request description",
+    ).json()
     assert len(hits) == 3 and {h["kind"] for h in hits} == {"procedural"}
 
 
@@ -102,8 +111,17 @@ def test_a_query_may_be_given_as_several_words(demo_store):
 
 def test_skills_are_ranked_by_wilson_lower_bound_with_rate_and_counts(demo_store):
     rows = cli(demo_store, "--json", "skills", "--user", "ada").json()
-    required = {"id", "name", "version", "kind", "success_count", "failure_count", "success_rate", "wilson_lower",
-                "rank"}
+    required = {
+        "id",
+        "name",
+        "version",
+        "kind",
+        "success_count",
+        "failure_count",
+        "success_rate",
+        "wilson_lower",
+        "rank",
+    }
     assert rows and all(required <= set(r) for r in rows)
     assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
     assert [r["wilson_lower"] for r in rows] == sorted((r["wilson_lower"] for r in rows), reverse=True)
@@ -120,7 +138,7 @@ def test_skills_query_and_limit(demo_store):
     assert len(rows) == 2 and {r["name"] for r in rows} == {"pr-description"}
 
 
-# -- working memory ---------------------------------------------------------------------------------------------------
+# -- working memory --------------------------------------------------------------------------------------------------
 def test_working_shows_typed_slots_first_then_custom_ones(demo_store):
     slots = cli(demo_store, "--json", "working", "--user", "ada", "--session", "ada-s05").json()
     assert list(slots)[:6] == list(TYPED_SLOTS)
@@ -128,8 +146,21 @@ def test_working_shows_typed_slots_first_then_custom_ones(demo_store):
 
 
 def test_working_set_writes_several_slots_in_one_transaction_and_prints_them(store, embedder):
-    run = cli(store, "--json", "working", "--user", "ada", "--session", "ada-s01", "--set", 'goals=["ship it"]',
-              "--set", 'budget={"tokens": 1200, "ok": true}', "--set", "scratchpad=null")
+    run = cli(
+        store,
+        "--json",
+        "working",
+        "--user",
+        "ada",
+        "--session",
+        "ada-s01",
+        "--set",
+        'goals=["ship it"]',
+        "--set",
+        'budget={"tokens": 1200, "ok": true}',
+        "--set",
+        "scratchpad=null",
+    )
     assert run.code == 0, run.err
     slots = run.json()
     assert slots["goals"] == ["ship it"] and slots["budget"] == {"tokens": 1200, "ok": True}
@@ -139,16 +170,38 @@ def test_working_set_writes_several_slots_in_one_transaction_and_prints_them(sto
 
 def test_working_set_with_one_invalid_json_value_writes_nothing(store, embedder):
     before = snapshot(open_store(store, embedder))
-    run = cli(store, "working", "--user", "ada", "--session", "ada-s01", "--set", 'goals=["fine"]',
-              "--set", "scratchpad={not json")
+    run = cli(
+        store,
+        "working",
+        "--user",
+        "ada",
+        "--session",
+        "ada-s01",
+        "--set",
+        'goals=["fine"]',
+        "--set",
+        "scratchpad={not json",
+    )
     assert run.code == 2 and run.one_error_line and "scratchpad" in run.err
     assert snapshot(open_store(store, embedder)) == before
 
 
-# -- forgetting -------------------------------------------------------------------------------------------------------
+# -- forgetting ------------------------------------------------------------------------------------------------------
 def test_forget_reports_forgotten_and_unknown_ids_and_logs_the_reason(store):
-    run = cli(store, "--json", "forget", "--user", "ada", "--kind", "semantic", "--ids", "ada-item-026",
-              "no-such-item", "--reason", "wrong owner")
+    run = cli(
+        store,
+        "--json",
+        "forget",
+        "--user",
+        "ada",
+        "--kind",
+        "semantic",
+        "--ids",
+        "ada-item-026",
+        "no-such-item",
+        "--reason",
+        "wrong owner",
+    )
     assert run.code == 0, run.err
     assert run.json() == {"forgotten": 1, "ids": ["ada-item-026"], "unknown": ["no-such-item"]}
     entry = cli(store, "--json", "forget-log", "--user", "ada").json()[0]
@@ -159,8 +212,21 @@ def test_forget_reports_forgotten_and_unknown_ids_and_logs_the_reason(store):
 
 
 def test_hard_forget_removes_the_memory_from_search_and_export(store):
-    run = cli(store, "--json", "forget", "--user", "ada", "--kind", "episodic", "--ids", "ep-ada-01",
-              "--reason", "test", "--mode", "hard")
+    run = cli(
+        store,
+        "--json",
+        "forget",
+        "--user",
+        "ada",
+        "--kind",
+        "episodic",
+        "--ids",
+        "ep-ada-01",
+        "--reason",
+        "test",
+        "--mode",
+        "hard",
+    )
     assert run.json()["forgotten"] == 1
     exported = [json.loads(line) for line in cli(store, "export", "--user", "ada").out.splitlines()]
     assert "ep-ada-01" not in {r.get("id") for r in exported}
@@ -173,12 +239,21 @@ def test_forget_log_lists_the_demo_entries_newest_first(demo_store):
     assert any(e["mode"] == "hard" and e["ids"] == ["ep-ada-00-pii"] for e in entries)
 
 
-# -- export and ingest ------------------------------------------------------------------------------------------------
+# -- export and ingest -----------------------------------------------------------------------------------------------
 def test_export_prints_one_json_record_per_line_of_every_kind(demo_store):
     run = cli(demo_store, "export", "--user", "tomas")
     records = [json.loads(line) for line in run.out.splitlines()]
-    assert {r["kind"] for r in records} == {"category", "item", "episode", "skill", "outcome", "message", "working",
-                                            "feedback", "forget_log"}
+    assert {r["kind"] for r in records} == {
+        "category",
+        "item",
+        "episode",
+        "skill",
+        "outcome",
+        "message",
+        "working",
+        "feedback",
+        "forget_log",
+    }
     assert {r["user_id"] for r in records} == {"tomas"}
 
 
@@ -211,7 +286,7 @@ def test_ingest_twice_is_refused_and_the_second_run_writes_nothing(demo_store, t
     assert snapshot(open_store(demo_store, embedder)) == before
 
 
-# -- lifecycle, reflection, stats -------------------------------------------------------------------------------------
+# -- lifecycle, reflection, stats ------------------------------------------------------------------------------------
 def test_prune_previews_by_default_and_deletes_only_with_apply(store):
     preview = cli(store, "--json", "prune", "--user", "ada", "--rule", "stale").json()
     doomed = [s["session_id"] for s in preview["sessions"]]
@@ -249,10 +324,14 @@ def test_demo_on_a_loaded_store_changes_nothing(store, embedder):
 
 
 def test_reindex_rebuilds_vectors_for_every_active_memory(tmp_path):
-    records = [{"kind": "item", "user_id": "zed", "id": f"zed-item-{n}", "content": f"Fact number {n} about tea."}
-               for n in range(3)]
-    records += [{"kind": "episode", "user_id": "zed", "id": "zed-ep-1", "steps": [{"action": "boil water"}]},
-                {"kind": "skill", "user_id": "zed", "id": "zed-sk-1", "name": "brew", "body": "Steep 3 minutes."}]
+    records = [
+        {"kind": "item", "user_id": "zed", "id": f"zed-item-{n}", "content": f"Fact number {n} about tea."}
+        for n in range(3)
+    ]
+    records += [
+        {"kind": "episode", "user_id": "zed", "id": "zed-ep-1", "steps": [{"action": "boil water"}]},
+        {"kind": "skill", "user_id": "zed", "id": "zed-sk-1", "name": "brew", "body": "Steep 3 minutes."},
+    ]
     path = tmp_path / "zed.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in records), encoding="utf-8")
     store = tmp_path / "store"
@@ -265,7 +344,7 @@ def test_reindex_rebuilds_vectors_for_every_active_memory(tmp_path):
     assert {h["id"] for h in hits} == {"zed-item-0", "zed-item-1", "zed-item-2"}
 
 
-# -- global options and plain-text output -----------------------------------------------------------------------------
+# -- global options and plain-text output ----------------------------------------------------------------------------
 def test_store_comes_from_memlens_store_and_the_store_option_overrides_it(demo_store, tmp_path):
     import io
 
@@ -275,30 +354,58 @@ def test_store_comes_from_memlens_store_and_the_store_option_overrides_it(demo_s
     assert main(["--json", "users"], environ={"MEMLENS_STORE": str(demo_store)}, stdout=out) == 0
     assert json.loads(out.getvalue()) == ["ada", "mira", "tomas"]
     out = io.StringIO()
-    assert main(["--store", str(tmp_path / "other"), "--json", "users"], environ={"MEMLENS_STORE": str(demo_store)},
-                stdout=out) == 0
+    assert (
+        main(
+            ["--store", str(tmp_path / "other"), "--json", "users"],
+            environ={"MEMLENS_STORE": str(demo_store)},
+            stdout=out,
+        )
+        == 0
+    )
     assert json.loads(out.getvalue()) == []
 
 
 def test_help_prints_every_command_and_exits_zero(tmp_path):
     run = cli(tmp_path / "unused", "--help")
     assert run.code == 0 and run.err == ""
-    for command in ("demo", "ingest", "export", "users", "sessions", "messages", "search", "skills", "working",
-                    "forget", "forget-log", "stats", "reindex", "prune", "episodes", "reflect", "retrieve", "trace",
-                    "replay", "feedback"):
+    for command in (
+        "demo",
+        "ingest",
+        "export",
+        "users",
+        "sessions",
+        "messages",
+        "search",
+        "skills",
+        "working",
+        "forget",
+        "forget-log",
+        "stats",
+        "reindex",
+        "prune",
+        "episodes",
+        "reflect",
+        "retrieve",
+        "trace",
+        "replay",
+        "feedback",
+    ):
         assert f"    {command} " in run.out
     assert not (tmp_path / "unused").exists()  # nothing opened, nothing created
 
 
-@pytest.mark.parametrize("argv, header, expected", [
-    (("sessions", "--user", "tomas"), "session", "tomas-s05"),
-    (("messages", "--user", "ada", "--session", "ada-s01", "--limit", "3"), "role", "messages 1-3 of 20"),
-    (("episodes", "--user", "mira", "--limit", "2"), "outcome", "episodes 1-2 of 12"),
-    (("search", "--user", "ada", "refund reconciliation job"), "score", "ada-item-026"),
-    (("skills", "--user", "ada"), "wilson_lo", "pr-description"),
-    (("working", "--user", "ada", "--session", "ada-s05"), "slot", "incident_ref"),
-    (("forget-log", "--user", "ada"), "reason", "ep-ada-00-pii"),
-])
+@pytest.mark.parametrize(
+    "argv, header, expected",
+    [
+        (("sessions", "--user", "tomas"), "session", "tomas-s05"),
+        (("messages", "--user", "ada", "--session", "ada-s01", "--limit", "3"), "role", "messages 1-3 of 20"),
+        (("episodes", "--user", "mira", "--limit", "2"), "outcome", "episodes 1-2 of 12"),
+        (("search", "--user", "ada", "refund reconciliation job"), "score", "ada-item-026"),
+        (("skills", "--user", "ada"), "wilson_lo", "pr-description"),
+        (("working", "--user", "ada", "--session", "ada-s05"), "slot", "incident_ref"),
+        (("forget-log", "--user", "ada"), "reason", "ep-ada-00-pii"),
+    ],
+)
 def test_without_json_commands_print_a_table(demo_store, argv, header, expected):
     run = cli(demo_store, *argv)
     assert run.code == 0 and run.err == ""
@@ -349,7 +456,8 @@ def test_optimize_with_no_version_retention_shrinks_a_store_with_replaced_versio
 
     assert data["store_bytes_after"] < data["store_bytes_before"]
     assert cli(store, "--json", "search", "--user", "ada", "a note written in batch 2").json()[0]["text"] == (
-        "a note written in batch 2")
+        "a note written in batch 2"
+    )
 
 
 def test_optimize_refuses_a_negative_version_retention(store):

@@ -15,11 +15,17 @@ from tests.support.cli import cli
 @pytest.fixture
 def store(empty_engine: MemoryEngine) -> Path:
     e = empty_engine
-    e.remember_many({"user_id": "kim", "id": i, "content": t, "created_at": "2026-11-20T10:00:00+00:00"}
-                    for i, t in ITEMS.items())
-    e.evals.add_cases("kim-set", [{"user_id": "kim", "question": q, "expected": exp, "category": cat,
-                                   "case_id": cid, "now": NOW} for cid, (q, exp, cat) in CASES.items()],
-                      create_set=True)
+    e.remember_many(
+        {"user_id": "kim", "id": i, "content": t, "created_at": "2026-11-20T10:00:00+00:00"} for i, t in ITEMS.items()
+    )
+    e.evals.add_cases(
+        "kim-set",
+        [
+            {"user_id": "kim", "question": q, "expected": exp, "category": cat, "case_id": cid, "now": NOW}
+            for cid, (q, exp, cat) in CASES.items()
+        ],
+        create_set=True,
+    )
     path = e.path
     e.close()
     return path
@@ -46,8 +52,9 @@ def test_the_gate_passes_fails_and_compares_with_a_baseline(store: Path):
     assert "gate FAILED" in failed.out and "recall@10" in failed.out  # the metrics table is printed too
 
     # A tighter candidate pool loses recall@25 against the baseline: more than a 0.01 drop fails, 1.0 passes.
-    worse = cli(store, "eval", "--set", "kim-set", "--set", "top_k=1", "--baseline", base, "--max-drop",
-                "recall@25=0.01")
+    worse = cli(
+        store, "eval", "--set", "kim-set", "--set", "top_k=1", "--baseline", base, "--max-drop", "recall@25=0.01"
+    )
     assert worse.code == 3, worse.out
     fine = cli(store, "eval", "--set", "kim-set", "--set", "top_k=1", "--baseline", base, "--max-drop", "1.0")
     assert fine.code == 0 and "PASS  recall@10 drop" in fine.out
@@ -56,12 +63,15 @@ def test_the_gate_passes_fails_and_compares_with_a_baseline(store: Path):
 
 
 def test_bad_gate_arguments_are_one_line_errors(store: Path):
-    for argv in (["eval", "--set", "nope"], ["eval", "--set", "kim-set", "--fail-under", "recall@7=0.5"],
-                 ["eval", "--set", "kim-set", "--fail-under", "recall@10=high"],
-                 ["eval", "--set", "kim-set", "--max-drop", "0.1"],
-                 ["eval", "--set", "kim-set", "--set", "other-set"],
-                 ["eval", "--set", "kim-set", "--set", "no_such_setting=1"],
-                 ["eval", "--set", "kim-set", "--baseline", "run_missing"]):
+    for argv in (
+        ["eval", "--set", "nope"],
+        ["eval", "--set", "kim-set", "--fail-under", "recall@7=0.5"],
+        ["eval", "--set", "kim-set", "--fail-under", "recall@10=high"],
+        ["eval", "--set", "kim-set", "--max-drop", "0.1"],
+        ["eval", "--set", "kim-set", "--set", "other-set"],
+        ["eval", "--set", "kim-set", "--set", "no_such_setting=1"],
+        ["eval", "--set", "kim-set", "--baseline", "run_missing"],
+    ):
         run = cli(store, *argv)
         assert run.code == 2 and run.one_error_line, (argv, run.err)
     assert cli(store, "eval-runs", "--json").json() == []

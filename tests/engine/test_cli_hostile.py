@@ -107,8 +107,9 @@ def assert_refused_and_nothing_written(store: Path, engine, argv) -> str:
     return run.err
 
 
-@pytest.mark.parametrize("template", ID_ENTRY_POINTS, ids=lambda t: "-".join(a for a in t if a.startswith("--")
-                                                                               or a.isalpha())[:40])
+@pytest.mark.parametrize(
+    "template", ID_ENTRY_POINTS, ids=lambda t: "-".join(a for a in t if a.startswith("--") or a.isalpha())[:40]
+)
 def test_hostile_ids_are_refused_everywhere(store, engine, template):
     before = snapshot(engine)
     for bad in HOSTILE_IDS:  # one snapshot around all of them keeps this fast; any write would still show
@@ -125,7 +126,7 @@ def test_bad_values_are_refused_with_one_line(store, engine, argv):
 
 def test_an_error_message_names_the_rule_broken(store):
     err = cli(store, "sessions", "--user", "a' OR '1'='1").err
-    assert err.startswith('error: argument --user/-u: invalid user id "a\' OR \'1\'=\'1"')
+    assert err.startswith("error: argument --user/-u: invalid user id \"a' OR '1'='1\"")
     assert "letters, digits" in err
     assert "slot" in cli(store, "working", "--user", "ada", "--session", "s", "--set", "Bad-Slot=1").err
     assert "empty" in cli(store, "search", "--user", "ada", "").err
@@ -139,7 +140,7 @@ def test_a_store_path_that_is_a_file_is_a_one_line_error(tmp_path):
     assert path.read_text() == "hello"
 
 
-# -- ingest: all or nothing, the bad line named -----------------------------------------------------------------------
+# -- ingest: all or nothing, the bad line named ----------------------------------------------------------------------
 GOOD = [
     {"kind": "message", "user_id": "zed", "session_id": "zed-s1", "role": "user", "content": "hello there"},
     {"kind": "item", "user_id": "zed", "id": "zed-item-1", "category": "general", "content": "Zed likes tea."},
@@ -158,8 +159,9 @@ BAD_LINES = {
     "empty-content": json.dumps({**GOOD[1], "id": "zed-item-2", "content": "   "}),
     "megabyte-content": json.dumps({**GOOD[1], "id": "zed-item-2", "content": MEGABYTE}),
     "nan-importance": '{"kind": "item", "user_id": "zed", "id": "zed-item-2", "content": "x", "importance": NaN}',
-    "unknown-memory-kind": json.dumps({"kind": "forget_log", "user_id": "zed", "memory_type": "bogus", "ids": [],
-                                       "mode": "soft", "reason": "r"}),
+    "unknown-memory-kind": json.dumps(
+        {"kind": "forget_log", "user_id": "zed", "memory_type": "bogus", "ids": [], "mode": "soft", "reason": "r"}
+    ),
     "bad-slot": json.dumps({**GOOD[2], "slot": "Bad Slot"}),
     "bad-role": json.dumps({**GOOD[0], "role": "root"}),
     "bad-time": json.dumps({**GOOD[0], "created_at": "last tuesday"}),
@@ -202,5 +204,11 @@ def test_the_good_lines_alone_do_ingest(tmp_path):
     path.write_text("\n".join(json.dumps(r) for r in GOOD) + "\n", encoding="utf-8")
     run = cli(tmp_path / "fresh", "--json", "ingest", str(path))
     assert run.code == 0, run.err
-    assert run.json()["counts"] == {**run.json()["counts"], "message": 1, "item": 1, "working": 1, "skill": 1,
-                                    "outcome": 1}
+    assert run.json()["counts"] == {
+        **run.json()["counts"],
+        "message": 1,
+        "item": 1,
+        "working": 1,
+        "skill": 1,
+        "outcome": 1,
+    }

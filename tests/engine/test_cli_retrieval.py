@@ -29,16 +29,25 @@ def trace(store: Path) -> dict:
 
 
 def test_retrieve_prints_the_trace_with_every_documented_key(trace):
-    assert {"trace_id", "question", "settings", "hops", "stop_reason", "context", "context_ids",
-            "timings_ms"} <= set(trace)
+    assert {"trace_id", "question", "settings", "hops", "stop_reason", "context", "context_ids", "timings_ms"} <= set(
+        trace
+    )
     assert trace["question"] == Q["question"] and trace["settings"]["hops"] == 2
     assert len(trace["hops"]) == 2
     for hop in trace["hops"]:
         assert {"query", "proposed_by", "candidates"} <= set(hop)
         for c in hop["candidates"]:
             assert {"id", "kind", "text", "scores", "verdicts", "in_context"} <= set(c)
-            assert {"vector_similarity", "bm25_raw", "bm25_norm", "hybrid", "decay", "importance_factor",
-                    "feedback_factor", "final"} <= set(c["scores"])
+            assert {
+                "vector_similarity",
+                "bm25_raw",
+                "bm25_norm",
+                "hybrid",
+                "decay",
+                "importance_factor",
+                "feedback_factor",
+                "final",
+            } <= set(c["scores"])
     assert isinstance(trace["context"], str) and trace["context_ids"]
     assert trace["timings_ms"]["total"] > 0
 
@@ -87,8 +96,19 @@ def test_replay_under_a_small_budget_reports_memories_leaving_the_context(store,
 
 
 def test_retrieve_settings_from_set_budget_and_hops_reach_the_trace(store):
-    run = cli(store, "retrieve", "--user", "ada", "--budget", "300", "--set", "bm25_weight=0.5", "--set",
-              "mmr_enabled=true", "refund rounding")
+    run = cli(
+        store,
+        "retrieve",
+        "--user",
+        "ada",
+        "--budget",
+        "300",
+        "--set",
+        "bm25_weight=0.5",
+        "--set",
+        "mmr_enabled=true",
+        "refund rounding",
+    )
     settings = run.json()["settings"]
     assert settings["budget_tokens"] == 300 and settings["bm25_weight"] == 0.5 and settings["mmr_enabled"] is True
     assert settings["hops"] == 1
@@ -99,19 +119,24 @@ def test_retrieve_now_sets_the_time_decay_is_computed_at(store):
     assert run.json()["settings"]["now"].startswith("2026-12-01")
 
 
-@pytest.mark.parametrize("pair, words", [
-    ("no_such_setting=1", "unknown setting"),
-    ("bm25_weight=2", "bm25_weight"),
-    ("bm25_weight=0.3' OR '1'='1", "bm25_weight"),
-    ("half_life_days=nan", "half_life_days"),
-    ("store=/tmp/elsewhere", "not a retrieval setting"),
-    ("openai_api_key=sk-x", "not a retrieval setting"),
-    ("missing-equals", "KEY=VALUE"),
-])
+@pytest.mark.parametrize(
+    "pair, words",
+    [
+        ("no_such_setting=1", "unknown setting"),
+        ("bm25_weight=2", "bm25_weight"),
+        ("bm25_weight=0.3' OR '1'='1", "bm25_weight"),
+        ("half_life_days=nan", "half_life_days"),
+        ("store=/tmp/elsewhere", "not a retrieval setting"),
+        ("openai_api_key=sk-x", "not a retrieval setting"),
+        ("missing-equals", "KEY=VALUE"),
+    ],
+)
 def test_retrieve_and_replay_refuse_bad_set_pairs_and_write_nothing(store, trace, embedder, pair, words):
     before = snapshot(open_store(store, embedder))
-    for argv in (("retrieve", "--user", "ada", "--set", pair, "refund"), ("replay", "--id", trace["trace_id"],
-                                                                           "--set", pair)):
+    for argv in (
+        ("retrieve", "--user", "ada", "--set", pair, "refund"),
+        ("replay", "--id", trace["trace_id"], "--set", pair),
+    ):
         run = cli(store, *argv)
         assert run.code == 2 and run.one_error_line and words in run.err, (argv, run.err)
         assert run.out == ""
@@ -131,7 +156,7 @@ def test_summary_prints_a_ranking_table_instead_of_json(store, trace):
     assert "old" in cli(store, "replay", "--id", trace["trace_id"], "--summary").out
 
 
-# -- feedback ---------------------------------------------------------------------------------------------------------
+# -- feedback --------------------------------------------------------------------------------------------------------
 @pytest.fixture
 def private_store(demo_store_template: Path, tmp_path: Path) -> Path:
     return copy_store(demo_store_template, tmp_path / "store")
@@ -139,25 +164,43 @@ def private_store(demo_store_template: Path, tmp_path: Path) -> Path:
 
 def test_feedback_from_a_trace_changes_the_next_retrieval(private_store):
     first = cli(private_store, "retrieve", "--user", "ada", "--hops", "2", Q["question"]).json()
-    run = cli(private_store, "--json", "feedback", "--user", "ada", "--useful", Q["fact_b"], "--harmful",
-              Q["fact_a"], "--trace", first["trace_id"], "--note", "checked by hand")
+    run = cli(
+        private_store,
+        "--json",
+        "feedback",
+        "--user",
+        "ada",
+        "--useful",
+        Q["fact_b"],
+        "--harmful",
+        Q["fact_a"],
+        "--trace",
+        first["trace_id"],
+        "--note",
+        "checked by hand",
+    )
     assert run.code == 0, run.err
     events = run.json()
-    assert [(e["item_id"], e["label"], e["delta"]) for e in events] == [(Q["fact_b"], "useful", 1),
-                                                                         (Q["fact_a"], "harmful", -1)]
+    assert [(e["item_id"], e["label"], e["delta"]) for e in events] == [
+        (Q["fact_b"], "useful", 1),
+        (Q["fact_a"], "harmful", -1),
+    ]
     assert {e["trace_id"] for e in events} == {first["trace_id"]}
     again = cli(private_store, "retrieve", "--user", "ada", "--hops", "2", Q["question"]).json()
     factors = {c["id"]: c["scores"]["feedback_factor"] for h in again["hops"] for c in h["candidates"]}
     assert factors[Q["fact_b"]] > 1.0 and factors[Q["fact_a"]] < 1.0
 
 
-@pytest.mark.parametrize("argv, words", [
-    (("--useful", "no-such-item"), "no-such-item"),
-    (("--useful", "ada-item-026", "--trace", "no-such-trace"), "no-such-trace"),
-    (("--note", "why"), "at least one"),
-    (("--useful", "ada-item-026", "--note", "x" * 5000), "note"),
-    (("--useful", "ada-item-026", "--harmful", "it' OR '1'='1"), "invalid id"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (("--useful", "no-such-item"), "no-such-item"),
+        (("--useful", "ada-item-026", "--trace", "no-such-trace"), "no-such-trace"),
+        (("--note", "why"), "at least one"),
+        (("--useful", "ada-item-026", "--note", "x" * 5000), "note"),
+        (("--useful", "ada-item-026", "--harmful", "it' OR '1'='1"), "invalid id"),
+    ],
+)
 def test_feedback_with_bad_input_writes_nothing(private_store, embedder, argv, words):
     before = snapshot(open_store(private_store, embedder))
     run = cli(private_store, "feedback", "--user", "ada", *argv)

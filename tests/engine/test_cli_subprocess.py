@@ -12,6 +12,8 @@ from engine.config import DEMO_DIR
 from tests.support.cli import cli_subprocess, open_store
 from tests.support.storecheck import snapshot
 
+pytestmark = pytest.mark.subprocess
+
 TWO_HOP = json.loads((DEMO_DIR / "two_hop.json").read_text(encoding="utf-8"))
 
 

@@ -23,8 +23,13 @@ CLEAN = {"without_row": [], "without_vector": [], "duplicated": []}
 
 def start(mode: str, store: Path, flags: Path, *args: str) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    return subprocess.Popen([sys.executable, str(SUPPORT / "crash_writer.py"), mode, str(store), str(flags), *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, str(SUPPORT / "crash_writer.py"), mode, str(store), str(flags), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def kill_at_random(proc: subprocess.Popen, flags: Path, rng: random.Random, up_to_s: float) -> bool:
@@ -51,10 +56,14 @@ def open_store(path: Path, embedder) -> MemoryEngine:
 @pytest.mark.slow
 def test_kill_9_during_ingest_leaves_all_or_nothing_and_no_orphans(tmp_path, embedder):
     rng = random.Random(int(os.environ.get("MEMLENS_CRASH_SEED", "17")))
-    lines = [json.dumps({"kind": "item", "user_id": "u1", "id": f"imp-{n}", "content": f"imported fact number {n}"})
-             for n in range(1500)]
-    lines += [json.dumps({"kind": "episode", "user_id": "u1", "id": f"ep-{n}", "steps": [{"action": f"a{n}"}]})
-              for n in range(200)]
+    lines = [
+        json.dumps({"kind": "item", "user_id": "u1", "id": f"imp-{n}", "content": f"imported fact number {n}"})
+        for n in range(1500)
+    ]
+    lines += [
+        json.dumps({"kind": "episode", "user_id": "u1", "id": f"ep-{n}", "steps": [{"action": f"a{n}"}]})
+        for n in range(200)
+    ]
     source = tmp_path / "import.jsonl"
     source.write_text("\n".join(lines), encoding="utf-8")
     outcomes = []
@@ -93,8 +102,9 @@ def test_kill_9_during_multi_slot_working_memory_updates_leaves_no_half_update(t
         open_store(store, embedder).close()
         proc = start("working", store, flags)
         assert kill_at_random(proc, flags, rng, up_to_s=[0.1, 1.0, 3.0][run])
-        committed = [json.loads(line)["working"] for f in flags.glob("committed-*.jsonl")
-                     for line in f.read_text().splitlines()]
+        committed = [
+            json.loads(line)["working"] for f in flags.glob("committed-*.jsonl") for line in f.read_text().splitlines()
+        ]
         engine = open_store(store, embedder)
         slots = engine.working_get("crash-user", "crash-s1")
         if "a" not in slots:  # killed before the first update committed
@@ -104,8 +114,10 @@ def test_kill_9_during_multi_slot_working_memory_updates_leaves_no_half_update(t
         assert slots["b"] == slots["c"] == i and slots["goals"] == [f"goal {i}"], slots
         # every update reported done is there (the one in flight may or may not be)
         assert not committed or i in (committed[-1], committed[-1] + 1)
-        counts = {s: len(engine.working_history("crash-user", "crash-s1", slot=s, limit=100_000))
-                  for s in ("a", "b", "c", "goals")}
+        counts = {
+            s: len(engine.working_history("crash-user", "crash-s1", slot=s, limit=100_000))
+            for s in ("a", "b", "c", "goals")
+        }
         assert len(set(counts.values())) == 1 and counts["a"] == i + 1, counts
         engine.close()
 

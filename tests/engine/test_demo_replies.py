@@ -19,8 +19,9 @@ def test_the_readme_lists_three_replies():
 
 
 @pytest.mark.parametrize(("question", "reply_id", "asked_id"), ROWS, ids=[r[1] for r in ROWS])
-def test_a_reply_is_stored_with_the_message_it_answers_and_reaches_the_context(demo, embedder, question, reply_id,
-                                                                              asked_id):
+def test_a_reply_is_stored_with_the_message_it_answers_and_reaches_the_context(
+    demo, embedder, question, reply_id, asked_id
+):
     reply, asked = demo.get_item("mira", reply_id), demo.get_item("mira", asked_id)
     assert reply.preceding_text == asked.content and asked.preceding_text == ""
 

@@ -61,7 +61,7 @@ def test_the_trace_says_when_a_later_hop_searched_differently(demo_store_templat
     assert first.strategies["vector_search_hop2"] == in_memory
     again = engine.retrieve(case["user_id"], case["question"], hops=2)
     assert again.strategies["vector_search"] == in_memory and "vector_search_hop2" not in again.strategies
-    # The demo's texts (accented names included) are all within what the in-memory BM25 reproduces.
-    assert again.strategies["full_text_search"] == ("semantic: in memory (BM25), episodic: in memory (BM25), "
-                                                    "procedural: in memory (BM25)")
+    assert again.strategies["full_text_search"] == (
+        "semantic: LanceDB index, episodic: LanceDB index, procedural: LanceDB index"
+    )
     assert "full_text_search_hop2" not in again.strategies

@@ -10,8 +10,12 @@ from tests.support.storecheck import snapshot
 U = "ada"
 STEPS = [
     {"observation": "pytest fails in test_refunds", "action": "read the traceback", "result": "KeyError: currency"},
-    {"observation": "currency missing for legacy rows", "action": "add a default currency",
-     "result": "tests pass", "timestamp": "2026-03-01T10:00:00Z"},
+    {
+        "observation": "currency missing for legacy rows",
+        "action": "add a default currency",
+        "result": "tests pass",
+        "timestamp": "2026-03-01T10:00:00Z",
+    },
 ]
 
 
@@ -34,13 +38,15 @@ def test_a_given_summary_is_kept_and_a_blank_one_is_derived(empty_engine):
 
 
 def test_an_episode_round_trips_steps_outcome_importance_and_session(empty_engine):
-    ep = empty_engine.record_episode(U, STEPS, outcome="failure", importance=0.8, session_id="ada-s01",
-                                     created_at="2026-03-01T09:00:00Z")
+    ep = empty_engine.record_episode(
+        U, STEPS, outcome="failure", importance=0.8, session_id="ada-s01", created_at="2026-03-01T09:00:00Z"
+    )
     stored = empty_engine.get_episode(U, ep.id)
     assert isinstance(stored, Episode)
     assert stored == ep
-    assert stored.steps[1] == Step("currency missing for legacy rows", "add a default currency", "tests pass",
-                                   "2026-03-01T10:00:00+00:00")
+    assert stored.steps[1] == Step(
+        "currency missing for legacy rows", "add a default currency", "tests pass", "2026-03-01T10:00:00+00:00"
+    )
     assert stored.steps[0].timestamp is None
     assert (stored.outcome, stored.importance, stored.session_id) == ("failure", 0.8, "ada-s01")
     assert stored.provenance["method"] == "episode_recording"
@@ -65,9 +71,21 @@ def test_an_episode_is_found_by_a_word_that_only_appears_in_a_step_result(empty_
     assert hits[0].fts_score and hits[0].fts_score > 0
 
 
-@pytest.mark.parametrize("steps", [[], None, "step", [{}], [{"observation": " ", "action": ""}], ["text"],
-                                   [{"action": 5}], [{"action": "x\x00y"}], [{"action": "a" * 40_000}],
-                                   [{"action": "a", "timestamp": "soon"}]])
+@pytest.mark.parametrize(
+    "steps",
+    [
+        [],
+        None,
+        "step",
+        [{}],
+        [{"observation": " ", "action": ""}],
+        ["text"],
+        [{"action": 5}],
+        [{"action": "x\x00y"}],
+        [{"action": "a" * 40_000}],
+        [{"action": "a", "timestamp": "soon"}],
+    ],
+)
 def test_invalid_steps_are_refused_and_nothing_is_written(empty_engine, steps):
     before = snapshot(empty_engine)
     with pytest.raises(InvalidInput):
@@ -75,8 +93,10 @@ def test_invalid_steps_are_refused_and_nothing_is_written(empty_engine, steps):
     assert snapshot(empty_engine) == before
 
 
-@pytest.mark.parametrize("kwargs", [{"importance": float("nan")}, {"importance": 2}, {"outcome": 1},
-                                    {"outcome": "x" * 65}, {"session_id": "a b"}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"importance": float("nan")}, {"importance": 2}, {"outcome": 1}, {"outcome": "x" * 65}, {"session_id": "a b"}],
+)
 def test_invalid_episode_fields_are_refused(empty_engine, kwargs):
     before = snapshot(empty_engine)
     with pytest.raises(InvalidInput):
@@ -94,8 +114,13 @@ def history(tmp_path_factory, embedder) -> MemoryEngine:
     path = tmp_path_factory.mktemp("episodes") / "store"
     engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(path)), embedder=embedder)
     for n, outcome in enumerate(["success", "failure", "success", "partial", "failure", None]):
-        engine.record_episode(U, [{"action": f"attempt {n}", "result": f"result {n}"}], outcome=outcome,
-                              session_id="s-even" if n % 2 == 0 else "s-odd", created_at=f"2026-04-0{n + 1}T00:00Z")
+        engine.record_episode(
+            U,
+            [{"action": f"attempt {n}", "result": f"result {n}"}],
+            outcome=outcome,
+            session_id="s-even" if n % 2 == 0 else "s-odd",
+            created_at=f"2026-04-0{n + 1}T00:00Z",
+        )
     engine.record_episode("bo", [{"action": "bo's attempt"}], outcome="success")
     return engine
 

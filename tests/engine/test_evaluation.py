@@ -42,13 +42,19 @@ TIGHT = {"top_k": 4, "relevance_keep_all_max": 0, "budget_tokens": 16}
 @pytest.fixture
 def kim(empty_engine: MemoryEngine) -> MemoryEngine:
     e = empty_engine
-    e.remember_many({"user_id": "kim", "id": i, "content": t, "created_at": "2026-11-20T10:00:00+00:00"}
-                    for i, t in ITEMS.items())
+    e.remember_many(
+        {"user_id": "kim", "id": i, "content": t, "created_at": "2026-11-20T10:00:00+00:00"} for i, t in ITEMS.items()
+    )
     e.forget("kim", "semantic", ["k-old"], "outdated habit", mode="soft", actor="test")
     e.forget("kim", "semantic", ["k-gone"], "the shop closed", mode="hard", actor="test")
     e.evals.create_set("kim-set", "hand-made losses")
-    e.evals.add_cases("kim-set", [{"user_id": "kim", "question": q, "expected": exp, "category": cat,
-                                   "case_id": cid, "now": NOW} for cid, (q, exp, cat) in CASES.items()])
+    e.evals.add_cases(
+        "kim-set",
+        [
+            {"user_id": "kim", "question": q, "expected": exp, "category": cat, "case_id": cid, "now": NOW}
+            for cid, (q, exp, cat) in CASES.items()
+        ],
+    )
     return e
 
 
@@ -82,8 +88,13 @@ def test_each_miss_is_lost_where_the_set_was_built_to_lose_it(kim: MemoryEngine)
     # dropped juice comes after the final ranking, at the rank read from the result.
     juice = results["c-filtered"].ranks["k-juice"]
     assert juice is not None and juice > 1
-    assert results["c-budget"].scores == {**results["c-budget"].scores, "recall@1": 0.0, "recall@5": 1.0,
-                                          "rr": 0.5, "context_recall": 0.0}
+    assert results["c-budget"].scores == {
+        **results["c-budget"].scores,
+        "recall@1": 0.0,
+        "recall@5": 1.0,
+        "rr": 0.5,
+        "context_recall": 0.0,
+    }
     overall = run.metrics["overall"]
     assert overall["n"] == 5
     assert overall["recall@1"] == pytest.approx((1 + 0 + 0 + 0 + 1 / 3) / 5)
@@ -98,11 +109,21 @@ def test_each_miss_is_lost_where_the_set_was_built_to_lose_it(kim: MemoryEngine)
 
     losses = kim.evals.losses(run.run_id)
     stages = {(x["stage"], x["count"]) for x in losses["losses"]}
-    assert {("token budget", 1), ("relevance filter", 1), ("never a candidate", 1), ("forgotten (hard)", 1),
-            ("archived (soft-forgotten)", 1)} == stages
+    assert {
+        ("token budget", 1),
+        ("relevance filter", 1),
+        ("never a candidate", 1),
+        ("forgotten (hard)", 1),
+        ("archived (soft-forgotten)", 1),
+    } == stages
     steps = {s["step"]: s["count"] for s in losses["funnel"]}
-    assert steps == {"expected": 7, "in the store": 5, "found by search": 4, "past the relevance filter": 3,
-                     "in the context": 2}
+    assert steps == {
+        "expected": 7,
+        "in the store": 5,
+        "found by search": 4,
+        "past the relevance filter": 3,
+        "in the context": 2,
+    }
 
 
 def test_deleting_a_run_deletes_its_traces_and_baselines_store_none(kim: MemoryEngine):
@@ -176,7 +197,8 @@ def test_ab_comparison_names_the_gained_and_lost_cases(kim: MemoryEngine):
     low, high = sig["bootstrap_ci95"]
     assert low <= sig["mean_delta"] <= high
     assert cmp.deltas["overall"]["recall@10"]["delta"] == pytest.approx(
-        b.metrics["overall"]["recall@10"] - a.metrics["overall"]["recall@10"])
+        b.metrics["overall"]["recall@10"] - a.metrics["overall"]["recall@10"]
+    )
     row = next(r for r in cmp.cases if r["case_id"] == "c-never")
     assert (row["a"], row["b"]) == (0.0, 1.0) and row["trace_a"] and row["trace_b"]
 

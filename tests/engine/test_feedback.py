@@ -27,7 +27,12 @@ def test_a_label_is_an_event_with_its_delta_note_and_time(store):
     event = engine.label(U, items[0], "useful", note="answered the question")
     assert isinstance(event, FeedbackEvent)
     assert (event.user_id, event.item_id, event.label, event.delta, event.note) == (
-        U, items[0], "useful", 1, "answered the question")
+        U,
+        items[0],
+        "useful",
+        1,
+        "answered the question",
+    )
     assert (event.trace_id, event.hop) == (None, None)
     assert engine.label(U, items[0], "harmful").delta == -1
     assert [e.label for e in engine.feedback_events(U, item_id=items[0])] == ["harmful", "useful"]
@@ -63,12 +68,15 @@ def test_report_feedback_records_useful_and_harmful_ids_in_one_call(store):
     assert engine.feedback_net(U, items[5:8]) == {items[5]: 1, items[6]: 1, items[7]: -1}
 
 
-@pytest.mark.parametrize("call", [
-    lambda e, ids: e.label(U, "item_never_stored", "useful"),
-    lambda e, ids: e.label("bo", ids[0], "useful"),
-    lambda e, ids: e.report_feedback(U, useful=[ids[0]], harmful=["item_never_stored"]),
-    lambda e, ids: e.label(U, ids[0], "useful", trace_id="tr_unknown"),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda e, ids: e.label(U, "item_never_stored", "useful"),
+        lambda e, ids: e.label("bo", ids[0], "useful"),
+        lambda e, ids: e.report_feedback(U, useful=[ids[0]], harmful=["item_never_stored"]),
+        lambda e, ids: e.label(U, ids[0], "useful", trace_id="tr_unknown"),
+    ],
+)
 def test_feedback_on_an_unknown_memory_or_trace_is_not_found_and_nothing_is_written(store, call):
     engine, items, *_ = store
     before = snapshot(engine)
@@ -77,9 +85,19 @@ def test_feedback_on_an_unknown_memory_or_trace_is_not_found_and_nothing_is_writ
     assert snapshot(engine) == before
 
 
-@pytest.mark.parametrize("kwargs", [{"label": "meh"}, {"label": "USEFUL"}, {"label": ""}, {"hop": 0},
-                                    {"hop": "1"}, {"note": "x" * 2001}, {"note": "a\x00b"},
-                                    {"trace_id": "' OR '1'='1"}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"label": "meh"},
+        {"label": "USEFUL"},
+        {"label": ""},
+        {"hop": 0},
+        {"hop": "1"},
+        {"note": "x" * 2001},
+        {"note": "a\x00b"},
+        {"trace_id": "' OR '1'='1"},
+    ],
+)
 def test_an_unknown_label_or_bad_field_is_refused(store, kwargs):
     engine, items, *_ = store
     args = {"label": "useful", **kwargs}
@@ -126,11 +144,16 @@ def test_memory_texts_of_every_kind_in_one_call(store):
 
 def test_events_come_newest_first_by_their_time_not_their_insertion_order(store):
     engine, items, *_ = store
-    older = engine.feedback.record([engine.feedback.prepare(U, items[7], "useful",
-                                                            created_at="2020-01-01T00:00:00+00:00")])[0]
+    older = engine.feedback.record(
+        [engine.feedback.prepare(U, items[7], "useful", created_at="2020-01-01T00:00:00+00:00")]
+    )[0]
     newer = engine.label(U, items[7], "harmful")
-    imported_late_but_old = engine.feedback.record([engine.feedback.prepare(
-        U, items[7], "useful", created_at="2019-06-01T00:00:00+00:00")])[0]
+    imported_late_but_old = engine.feedback.record(
+        [engine.feedback.prepare(U, items[7], "useful", created_at="2019-06-01T00:00:00+00:00")]
+    )[0]
     mine = {newer.id, older.id, imported_late_but_old.id}
     assert [e.id for e in engine.feedback_events(U, item_id=items[7]) if e.id in mine] == [
-        newer.id, older.id, imported_late_but_old.id]
+        newer.id,
+        older.id,
+        imported_late_but_old.id,
+    ]

@@ -106,14 +106,26 @@ def test_export_ingest_round_trips_forgotten_labelled_archived_and_trace_referen
     engine.label("u1", lunch.id, "useful")
     engine.forget("u1", "semantic", [secret.id], reason="privacy", mode="hard")
     engine.forget("u1", "semantic", [policy.id], reason="stale", mode="soft")
-    engine.ingest_lines([json.dumps({"kind": "item", "user_id": "u1", "id": "archived-1", "content": "old note",
-                                     "archived_at": "2026-01-02T00:00:00+00:00"})])
+    engine.ingest_lines(
+        [
+            json.dumps(
+                {
+                    "kind": "item",
+                    "user_id": "u1",
+                    "id": "archived-1",
+                    "content": "old note",
+                    "archived_at": "2026-01-02T00:00:00+00:00",
+                }
+            )
+        ]
+    )
     engine.purges.wait(60)
     first = _export(engine)
     assert any(r["kind"] == "feedback" and r["item_id"] == secret.id for r in first)
 
-    other = MemoryEngine.open(settings=Settings.from_env({}, store=str(tmp_path / "b"), forget_purge_grace_s=0.5),
-                              embedder=embedder)
+    other = MemoryEngine.open(
+        settings=Settings.from_env({}, store=str(tmp_path / "b"), forget_purge_grace_s=0.5), embedder=embedder
+    )
     other.ingest_lines([json.dumps(r) for r in first])
     second = _export(other)
     assert second == first
@@ -142,8 +154,10 @@ def test_stats_names_orphans_by_id_and_repair_fixes_them(engine):
 
 
 def test_ingest_again_after_a_crash_between_vectors_and_rows_never_doubles_vectors(engine):
-    lines = [json.dumps({"kind": "item", "user_id": "u1", "id": f"it-{n}", "content": f"imported fact {n}"})
-             for n in range(30)]
+    lines = [
+        json.dumps({"kind": "item", "user_id": "u1", "id": f"it-{n}", "content": f"imported fact {n}"})
+        for n in range(30)
+    ]
     plan = engine.transfer.plan(lines)
     # the vectors of a crashed import (what kill -9 between the two stores leaves)
     texts, vectors = engine._b.record_vectors(engine.semantic, plan.items[:12])

@@ -24,7 +24,8 @@ def make(engine: MemoryEngine, kind: str, text: str, user: str = U) -> str:
 
 def fetch(engine: MemoryEngine, kind: str, memory_id: str):
     return {"semantic": engine.get_item, "episodic": engine.get_episode, "procedural": engine.get_skill}[kind](
-        U, memory_id)
+        U, memory_id
+    )
 
 
 def listed(engine: MemoryEngine, kind: str) -> set[str]:
@@ -39,8 +40,10 @@ def index_ids(engine: MemoryEngine, kind: str, text: str) -> tuple[set[str], set
     """What LanceDB itself returns for ``text``: vector search ids and full-text ids."""
     index = engine._b.index
     qvec = engine.embedder.embed([text])[0]
-    return ({h.id for h in index.vector_search(kind, U, qvec, 100)},
-            {h.id for h in index.fts_search(kind, U, TOKEN, 100)})
+    return (
+        {h.id for h in index.vector_search(kind, U, qvec, 100)},
+        {h.id for h in index.fts_search(kind, U, TOKEN, 100)},
+    )
 
 
 def retrieved_ids(engine: MemoryEngine, question: str) -> set[str]:
@@ -52,11 +55,13 @@ def retrieved_ids(engine: MemoryEngine, question: str) -> set[str]:
 @pytest.fixture
 def engine_with(empty_engine):
     """A store holding, per kind, a target memory (with TOKEN) and a bystander that must survive."""
+
     def build(kind: str) -> tuple[MemoryEngine, str, str, str]:
         text = f"The {TOKEN} deployment checklist lives in the ops wiki"
         target = make(empty_engine, kind, text)
         bystander = make(empty_engine, kind, "Lunch is served at noon in the canteen")
         return empty_engine, target, bystander, text
+
     return build
 
 
@@ -75,7 +80,12 @@ def test_soft_forgetting_hides_a_memory_from_lists_search_and_retrieval_but_it_s
     engine, target, bystander, text = engine_with(kind)
     result = engine.forget(U, kind, [target], reason="outdated", mode="soft")
     assert (result.memory_type, result.mode, result.forgotten, result.unknown, result.count) == (
-        kind, "soft", (target,), (), 1)
+        kind,
+        "soft",
+        (target,),
+        (),
+        1,
+    )
     assert listed(engine, kind) == {bystander}
     assert target not in {h.id for h in engine.search(U, text)}
     assert target not in retrieved_ids(engine, f"Where is the {TOKEN} deployment checklist?")
@@ -122,15 +132,28 @@ def test_hard_forgetting_also_deletes_a_soft_forgotten_memory(engine_with):
 def test_every_call_writes_one_log_entry_with_the_ids_actually_affected(engine_with):
     engine, target, bystander, _ = engine_with("semantic")
     start = datetime.now(UTC)
-    result = engine.forget(U, "semantic", [target, "item_unknown", target, bystander], reason="  cleanup  ",
-                           mode="hard", actor="researcher")
+    result = engine.forget(
+        U,
+        "semantic",
+        [target, "item_unknown", target, bystander],
+        reason="  cleanup  ",
+        mode="hard",
+        actor="researcher",
+    )
     end = datetime.now(UTC)
     assert result.forgotten == (target, bystander)
     assert result.unknown == ("item_unknown",)
     [entry] = engine.forget_log(U)
     assert isinstance(entry, ForgetLogEntry)
     assert (entry.user_id, entry.memory_type, entry.ids, entry.count, entry.mode, entry.reason, entry.actor) == (
-        U, "semantic", (target, bystander), 2, "hard", "cleanup", "researcher")
+        U,
+        "semantic",
+        (target, bystander),
+        2,
+        "hard",
+        "cleanup",
+        "researcher",
+    )
     assert start <= entry.at <= end
 
 
@@ -174,12 +197,22 @@ def test_a_forgotten_memory_never_returns_even_if_its_vector_survived(engine_wit
     assert target not in retrieved_ids(engine, f"Where is the {TOKEN} deployment checklist?")
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"kind": "semantics"}, "kind"), ({"kind": "working"}, "kind"), ({"mode": "shred"}, "mode"),
-    ({"mode": "HARD"}, "mode"), ({"reason": ""}, "reason"), ({"reason": "   "}, "reason"),
-    ({"reason": "x" * 1001}, "reason"), ({"actor": ""}, "actor"), ({"ids": []}, "at least one"),
-    ({"ids": "item_x"}, "list"), ({"ids": ["' OR '1'='1"]}, "invalid id"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"kind": "semantics"}, "kind"),
+        ({"kind": "working"}, "kind"),
+        ({"mode": "shred"}, "mode"),
+        ({"mode": "HARD"}, "mode"),
+        ({"reason": ""}, "reason"),
+        ({"reason": "   "}, "reason"),
+        ({"reason": "x" * 1001}, "reason"),
+        ({"actor": ""}, "actor"),
+        ({"ids": []}, "at least one"),
+        ({"ids": "item_x"}, "list"),
+        ({"ids": ["' OR '1'='1"]}, "invalid id"),
+    ],
+)
 def test_invalid_forget_requests_are_refused_and_nothing_is_forgotten_or_logged(engine_with, kwargs, match):
     engine, target, _, _ = engine_with("semantic")
     args = {"kind": "semantic", "ids": [target], "reason": "why", "mode": "hard", **kwargs}

@@ -12,8 +12,19 @@ from engine import InvalidInput, MemlensError, MemoryEngine, NotFound, Settings
 from tests.support.storecheck import snapshot
 
 U, S = "ada", "ada-s1"
-HOSTILE_IDS = ["a'b", "' OR '1'='1", "x'; DROP TABLE items; --", "../x", "..", "a\x00b", "a b", "ada\n", "",
-               "x" * 129, 42]
+HOSTILE_IDS = [
+    "a'b",
+    "' OR '1'='1",
+    "x'; DROP TABLE items; --",
+    "../x",
+    "..",
+    "a\x00b",
+    "a b",
+    "ada\n",
+    "",
+    "x" * 129,
+    42,
+]
 MEGABYTE = "m" * 1_000_000
 BAD_TEXTS = {"1 MB": MEGABYTE, "empty": "", "blank": " \n\t ", "NUL": "before\x00after", "not text": 12}
 STEPS = [{"action": "look around"}]
@@ -33,8 +44,7 @@ def store(tmp_path_factory, embedder) -> tuple[MemoryEngine, dict[str, str]]:
     engine.label(U, item.id, "useful")
     trace = engine.retrieve(U, "victim fact")
     edit = engine.working_history(U, S)[0].id
-    return engine, {"item": item.id, "episode": episode.id, "skill": skill.id, "trace": trace.trace_id,
-                    "edit": edit}
+    return engine, {"item": item.id, "episode": episode.id, "skill": skill.id, "trace": trace.trace_id, "edit": edit}
 
 
 def refused(engine: MemoryEngine, call, expected=(InvalidInput,)) -> MemlensError:
@@ -127,8 +137,9 @@ TEXT_CALLS = {
     "message content": lambda e, t, r: e.add_message(U, S, "user", t),
     "item content": lambda e, t, r: e.remember(U, t),
     "memorize text": lambda e, t, r: e.memorize(U, t),
-    "episode summary": lambda e, t, r: e.record_episode(U, STEPS, summary=t) if str(t).strip() else e.record_episode(
-        U, [{"action": t}]),
+    "episode summary": lambda e, t, r: e.record_episode(U, STEPS, summary=t)
+    if str(t).strip()
+    else e.record_episode(U, [{"action": t}]),
     "skill body": lambda e, t, r: e.register_skill(U, "name", t),
     "skill name": lambda e, t, r: e.register_skill(U, t, "body"),
     "search query": lambda e, t, r: e.search(U, t),
@@ -144,14 +155,18 @@ def test_oversized_empty_or_nul_text_is_refused_and_nothing_is_written(store, en
     refused(engine, lambda: TEXT_CALLS[entry](engine, BAD_TEXTS[what], real))
 
 
-@pytest.mark.parametrize("call", [
-    lambda e, r: e.working_update(U, S, {"scratchpad": MEGABYTE}),
-    lambda e, r: e.working_set_json(U, S, "scratchpad", '"' + MEGABYTE + '"'),
-    lambda e, r: e.label(U, r["item"], "useful", note=MEGABYTE),
-    lambda e, r: e.record_episode(U, [{"observation": MEGABYTE, "action": "x"}]),
-    lambda e, r: e.register_skill(U, "n", "b", description=MEGABYTE),
-    lambda e, r: e.ingest_lines(['{"kind": "item", "user_id": "ada", "content": "' + MEGABYTE + '"}']),
-], ids=["slot value", "slot JSON", "label note", "episode observation", "skill description", "ingest"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda e, r: e.working_update(U, S, {"scratchpad": MEGABYTE}),
+        lambda e, r: e.working_set_json(U, S, "scratchpad", '"' + MEGABYTE + '"'),
+        lambda e, r: e.label(U, r["item"], "useful", note=MEGABYTE),
+        lambda e, r: e.record_episode(U, [{"observation": MEGABYTE, "action": "x"}]),
+        lambda e, r: e.register_skill(U, "n", "b", description=MEGABYTE),
+        lambda e, r: e.ingest_lines(['{"kind": "item", "user_id": "ada", "content": "' + MEGABYTE + '"}']),
+    ],
+    ids=["slot value", "slot JSON", "label note", "episode observation", "skill description", "ingest"],
+)
 def test_a_megabyte_anywhere_else_is_refused_too(store, call):
     engine, real = store
     refused(engine, lambda: call(engine, real))
@@ -160,80 +175,143 @@ def test_a_megabyte_anywhere_else_is_refused_too(store, call):
 NAN = float("nan")
 
 
-@pytest.mark.parametrize("call", [
-    lambda e, r: e.remember(U, "fact", importance=NAN),
-    lambda e, r: e.remember(U, "fact", importance=float("inf")),
-    lambda e, r: e.memorize(U, "text", importance=NAN),
-    lambda e, r: e.record_episode(U, STEPS, importance=NAN),
-    lambda e, r: e.remember_many([{"user_id": U, "content": "ok"}, {"user_id": U, "content": "x", "importance": NAN}]),
-    lambda e, r: e.working_update(U, S, {"goals": NAN}),
-    lambda e, r: e.working_update(U, S, {"goals": ["fine"], "scratchpad": {"deep": [NAN]}}),
-    lambda e, r: e.report_outcome(U, r["skill"], NAN),
-    lambda e, r: e.retrieve(U, "victim", overrides={"bm25_weight": NAN}),
-    lambda e, r: e.label(U, r["item"], "useful", hop=NAN),
-], ids=["remember", "remember inf", "memorize", "episode", "remember_many", "slot", "nested slot", "outcome",
-        "retrieval override", "hop"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda e, r: e.remember(U, "fact", importance=NAN),
+        lambda e, r: e.remember(U, "fact", importance=float("inf")),
+        lambda e, r: e.memorize(U, "text", importance=NAN),
+        lambda e, r: e.record_episode(U, STEPS, importance=NAN),
+        lambda e, r: e.remember_many(
+            [{"user_id": U, "content": "ok"}, {"user_id": U, "content": "x", "importance": NAN}]
+        ),
+        lambda e, r: e.working_update(U, S, {"goals": NAN}),
+        lambda e, r: e.working_update(U, S, {"goals": ["fine"], "scratchpad": {"deep": [NAN]}}),
+        lambda e, r: e.report_outcome(U, r["skill"], NAN),
+        lambda e, r: e.retrieve(U, "victim", overrides={"bm25_weight": NAN}),
+        lambda e, r: e.label(U, r["item"], "useful", hop=NAN),
+    ],
+    ids=[
+        "remember",
+        "remember inf",
+        "memorize",
+        "episode",
+        "remember_many",
+        "slot",
+        "nested slot",
+        "outcome",
+        "retrieval override",
+        "hop",
+    ],
+)
 def test_nan_values_are_refused_and_nothing_is_written(store, call):
     engine, real = store
     refused(engine, lambda: call(engine, real))
 
 
-@pytest.mark.parametrize("call", [
-    lambda e, r: e.add_message(U, S, "admin", "hi"),
-    lambda e, r: e.forget(U, "semantics", [r["item"]], reason="r"),
-    lambda e, r: e.forget(U, "semantic", [r["item"]], reason="r", mode="shred"),
-    lambda e, r: e.search(U, "victim", kind="working"),
-    lambda e, r: e.register_skill(U, "n", "b", kind="macro"),
-    lambda e, r: e.rank_skills(U, kind="macro"),
-    lambda e, r: e.label(U, r["item"], "meh"),
-    lambda e, r: e.report_feedback(U),
-    lambda e, r: e.prune_sessions(U, "everything", apply=True),
-    lambda e, r: e.working_update(U, S, {"goals": 1}, source="root"),
-    lambda e, r: e.working_restore(U, S, r["edit"], which="oldest"),
-    lambda e, r: e.retrieve(U, "victim", overrides={"no_such_setting": 1}),
-    lambda e, r: e.retrieve(U, "victim", overrides={"store": "/tmp/elsewhere"}),
-    lambda e, r: e.retrieve(U, "victim", hops=99),
-    lambda e, r: e.ingest_lines(['{"kind": "spell", "user_id": "ada"}']),
-], ids=["role", "forget kind", "forget mode", "search kind", "skill kind", "rank kind", "label", "no feedback ids",
-        "prune rule", "edit source", "restore which", "unknown setting", "non-retrieval setting", "hops",
-        "ingest kind"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda e, r: e.add_message(U, S, "admin", "hi"),
+        lambda e, r: e.forget(U, "semantics", [r["item"]], reason="r"),
+        lambda e, r: e.forget(U, "semantic", [r["item"]], reason="r", mode="shred"),
+        lambda e, r: e.search(U, "victim", kind="working"),
+        lambda e, r: e.register_skill(U, "n", "b", kind="macro"),
+        lambda e, r: e.rank_skills(U, kind="macro"),
+        lambda e, r: e.label(U, r["item"], "meh"),
+        lambda e, r: e.report_feedback(U),
+        lambda e, r: e.prune_sessions(U, "everything", apply=True),
+        lambda e, r: e.working_update(U, S, {"goals": 1}, source="root"),
+        lambda e, r: e.working_restore(U, S, r["edit"], which="oldest"),
+        lambda e, r: e.retrieve(U, "victim", overrides={"no_such_setting": 1}),
+        lambda e, r: e.retrieve(U, "victim", overrides={"store": "/tmp/elsewhere"}),
+        lambda e, r: e.retrieve(U, "victim", hops=99),
+        lambda e, r: e.ingest_lines(['{"kind": "spell", "user_id": "ada"}']),
+    ],
+    ids=[
+        "role",
+        "forget kind",
+        "forget mode",
+        "search kind",
+        "skill kind",
+        "rank kind",
+        "label",
+        "no feedback ids",
+        "prune rule",
+        "edit source",
+        "restore which",
+        "unknown setting",
+        "non-retrieval setting",
+        "hops",
+        "ingest kind",
+    ],
+)
 def test_unknown_kinds_roles_labels_and_modes_are_refused(store, call):
     engine, real = store
     refused(engine, lambda: call(engine, real))
 
 
-@pytest.mark.parametrize("call", [
-    lambda e, r: e.get_item(U, "item_not_there"),
-    lambda e, r: e.get_item("bo", r["item"]),
-    lambda e, r: e.get_episode(U, r["item"]),
-    lambda e, r: e.get_skill(U, r["episode"]),
-    lambda e, r: e.get_session(U, "no-such-session"),
-    lambda e, r: e.messages(U, "no-such-session"),
-    lambda e, r: e.report_outcome(U, "skill_not_there", True),
-    lambda e, r: e.label(U, "item_not_there", "useful"),
-    lambda e, r: e.get_trace("tr_not_there"),
-    lambda e, r: e.get_trace(r["trace"], user_id="bo"),
-    lambda e, r: e.delete_trace(r["trace"], user_id="bo"),
-    lambda e, r: e.working_restore(U, S, 10**9),
-], ids=["item", "foreign item", "item as episode", "episode as skill", "session", "messages", "outcome", "label",
-        "trace", "foreign trace", "delete foreign trace", "edit"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda e, r: e.get_item(U, "item_not_there"),
+        lambda e, r: e.get_item("bo", r["item"]),
+        lambda e, r: e.get_episode(U, r["item"]),
+        lambda e, r: e.get_skill(U, r["episode"]),
+        lambda e, r: e.get_session(U, "no-such-session"),
+        lambda e, r: e.messages(U, "no-such-session"),
+        lambda e, r: e.report_outcome(U, "skill_not_there", True),
+        lambda e, r: e.label(U, "item_not_there", "useful"),
+        lambda e, r: e.get_trace("tr_not_there"),
+        lambda e, r: e.get_trace(r["trace"], user_id="bo"),
+        lambda e, r: e.delete_trace(r["trace"], user_id="bo"),
+        lambda e, r: e.working_restore(U, S, 10**9),
+    ],
+    ids=[
+        "item",
+        "foreign item",
+        "item as episode",
+        "episode as skill",
+        "session",
+        "messages",
+        "outcome",
+        "label",
+        "trace",
+        "foreign trace",
+        "delete foreign trace",
+        "edit",
+    ],
+)
 def test_well_formed_but_unknown_ids_are_not_found_and_nothing_is_written(store, call):
     engine, real = store
     refused(engine, lambda: call(engine, real), expected=(NotFound,))
 
 
-@pytest.mark.parametrize("call", [
-    lambda e: e.list_items(U, limit=-1),
-    lambda e: e.list_items(U, offset=-1),
-    lambda e: e.list_episodes(U, limit="ten"),
-    lambda e: e.list_sessions(U, limit=-1),
-    lambda e: e.messages(U, S, offset=-5),
-    lambda e: e.feedback_events(U, limit=-1),
-    lambda e: e.forget_log(U, limit=0),
-    lambda e: e.working_history(U, S, limit="all"),
-    lambda e: e.search(U, "victim", limit=-1),
-], ids=["items limit", "items offset", "episodes limit", "sessions limit", "messages offset", "feedback limit",
-        "forget log limit", "history limit", "search limit"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda e: e.list_items(U, limit=-1),
+        lambda e: e.list_items(U, offset=-1),
+        lambda e: e.list_episodes(U, limit="ten"),
+        lambda e: e.list_sessions(U, limit=-1),
+        lambda e: e.messages(U, S, offset=-5),
+        lambda e: e.feedback_events(U, limit=-1),
+        lambda e: e.forget_log(U, limit=0),
+        lambda e: e.working_history(U, S, limit="all"),
+        lambda e: e.search(U, "victim", limit=-1),
+    ],
+    ids=[
+        "items limit",
+        "items offset",
+        "episodes limit",
+        "sessions limit",
+        "messages offset",
+        "feedback limit",
+        "forget log limit",
+        "history limit",
+        "search limit",
+    ],
+)
 def test_bad_limits_and_offsets_are_refused_with_a_clear_error(store, call):
     engine, _ = store
     refused(engine, lambda: call(engine))

@@ -25,8 +25,14 @@ def good_lines() -> list[str]:
         line(kind="episode", user_id=U, id="ep-1", steps=[{"action": "ship", "result": "done"}], outcome="success"),
         line(kind="skill", user_id=U, id="sk-1", name="ship", body="run make ship", skill_kind="code"),
         line(kind="outcome", user_id=U, skill_id="sk-1", success=True, episode_id="ep-1"),
-        line(kind="message", user_id=U, session_id="s1", role="user", content="ship it",
-             created_at="2026-01-01T10:00:00Z"),
+        line(
+            kind="message",
+            user_id=U,
+            session_id="s1",
+            role="user",
+            content="ship it",
+            created_at="2026-01-01T10:00:00Z",
+        ),
         line(kind="feedback", user_id=U, item_id="it-1", label="useful"),
         line(kind="working", user_id=U, session_id="s1", slot="goals", value=["ship"]),
         line(kind="forget_log", user_id=U, memory_type="semantic", ids=["it-old"], mode="hard", reason="obsolete"),
@@ -40,19 +46,35 @@ def assert_nothing_written(engine: MemoryEngine) -> None:
 
 def test_a_valid_file_is_written_and_the_counts_per_kind_are_returned(empty_engine):
     counts = empty_engine.ingest_lines(good_lines())
-    assert counts == {"message": 1, "item": 1, "category": 1, "episode": 1, "skill": 1, "outcome": 1,
-                      "feedback": 1, "working": 1, "forget_log": 1}
+    assert counts == {
+        "message": 1,
+        "item": 1,
+        "category": 1,
+        "episode": 1,
+        "skill": 1,
+        "outcome": 1,
+        "feedback": 1,
+        "working": 1,
+        "forget_log": 1,
+    }
     assert empty_engine.get_skill(U, "sk-1").success_count == 1
     assert empty_engine.working_get(U, "s1")["goals"] == ["ship"]
-    assert vector_counts(empty_engine) == {"episodic__all-minilm-l6-v2": 1, "procedural__all-minilm-l6-v2": 1,
-                                           "semantic__all-minilm-l6-v2": 1}
+    assert vector_counts(empty_engine) == {
+        "episodic__all-minilm-l6-v2": 1,
+        "procedural__all-minilm-l6-v2": 1,
+        "semantic__all-minilm-l6-v2": 1,
+    }
     assert [h.id for h in empty_engine.search(U, "Ada ships on Tuesdays", kind="semantic")] == ["it-1"]
 
 
 def test_a_file_of_only_one_kind_is_written(empty_engine):
     assert empty_engine.ingest_lines([line(kind="item", user_id=U, content="only items here")])["item"] == 1
-    assert empty_engine.ingest_lines([line(kind="message", user_id=U, session_id="s", role="user",
-                                           content="only messages")])["message"] == 1
+    assert (
+        empty_engine.ingest_lines(
+            [line(kind="message", user_id=U, session_id="s", role="user", content="only messages")]
+        )["message"]
+        == 1
+    )
 
 
 BAD_RECORDS = {
@@ -125,11 +147,13 @@ def test_feedback_naming_an_unknown_memory_is_named_by_its_line_and_nothing_is_w
 
 def test_references_may_point_forward_in_the_file_or_to_stored_memories(empty_engine):
     empty_engine.ingest_lines([line(kind="skill", user_id=U, id="sk-stored", name="stored", body="b")])
-    counts = empty_engine.ingest_lines([
-        line(kind="outcome", user_id=U, skill_id="sk-later", success=True),
-        line(kind="outcome", user_id=U, skill_id="sk-stored", success=False),
-        line(kind="skill", user_id=U, id="sk-later", name="later", body="b"),
-    ])
+    counts = empty_engine.ingest_lines(
+        [
+            line(kind="outcome", user_id=U, skill_id="sk-later", success=True),
+            line(kind="outcome", user_id=U, skill_id="sk-stored", success=False),
+            line(kind="skill", user_id=U, id="sk-later", name="later", body="b"),
+        ]
+    )
     assert counts["outcome"] == 2
     assert empty_engine.get_skill(U, "sk-stored").failure_count == 1
 
@@ -154,6 +178,7 @@ def test_ingesting_the_same_file_twice_is_refused_and_leaves_the_first_copy_inta
 
 # -- export -> ingest round trip -------------------------------------------------------------------------------------
 
+
 def canonical(records) -> list[str]:
     return sorted(json.dumps(r, sort_keys=True, ensure_ascii=False) for r in records)
 
@@ -165,8 +190,12 @@ def fresh_engine(path, embedder) -> MemoryEngine:
 def test_export_then_ingest_into_a_fresh_store_gives_an_identical_export(empty_engine, tmp_path, embedder):
     e = empty_engine
     e.ingest_lines(good_lines())
-    e.remember(U, "Soft-forgotten but exported", category="work", provenance={
-        "sources": [{"type": "message", "id": "s1#1"}], "method": "extraction", "confidence": 0.4})
+    e.remember(
+        U,
+        "Soft-forgotten but exported",
+        category="work",
+        provenance={"sources": [{"type": "message", "id": "s1#1"}], "method": "extraction", "confidence": 0.4},
+    )
     gone = e.list_items(U, query="Soft-forgotten").rows[0].id
     e.forget(U, "semantic", [gone], reason="archived on purpose")
     v2 = e.register_skill(U, "ship", "run make ship-safely", description="v2")
@@ -176,8 +205,17 @@ def test_export_then_ingest_into_a_fresh_store_gives_an_identical_export(empty_e
     e.working_update(U, "s1", {"scratchpad": {"n": 1, "nested": [True, None, 2.5]}, "custom_slot": "é"})
     e.add_message(U, "s2", "assistant", "second session", created_at="2026-01-02T00:00:00Z")
     first = list(e.export(U))
-    assert {r["kind"] for r in first} == {"category", "item", "episode", "skill", "outcome", "message", "feedback",
-                                          "working", "forget_log"}
+    assert {r["kind"] for r in first} == {
+        "category",
+        "item",
+        "episode",
+        "skill",
+        "outcome",
+        "message",
+        "feedback",
+        "working",
+        "forget_log",
+    }
 
     fresh = fresh_engine(tmp_path / "copy", embedder)
     fresh.ingest_lines(json.dumps(r) for r in first)
@@ -200,8 +238,9 @@ def test_the_demo_round_trips_for_every_user(demo_engine, tmp_path, embedder):
 
 def test_ingest_reports_progress_every_few_records_not_once_per_large_batch(tmp_path, embedder):
     engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(tmp_path / "store")), embedder=embedder)
-    lines = [line(kind="item", user_id=U, id=f"it-{n}", category="work", content=f"fact number {n}")
-             for n in range(100)]
+    lines = [
+        line(kind="item", user_id=U, id=f"it-{n}", category="work", content=f"fact number {n}") for n in range(100)
+    ]
     seen: list[tuple[str, int, int]] = []
     engine.ingest_lines(lines, progress=lambda kind, done, total: seen.append((kind, done, total)))
     assert seen == [("semantic", 32, 100), ("semantic", 64, 100), ("semantic", 96, 100), ("semantic", 100, 100)]

@@ -47,8 +47,9 @@ def test_the_vector_embeds_the_text_plus_the_weighted_preceding_text(empty_engin
     text_vec, before_vec = embedder.embed([REPLY, QUESTION])
     query_vec = embedder.embed(["trams in Lisbon"])[0]
     expected = unit(text_vec + 0.4 * before_vec)
-    assert vector_score(empty_engine, "trams in Lisbon", item.id) == pytest.approx(float(query_vec @ expected),
-                                                                                    abs=1e-5)
+    assert vector_score(empty_engine, "trams in Lisbon", item.id) == pytest.approx(
+        float(query_vec @ expected), abs=1e-5
+    )
 
 
 def test_a_reply_is_found_by_the_question_it_answers(settings, embedder, tmp_path):
@@ -75,10 +76,15 @@ def test_full_text_search_matches_the_text_not_the_preceding_text(empty_engine):
 
 
 def test_a_batch_of_conversation_turns_embeds_each_turn_with_the_one_before(empty_engine, embedder):
-    turns = ['Alice said, "What did you cook on Sunday?"', 'Bob said, "A mushroom risotto."',
-             'Alice said, "Sounds lovely."']
-    items = empty_engine.remember_many({"user_id": U, "id": f"t{n}", "content": t,
-                                        "preceding_text": turns[n - 1] if n else None} for n, t in enumerate(turns))
+    turns = [
+        'Alice said, "What did you cook on Sunday?"',
+        'Bob said, "A mushroom risotto."',
+        'Alice said, "Sounds lovely."',
+    ]
+    items = empty_engine.remember_many(
+        {"user_id": U, "id": f"t{n}", "content": t, "preceding_text": turns[n - 1] if n else None}
+        for n, t in enumerate(turns)
+    )
     assert [i.preceding_text for i in items] == ["", turns[0], turns[1]]
     vecs, query_vec = embedder.embed(turns), embedder.embed(["risotto"])[0]
     for n in (1, 2):
@@ -107,23 +113,31 @@ def test_export_and_ingest_carry_the_preceding_text(empty_engine, settings, embe
     assert vector_score(other, query, item.id) == pytest.approx(vector_score(empty_engine, query, item.id), abs=1e-5)
 
 
-@pytest.mark.parametrize("bad, message", [(42, "preceding_text must be text"),
-                                             ("x" * 40_000, "item preceding_text is 40,000 characters"),
-                                              ("bad\x00byte", "NUL")])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (42, "preceding_text must be text"),
+        ("x" * 40_000, "item preceding_text is 40,000 characters"),
+        ("bad\x00byte", "NUL"),
+    ],
+)
 def test_a_bad_preceding_text_is_refused_and_nothing_is_written(empty_engine, bad, message):
     before = snapshot(empty_engine)
     with pytest.raises(InvalidInput, match=message):
         empty_engine.remember(U, REPLY, preceding_text=bad)
     with pytest.raises(InvalidInput, match=message):
-        empty_engine.remember_many([{"user_id": U, "content": "fine"}, {"user_id": U, "content": REPLY,
-                                                                         "preceding_text": bad}])
+        empty_engine.remember_many(
+            [{"user_id": U, "content": "fine"}, {"user_id": U, "content": REPLY, "preceding_text": bad}]
+        )
     assert snapshot(empty_engine) == before
 
 
 def test_an_ingest_line_with_a_bad_preceding_text_names_its_line_and_writes_nothing(empty_engine):
     before = snapshot(empty_engine)
-    lines = [json.dumps({"kind": "item", "user_id": U, "content": "first"}),
-             json.dumps({"kind": "item", "user_id": U, "content": REPLY, "preceding_text": ["not", "text"]})]
+    lines = [
+        json.dumps({"kind": "item", "user_id": U, "content": "first"}),
+        json.dumps({"kind": "item", "user_id": U, "content": REPLY, "preceding_text": ["not", "text"]}),
+    ]
     with pytest.raises(InvalidInput, match="line 2.*preceding_text must be text"):
         empty_engine.ingest_lines(lines)
     assert snapshot(empty_engine) == before
@@ -132,16 +146,20 @@ def test_an_ingest_line_with_a_bad_preceding_text_names_its_line_and_writes_noth
 def test_a_trace_keeps_each_candidates_preceding_text_through_storage_and_replay(empty_engine):
     item = empty_engine.remember(U, REPLY, preceding_text=QUESTION)
     plain = empty_engine.remember(U, "Bob's favourite city is Lisbon.")
-    empty_engine.record_episode(U, [{"observation": "asked about Lisbon", "action": "answered", "result": "ok"}],
-                                summary="Talked about Lisbon trips")
+    empty_engine.record_episode(
+        U,
+        [{"observation": "asked about Lisbon", "action": "answered", "result": "ok"}],
+        summary="Talked about Lisbon trips",
+    )
     trace = empty_engine.retrieve(U, "Has Bob been to Lisbon?")
     by_id = {c.id: c for c in trace.hops[0].candidates}
     assert by_id[item.id].preceding_text == QUESTION
     assert by_id[plain.id].preceding_text == ""
     assert all(c.preceding_text == "" for c in by_id.values() if c.kind != "semantic")
     stored = empty_engine.get_trace(trace.trace_id)
-    assert {c.id: c.preceding_text for c in stored.hops[0].candidates} == \
-        {c.id: c.preceding_text for c in trace.hops[0].candidates}
+    assert {c.id: c.preceding_text for c in stored.hops[0].candidates} == {
+        c.id: c.preceding_text for c in trace.hops[0].candidates
+    }
     replayed = empty_engine.replay(trace.trace_id, {"bm25_weight": 0.5})
     assert {c.id: c.preceding_text for c in replayed.hops[0].candidates}[item.id] == QUESTION
     exported = json.loads(empty_engine.export_trace(trace.trace_id))["hops"][0]["candidates"]
@@ -149,8 +167,11 @@ def test_a_trace_keeps_each_candidates_preceding_text_through_storage_and_replay
 
 
 def test_a_reply_passes_the_relevance_filter_on_the_words_of_the_question_it_answered(empty_engine):
-    reply = empty_engine.remember(U, 'Omar said, "Me, on the first Monday of each month."',
-                                  preceding_text='Lena said, "Who defrosts the lab freezer?"')
+    reply = empty_engine.remember(
+        U,
+        'Omar said, "Me, on the first Monday of each month."',
+        preceding_text='Lena said, "Who defrosts the lab freezer?"',
+    )
     for n in range(6):  # more than relevance_keep_all_max candidates, so the filter judges each one
         empty_engine.remember(U, f"Unrelated note number {n} about printer toner.")
     trace = empty_engine.retrieve(U, "Who defrosts the freezer in the lab?")
@@ -160,14 +181,20 @@ def test_a_reply_passes_the_relevance_filter_on_the_words_of_the_question_it_ans
 
 
 def test_the_words_of_the_question_a_reply_answered_count_towards_its_bm25(empty_engine):
-    reply = empty_engine.remember(U, 'Omar said, "Me, on every first Monday of each month."',
-                                  preceding_text='Lena said, "Who defrosts the lab freezer?"')
+    reply = empty_engine.remember(
+        U,
+        'Omar said, "Me, on every first Monday of each month."',
+        preceding_text='Lena said, "Who defrosts the lab freezer?"',
+    )
     for n in range(6):
         empty_engine.remember(U, f"Unrelated note number {n} about the freezer manual.")
     question = "Who defrosts the lab freezer?"
     on = next(c for c in empty_engine.retrieve(U, question).hops[0].candidates if c.id == reply.id)
-    off = next(c for c in empty_engine.retrieve(U, question, overrides={"preceding_bm25_weight": 0}).hops[0].candidates
-               if c.id == reply.id)
+    off = next(
+        c
+        for c in empty_engine.retrieve(U, question, overrides={"preceding_bm25_weight": 0}).hops[0].candidates
+        if c.id == reply.id
+    )
     assert on.scores["bm25_raw"] == off.scores["bm25_raw"] == 0  # none of the question's words is in the reply
     assert on.scores["bm25_preceding"] == off.scores["bm25_preceding"] > 0
     assert off.scores["bm25_norm"] == 0 < on.scores["bm25_norm"]
@@ -185,5 +212,6 @@ def test_a_trace_stored_before_preceding_bm25_weight_existed_replays_as_it_ran(e
     assert trace.settings["preceding_bm25_weight"] == 0.0
     replayed = empty_engine.replay_trace(trace)
     assert replayed.context_ids == ran.context_ids
-    assert [(c.id, c.scores["final"]) for c in replayed.hops[0].candidates] == \
-        [(c.id, c.scores["final"]) for c in ran.hops[0].candidates]
+    assert [(c.id, c.scores["final"]) for c in replayed.hops[0].candidates] == [
+        (c.id, c.scores["final"]) for c in ran.hops[0].candidates
+    ]

@@ -78,9 +78,16 @@ def test_a_reply_slower_than_the_timeout_counts_as_a_failed_attempt(engine, serv
     assert result.ok and result.text == "in time" and result.attempts == 2
 
 
-@pytest.mark.parametrize("reply", [Reply(raw=b"<html>not json</html>"), Reply(body={"choices": []}),
-                                   Reply(body={"unexpected": "shape"}), Reply(body=["a", "list"])],
-                         ids=["garbage", "no-choices", "wrong-shape", "json-list"])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(raw=b"<html>not json</html>"),
+        Reply(body={"choices": []}),
+        Reply(body={"unexpected": "shape"}),
+        Reply(body=["a", "list"]),
+    ],
+    ids=["garbage", "no-choices", "wrong-shape", "json-list"],
+)
 def test_a_malformed_response_body_is_a_failed_result_not_a_crash(engine, server, reply):
     server.script("chat", reply)
     result = engine.llm.complete("q", "test_op", "alice")
@@ -130,11 +137,23 @@ def test_without_a_key_the_engine_is_offline_and_never_calls_the_server(server, 
 
 
 def test_settings_read_the_llm_environment_variables():
-    s = Settings.from_env({"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
-                           "MEMLENS_CHAT_MODEL": "llama3", "MEMLENS_EMBEDDING_MODEL": "nomic-embed",
-                           "MEMLENS_EMBEDDER": "openai", "MEMLENS_LLM_TIMEOUT": "5", "MEMLENS_LLM_RETRIES": "1",
-                           "MEMLENS_LLM_BACKOFF": "0.1"})
+    s = Settings.from_env(
+        {
+            "OPENAI_API_KEY": "k",
+            "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+            "MEMLENS_CHAT_MODEL": "llama3",
+            "MEMLENS_EMBEDDING_MODEL": "nomic-embed",
+            "MEMLENS_EMBEDDER": "openai",
+            "MEMLENS_LLM_TIMEOUT": "5",
+            "MEMLENS_LLM_RETRIES": "1",
+            "MEMLENS_LLM_BACKOFF": "0.1",
+        }
+    )
     assert (s.openai_base_url, s.chat_model, s.embedding_model, s.embedder_choice) == (
-        "http://127.0.0.1:9/v1", "llama3", "nomic-embed", "openai")
+        "http://127.0.0.1:9/v1",
+        "llama3",
+        "nomic-embed",
+        "openai",
+    )
     assert (s.llm_timeout_s, s.llm_retries, s.llm_backoff_s) == (5.0, 1, 0.1)
     assert s.llm_configured

@@ -74,7 +74,9 @@ def test_switching_between_local_and_openai_embedders_keeps_both_usable(server, 
     assert local.stats().warnings == ()
     local.remember(U, "Beta fact about the orchard in spring")
     assert {h.text for h in local.search(U, "lighthouse orchard", kind="semantic", limit=5)} == {
-        "Alpha fact about the lighthouse keeper", "Beta fact about the orchard in spring"}
+        "Alpha fact about the lighthouse keeper",
+        "Beta fact about the orchard in spring",
+    }
     meta = tables(store)
     assert meta[table_name("semantic", MODEL)]["dim"] == "8"
     assert meta[table_name("semantic", "all-MiniLM-L6-v2")]["dim"] == "384"
@@ -111,9 +113,11 @@ def test_a_failing_embeddings_server_refuses_the_write_and_stores_nothing(server
     assert engine.list_items(U).total == 0
 
 
-@pytest.mark.parametrize("body", [{"data": [{"index": 0, "embedding": [0.0] * 8}]},
-                                  {"data": [{"index": 0, "embedding": [1.0, 2.0]}]},
-                                  {"data": []}], ids=["zero-vector", "wrong-dim", "no-vectors"])
+@pytest.mark.parametrize(
+    "body",
+    [{"data": [{"index": 0, "embedding": [0.0] * 8}]}, {"data": [{"index": 0, "embedding": [1.0, 2.0]}]}, {"data": []}],
+    ids=["zero-vector", "wrong-dim", "no-vectors"],
+)
 def test_malformed_embeddings_are_refused_with_a_clear_error(server, tmp_path, body):
     engine = openai_engine(server, tmp_path)
     _ = engine.embedder.dim

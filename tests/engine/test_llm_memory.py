@@ -40,18 +40,24 @@ def ops(server) -> list[str]:
     return [r.prompt.split("\n")[0][:40] for r in server.captured("chat")]
 
 
-# -- memorize ---------------------------------------------------------------------------------------------------------
+# -- memorize --------------------------------------------------------------------------------------------------------
 def test_memorize_extracts_classifies_and_evolves_each_touched_category(engine, server):
     engine.semantic.set_category_summary(U, "preferences", "- likes coffee")
-    server.script("chat",
-                  '[{"content": "Mina prefers tea over coffee", "importance": 0.9}, '
-                  '{"content": "Mina lives in Porto", "importance": 0.6}]',
-                  "Preferences", "home life",
-                  "- prefers tea over coffee", "- lives in Porto")
+    server.script(
+        "chat",
+        '[{"content": "Mina prefers tea over coffee", "importance": 0.9}, '
+        '{"content": "Mina lives in Porto", "importance": 0.6}]',
+        "Preferences",
+        "home life",
+        "- prefers tea over coffee",
+        "- lives in Porto",
+    )
     report = engine.memorize_report(U, "Mina: I switched to tea, coffee is over. I live in Porto now.")
     assert report.strategy == "fact_extraction" and report.llm_calls == 5
     assert [(i.content, i.category, i.importance) for i in report.items] == [
-        ("Mina prefers tea over coffee", "preferences", 0.9), ("Mina lives in Porto", "home_life", 0.6)]
+        ("Mina prefers tea over coffee", "preferences", 0.9),
+        ("Mina lives in Porto", "home_life", 0.6),
+    ]
     assert all(i.provenance["method"] == "fact_extraction" for i in report.items)
     cats = {c.name: c for c in engine.categories(U)}
     assert cats["preferences"].summary == "- prefers tea over coffee"
@@ -66,18 +72,33 @@ def test_memorize_extracts_classifies_and_evolves_each_touched_category(engine, 
 
 
 def test_memorize_defaults_bad_importance_to_0_7_and_empty_categories_to_general(engine, server):
-    server.script("chat", '["a bare string fact", {"content": "fact two", "importance": 7}, '
-                          '{"content": "fact three", "importance": "high"}, {"content": "  "}, 42]',
-                  "", "`Work Life.`", "!!!", "summary general", "summary work")
+    server.script(
+        "chat",
+        '["a bare string fact", {"content": "fact two", "importance": 7}, '
+        '{"content": "fact three", "importance": "high"}, {"content": "  "}, 42]',
+        "",
+        "`Work Life.`",
+        "!!!",
+        "summary general",
+        "summary work",
+    )
     report = engine.memorize_report(U, "some conversation text")
     assert [(i.content, i.importance, i.category) for i in report.items] == [
-        ("a bare string fact", 0.7, "general"), ("fact two", 0.7, "work_life"), ("fact three", 0.7, "general")]
+        ("a bare string fact", 0.7, "general"),
+        ("fact two", 0.7, "work_life"),
+        ("fact three", 0.7, "general"),
+    ]
     assert report.dropped == 2
 
 
 def test_memorize_removes_nul_characters_from_model_output_instead_of_failing(engine, server):
-    server.script("chat", '[{"content": "clean fact", "importance": 0.5}, {"content": "nul\\u0000fact"}]',
-                  "general", "general", "summary\u0000text")
+    server.script(
+        "chat",
+        '[{"content": "clean fact", "importance": 0.5}, {"content": "nul\\u0000fact"}]',
+        "general",
+        "general",
+        "summary\u0000text",
+    )
     report = engine.memorize_report(U, "text")
     assert [i.content for i in report.items] == ["clean fact", "nulfact"]
     assert engine.categories(U)[0].summary == "summarytext"
@@ -85,8 +106,11 @@ def test_memorize_removes_nul_characters_from_model_output_instead_of_failing(en
 
 def test_reflect_and_mining_remove_nul_characters_from_model_output(engine, server):
     _episodes(engine)
-    server.script("chat", '[{"content": "an\\u0000insight", "confidence": 0.5}, "bare\\u0000one"]',
-                  '[{"name": "n", "body": "b\\u0000ody", "description": "d\\u0000"}]')
+    server.script(
+        "chat",
+        '[{"content": "an\\u0000insight", "confidence": 0.5}, "bare\\u0000one"]',
+        '[{"name": "n", "body": "b\\u0000ody", "description": "d\\u0000"}]',
+    )
     items, strategy = engine.reflect(U)
     assert strategy == "reflection" and [i.content for i in items] == ["aninsight", "bareone"]
     [p] = engine.mine_skills(U).proposals
@@ -94,8 +118,9 @@ def test_reflect_and_mining_remove_nul_characters_from_model_output(engine, serv
     assert engine.accept_skill_proposal(U, p).body == "body"
 
 
-@pytest.mark.parametrize("answer", ["I cannot do that", "{\"content\": \"not a list\"}", "[unclosed"],
-                         ids=["prose", "object", "broken"])
+@pytest.mark.parametrize(
+    "answer", ["I cannot do that", '{"content": "not a list"}', "[unclosed"], ids=["prose", "object", "broken"]
+)
 def test_memorize_with_non_json_output_stores_no_facts(engine, server, answer):
     server.script("chat", answer)
     report = engine.memorize_report(U, "some conversation text")
@@ -110,8 +135,11 @@ def test_memorize_with_a_failing_server_falls_back_to_one_offline_item(engine, s
     assert report.strategy == "memorize_offline"
     assert "LLM failed" in report.notes[0]
     [item] = report.items
-    assert (item.content, item.category, item.provenance["method"]) == ("Mina likes long walks.", "general",
-                                                                         "memorize_offline")
+    assert (item.content, item.category, item.provenance["method"]) == (
+        "Mina likes long walks.",
+        "general",
+        "memorize_offline",
+    )
 
 
 def test_memorize_keeps_the_old_summary_when_its_evolution_call_fails(engine, server):
@@ -130,9 +158,12 @@ def test_memorize_with_a_given_category_skips_classification(engine, server):
 
 
 def test_memorize_refuses_bad_input_before_any_llm_call(engine, server):
-    for call in (lambda: engine.memorize(U, "   "), lambda: engine.memorize("bad'id", "x"),
-                 lambda: engine.memorize(U, "x", category="Bad Cat"),
-                 lambda: engine.memorize(U, "x", importance=float("nan"))):
+    for call in (
+        lambda: engine.memorize(U, "   "),
+        lambda: engine.memorize("bad'id", "x"),
+        lambda: engine.memorize(U, "x", category="Bad Cat"),
+        lambda: engine.memorize(U, "x", importance=float("nan")),
+    ):
         with pytest.raises(InvalidInput):
             call()
     assert server.captured() == []
@@ -143,24 +174,33 @@ def test_memorize_offline_stores_the_text_as_one_item(offline):
     assert report.strategy == "memorize_offline" and len(report.items) == 1 and report.llm_calls == 0
 
 
-# -- reflection -------------------------------------------------------------------------------------------------------
+# -- reflection ------------------------------------------------------------------------------------------------------
 def _episodes(e: MemoryEngine, n: int = 3) -> list[str]:
     out = []
     for k in range(n):
-        ep = e.record_episode(U, [{"action": "open the ticket"}, {"action": "run the tests"},
-                                  {"action": f"fix bug {k}"}], outcome="success" if k else "failure")
+        ep = e.record_episode(
+            U,
+            [{"action": "open the ticket"}, {"action": "run the tests"}, {"action": f"fix bug {k}"}],
+            outcome="success" if k else "failure",
+        )
         out.append(ep.id)
     return out
 
 
 def test_reflect_stores_llm_insights_with_provenance_to_every_episode(engine, server):
     ids = _episodes(engine)
-    server.script("chat", '[{"content": "Running tests first avoids rework", "confidence": 0.8}, '
-                          '{"content": "no confidence given"}, {"content": ""}, {"content": "bad", "confidence": 9}]')
+    server.script(
+        "chat",
+        '[{"content": "Running tests first avoids rework", "confidence": 0.8}, '
+        '{"content": "no confidence given"}, {"content": ""}, {"content": "bad", "confidence": 9}]',
+    )
     items, strategy = engine.reflect(U, window=10)
     assert strategy == "reflection"
-    assert [(i.content, i.importance) for i in items] == [("Running tests first avoids rework", 0.8),
-                                                           ("no confidence given", 0.6), ("bad", 0.6)]
+    assert [(i.content, i.importance) for i in items] == [
+        ("Running tests first avoids rework", 0.8),
+        ("no confidence given", 0.6),
+        ("bad", 0.6),
+    ]
     assert all(i.category == "insights" for i in items)
     assert {s["id"] for s in items[0].provenance["sources"]} == set(ids)
     assert "Episode 1 (outcome:" in server.captured("chat")[0].prompt
@@ -175,19 +215,36 @@ def test_reflect_falls_back_to_offline_insights_on_garbage_or_failure(engine, se
     assert items and all(i.provenance["method"] == "reflection_offline" for i in items)
 
 
-# -- skill mining -----------------------------------------------------------------------------------------------------
+# -- skill mining ----------------------------------------------------------------------------------------------------
 def test_mining_proposes_skills_and_writes_nothing(engine, server):
     ids = _episodes(engine)
-    server.script("chat", json.dumps([
-        {"name": "Test First Fix", "kind": "prompt", "body": "1. open the ticket\n2. run the tests",
-         "description": "When fixing a bug.", "confidence": 0.85},
-        {"name": "odd kind", "kind": "shell", "body": "do it", "description": "  ", "confidence": 3},
-        {"name": "", "body": "no name"}, {"name": "no_body", "body": "  "}, "just a string"]))
+    server.script(
+        "chat",
+        json.dumps(
+            [
+                {
+                    "name": "Test First Fix",
+                    "kind": "prompt",
+                    "body": "1. open the ticket\n2. run the tests",
+                    "description": "When fixing a bug.",
+                    "confidence": 0.85,
+                },
+                {"name": "odd kind", "kind": "shell", "body": "do it", "description": "  ", "confidence": 3},
+                {"name": "", "body": "no name"},
+                {"name": "no_body", "body": "  "},
+                "just a string",
+            ]
+        ),
+    )
     result = engine.mine_skills(U, window=20)
     assert result.strategy == "skill_mining" and result.dropped == 3
     first, second = result.proposals
-    assert (first.name, first.kind, first.confidence, first.description) == ("test_first_fix", "prompt", 0.85,
-                                                                              "When fixing a bug.")
+    assert (first.name, first.kind, first.confidence, first.description) == (
+        "test_first_fix",
+        "prompt",
+        0.85,
+        "When fixing a bug.",
+    )
     assert (second.name, second.kind, second.confidence, second.description) == ("odd_kind", "prompt", 0.5, None)
     assert set(first.source_episode_ids) == set(ids)
     assert engine.rank_skills(U) == []  # proposals only
@@ -196,8 +253,11 @@ def test_mining_proposes_skills_and_writes_nothing(engine, server):
 
 def test_accepting_a_proposal_registers_it_with_mining_provenance(engine, server):
     ids = _episodes(engine)
-    server.script("chat", '[{"name": "triage", "kind": "template", "body": "Triage {{ticket}}", '
-                          '"description": "On a new ticket.", "confidence": 0.7}]')
+    server.script(
+        "chat",
+        '[{"name": "triage", "kind": "template", "body": "Triage {{ticket}}", '
+        '"description": "On a new ticket.", "confidence": 0.7}]',
+    )
     [proposal] = engine.mine_skills(U).proposals
     skill = engine.accept_skill_proposal(U, proposal)
     assert (skill.name, skill.kind, skill.body, skill.version) == ("triage", "template", "Triage {{ticket}}", 1)
@@ -245,7 +305,7 @@ def test_mining_outcome_filter_and_empty_window(engine, server, offline):
     assert server.captured() == []
 
 
-# -- reason -----------------------------------------------------------------------------------------------------------
+# -- reason ----------------------------------------------------------------------------------------------------------
 def test_reason_renders_slots_calls_the_llm_and_writes_the_slot_with_source_llm(engine, server):
     engine.working_update(U, "s1", {"goals": "book a trip", "budget": {"eur": 500}})
     server.script("chat", "Go to Porto by train.")
@@ -287,8 +347,11 @@ def test_reason_without_an_llm_raises_a_clear_error(offline):
 
 
 def test_reason_refuses_a_bad_slot_or_template_before_calling(engine, server):
-    for call in (lambda: engine.reason(U, "s1", "x", into="Bad Slot"), lambda: engine.reason(U, "s1", "  "),
-                 lambda: engine.reason(U, "s1", "x", parse="yaml")):
+    for call in (
+        lambda: engine.reason(U, "s1", "x", into="Bad Slot"),
+        lambda: engine.reason(U, "s1", "  "),
+        lambda: engine.reason(U, "s1", "x", parse="yaml"),
+    ):
         with pytest.raises(InvalidInput):
             call()
     assert server.captured() == []
@@ -296,8 +359,10 @@ def test_reason_refuses_a_bad_slot_or_template_before_calling(engine, server):
 
 def test_reflecting_twice_over_the_same_episodes_stores_each_insight_once(engine, server):
     _episodes(engine)
-    answer = '[{"content": "Running tests first avoids rework", "confidence": 0.8}, ' \
-             '{"content": "running tests first avoids rework  "}]'
+    answer = (
+        '[{"content": "Running tests first avoids rework", "confidence": 0.8}, '
+        '{"content": "running tests first avoids rework  "}]'
+    )
     server.script("chat", answer, answer)
     first, _ = engine.reflect(U)
     second, strategy = engine.reflect(U)

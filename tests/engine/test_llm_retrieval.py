@@ -9,12 +9,16 @@ from engine import MemoryEngine
 from tests.support.openai_server import Reply
 
 U = "rita"
-FACTS = ["Rita's sister Mara lives in Lyon and works as a luthier.",
-         "The Lyon workshop repairs violins and cellos for the conservatory.",
-         "Rita prefers green tea in the afternoon.",
-         "Rita's team ships the billing service every Tuesday."]
-LONG = ("I was thinking about the family trip we discussed last week, and I would like to know where exactly my "
-        "sister lives these days, because I want to plan a visit.")
+FACTS = [
+    "Rita's sister Mara lives in Lyon and works as a luthier.",
+    "The Lyon workshop repairs violins and cellos for the conservatory.",
+    "Rita prefers green tea in the afternoon.",
+    "Rita's team ships the billing service every Tuesday.",
+]
+LONG = (
+    "I was thinking about the family trip we discussed last week, and I would like to know where exactly my "
+    "sister lives these days, because I want to plan a visit."
+)
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +94,9 @@ def test_a_failing_reasoner_stops_the_hops_and_says_why(engine, server):
 
 def test_the_llm_judge_scores_drive_the_relevance_filter(engine, server):
     server.script("chat", "[0.9, 0.1, 0.2, 0.05]")
-    trace = engine.retrieve(U, "Where does Mara live?", overrides={"relevance_filter": "llm",
-                                                                    "relevance_keep_all_max": 0})
+    trace = engine.retrieve(
+        U, "Where does Mara live?", overrides={"relevance_filter": "llm", "relevance_keep_all_max": 0}
+    )
     assert trace.strategies["relevance_hop1"] == "llm_judge"
     judged = {c.text: c.scores["llm_relevance"] for c in trace.hops[0].candidates}
     assert sorted(judged.values()) == [0.05, 0.1, 0.2, 0.9]
@@ -100,22 +105,26 @@ def test_the_llm_judge_scores_drive_the_relevance_filter(engine, server):
 
 
 def test_the_llm_judge_reads_a_memorys_preceding_text_beside_it(engine, server):
-    reply = engine.remember(U, "Me, on the first Monday of each month.",
-                            preceding_text="Who defrosts the workshop freezer?")
+    reply = engine.remember(
+        U, "Me, on the first Monday of each month.", preceding_text="Who defrosts the workshop freezer?"
+    )
     try:
         server.script("chat", "[0.9, 0.1, 0.2, 0.05, 0.1]")
-        trace = engine.retrieve(U, "Who defrosts the freezer?", overrides={"relevance_filter": "llm",
-                                                                            "relevance_keep_all_max": 0})
+        trace = engine.retrieve(
+            U, "Who defrosts the freezer?", overrides={"relevance_filter": "llm", "relevance_keep_all_max": 0}
+        )
         assert reply.id in {c.id for c in trace.hops[0].candidates}
         prompt = server.captured("chat")[-1].prompt
-        assert "Me, on the first Monday of each month. (said right after: Who defrosts the workshop freezer?)" \
-            in prompt
+        assert "Me, on the first Monday of each month. (said right after: Who defrosts the workshop freezer?)" in prompt
     finally:  # the module's other tests count this user's memories
         engine.forget(U, "semantic", [reply.id], reason="test cleanup", mode="hard")
 
 
-@pytest.mark.parametrize("answer", ["not json at all", "[0.9, 0.1]", "[2, 0.1, 0.2, 0.3]", '["a","b","c","d"]'],
-                         ids=["garbage", "wrong-length", "out-of-range", "not-numbers"])
+@pytest.mark.parametrize(
+    "answer",
+    ["not json at all", "[0.9, 0.1]", "[2, 0.1, 0.2, 0.3]", '["a","b","c","d"]'],
+    ids=["garbage", "wrong-length", "out-of-range", "not-numbers"],
+)
 def test_malformed_judge_output_falls_back_to_the_heuristic(engine, server, answer):
     server.script("chat", answer)
     trace = engine.retrieve(U, "Where does Mara live?", overrides={"relevance_filter": "llm"})

@@ -35,12 +35,18 @@ FIXED: list[tuple[str, str, str]] = [
     ("lone low surrogate in user id", "memory_save", '{"user_id":"u\\udc80","content":"fact"}'),
     ("surrogate in a slot key", "memory_working_set", f'{{"user_id":"{USER}","slots":{{"\\ud800":1}}}}'),
     ("surrogate in a slot value", "memory_working_set", f'{{"user_id":"{USER}","slots":{{"goal":"\\udfff"}}}}'),
-    ("surrogate in a forget reason", "memory_forget",
-     f'{{"user_id":"{USER}","kind":"semantic","ids":["seed-item"],"reason":"\\ud83d","mode":"hard"}}'),
+    (
+        "surrogate in a forget reason",
+        "memory_forget",
+        f'{{"user_id":"{USER}","kind":"semantic","ids":["seed-item"],"reason":"\\ud83d","mode":"hard"}}',
+    ),
     ("slot value nested 900 levels", "memory_working_set", f'{{"user_id":"{USER}","slots":{{"goal":{DEEP_900}}}}}'),
     ("slot value nested 5000 levels", "memory_working_set", f'{{"user_id":"{USER}","slots":{{"goal":{DEEP_5000}}}}}'),
-    ("slot value nested 100 levels", "memory_working_set",
-     f'{{"user_id":"{USER}","slots":{{"goal":{"[" * 100 + "]" * 100}}}}}'),
+    (
+        "slot value nested 100 levels",
+        "memory_working_set",
+        f'{{"user_id":"{USER}","slots":{{"goal":{"[" * 100 + "]" * 100}}}}}',
+    ),
     ("5000-digit window", "memory_reflect", f'{{"user_id":"{USER}","window":{"9" * 5000}}}'),
     ("window -1", "memory_reflect", f'{{"user_id":"{USER}","window":-1}}'),
     ("window 10**20", "memory_reflect", f'{{"user_id":"{USER}","window":{10**20}}}'),
@@ -59,7 +65,7 @@ FIXED: list[tuple[str, str, str]] = [
     ("slots a string", "memory_working_set", f'{{"user_id":"{USER}","slots":"goal=1"}}'),
     ("steps a number", "memory_episode_record", f'{{"user_id":"{USER}","steps":7}}'),
     ("content of 40,000 characters", "memory_save", f'{{"user_id":"{USER}","content":"{"a" * 40_000}"}}'),
-    ("evergreen \"yes\"", "memory_save", f'{{"user_id":"{USER}","content":"fact","evergreen":"yes"}}'),
+    ('evergreen "yes"', "memory_save", f'{{"user_id":"{USER}","content":"fact","evergreen":"yes"}}'),
     ("unknown tool", "memory_nothing", f'{{"user_id":"{USER}"}}'),
 ]
 
@@ -109,8 +115,10 @@ def report_tally():
     yield
     for transport in ("stdio", "http"):
         row = {k[1]: v for k, v in TALLY.items() if k[0] == transport}
-        print(f"\nMCP {transport}: tried {sum(row.values())}, clean {row.get('clean', 0)}, "
-              f"raw {row.get('raw', 0)}, no answer {row.get('no_answer', 0)}, partial writes {row.get('written', 0)}")
+        print(
+            f"\nMCP {transport}: tried {sum(row.values())}, clean {row.get('clean', 0)}, "
+            f"raw {row.get('raw', 0)}, no answer {row.get('no_answer', 0)}, partial writes {row.get('written', 0)}"
+        )
 
 
 def check_refused(transport: str, answer: dict | None, label: str) -> None:
@@ -121,8 +129,10 @@ def check_refused(transport: str, answer: dict | None, label: str) -> None:
     if text is None:
         TALLY[(transport, "accepted")] += 1
         raise AssertionError(f"{label}: accepted: {json.dumps(answer)[:300]}")
-    if "Traceback" in text or not any(w in text for w in ("InvalidInput", "validation error", "Parse error",
-                                                          "Invalid request", "Unknown tool", "NotFound")):
+    if "Traceback" in text or not any(
+        w in text
+        for w in ("InvalidInput", "validation error", "Parse error", "Invalid request", "Unknown tool", "NotFound")
+    ):
         TALLY[(transport, "raw")] += 1
         raise AssertionError(f"{label}: not a named refusal: {text[:300]}")
     TALLY[(transport, "clean")] += 1
@@ -155,14 +165,14 @@ def ask_http(http: RawHttp, reader, request_id: int, tool: str, args: str, label
 def test_stdio_answers_every_hostile_request_with_a_refusal_and_writes_nothing(stdio, reader, n):
     label, tool, args = FIXED[n]
     ask_stdio(stdio, reader, 1000 + n, tool, args, label)
-    assert stdio.ask(b'{"jsonrpc":"2.0","id":99999,"method":"ping"}') == {"jsonrpc": "2.0", "id": 99999,
-                                                                              "result": {}}
+    assert stdio.ask(b'{"jsonrpc":"2.0","id":99999,"method":"ping"}') == {"jsonrpc": "2.0", "id": 99999, "result": {}}
 
 
 def test_stdio_answers_a_line_that_is_not_utf8_and_a_line_that_is_not_json(stdio, reader):
     before = snapshot(reader)
     bad_bytes = tool_call(7001, "memory_save", f'{{"user_id":"{USER}","content":"caf\\u00e9"}}').replace(
-        b"caf\\u00e9", b"caf\xff\xfe")
+        b"caf\\u00e9", b"caf\xff\xfe"
+    )
     answer = stdio.ask(bad_bytes)
     assert answer is not None and answer["id"] == 7001 and "not UTF-8" in refused_text(answer)
     answer = stdio.ask(b'{"jsonrpc":"2.0","id":7002,"method":"tools/call","params":{"name":')
@@ -186,24 +196,28 @@ def test_mcp_reflect_with_window_minus_one_is_refused_and_writes_no_insight(stdi
     assert reader.list_items(USER, category="insights").total == 0
 
 
-# -- generated hostile values -----------------------------------------------------------------------------------------
+# -- generated hostile values ----------------------------------------------------------------------------------------
 surrogate = st.integers(0xD800, 0xDFFF).map(lambda c: f"\\u{c:04x}")
 hostile_text_not_blank = st.one_of(
     st.tuples(st.text("abc xyz", max_size=5), surrogate, st.text("abc", max_size=5)).map(
-        lambda t: json.dumps(t[0])[:-1] + t[1] + t[2] + '"'),
+        lambda t: json.dumps(t[0])[:-1] + t[1] + t[2] + '"'
+    ),
     st.integers(65, 3000).map(lambda n: "[" * n + "]" * n),
     st.integers(20, 6000).map(lambda n: "9" * n),
     st.sampled_from(["NaN", "Infinity", "-Infinity", "1e400", "true", "null", "[]", "{}", "12"]),
 )
 hostile_text = st.one_of(hostile_text_not_blank, st.sampled_from(['"   "', '""']))  # for required texts
 hostile_int = st.one_of(
-    st.integers(max_value=0), st.integers(min_value=10**8, max_value=10**40).map(str),
+    st.integers(max_value=0),
+    st.integers(min_value=10**8, max_value=10**40).map(str),
     st.integers(20, 6000).map(lambda n: "-" + "9" * n),
-    st.sampled_from(["NaN", "Infinity", "1e400", "1.5", "2.0", "true", "false", '"abc"', '"5"', "[]", "{}",
-                     "[" * 300 + "]" * 300]),
+    st.sampled_from(
+        ["NaN", "Infinity", "1e400", "1.5", "2.0", "true", "false", '"abc"', '"5"', "[]", "{}", "[" * 300 + "]" * 300]
+    ),
 ).map(str)
 hostile_unit = st.one_of(
-    st.floats(min_value=1.0001, max_value=1e300).map(repr), st.floats(max_value=-0.0001, min_value=-1e300).map(repr),
+    st.floats(min_value=1.0001, max_value=1e300).map(repr),
+    st.floats(max_value=-0.0001, min_value=-1e300).map(repr),
     st.sampled_from(["NaN", "Infinity", "-Infinity", "1e400", "true", '"0.5"', "[]", "{}"]),
 )
 hostile_json = st.one_of(
@@ -224,16 +238,19 @@ FIELDS = [
     ("memory_retrieve", "max_tokens", hostile_int, {"user_id": USER, "query": "tea"}),
     ("memory_reflect", "window", hostile_int, {"user_id": USER}),
     ("memory_episodes", "limit", hostile_int, {"user_id": USER}),
-    ("memory_forget", "reason", hostile_text, {"user_id": USER, "kind": "semantic", "ids": ["seed-item"],
-                                               "mode": "hard"}),
+    (
+        "memory_forget",
+        "reason",
+        hostile_text,
+        {"user_id": USER, "kind": "semantic", "ids": ["seed-item"], "mode": "hard"},
+    ),
     ("memory_feedback", "note", hostile_text_not_blank, {"user_id": USER, "useful": ["seed-item"]}),
     ("memory_skill_register", "body", hostile_text, {"user_id": USER, "name": "brew"}),
 ]
 
 
 def hostile_request():
-    return st.sampled_from(range(len(FIELDS))).flatmap(
-        lambda i: FIELDS[i][2].map(lambda value: (i, value)))
+    return st.sampled_from(range(len(FIELDS))).flatmap(lambda i: FIELDS[i][2].map(lambda value: (i, value)))
 
 
 def arguments(i: int, value: str) -> str:
@@ -242,9 +259,12 @@ def arguments(i: int, value: str) -> str:
 
 
 COUNTER = iter(range(10_000, 10**9))
-FUZZ = settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                       HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=FUZZ_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @FUZZ
@@ -264,8 +284,14 @@ def test_fuzz_http_every_generated_hostile_argument_is_answered_refused_and_writ
 @FUZZ
 @given(value=hostile_json)
 def test_fuzz_stdio_hostile_working_memory_values(stdio, reader, value):
-    ask_stdio(stdio, reader, next(COUNTER), "memory_working_set", f'{{"user_id":"{USER}","slots":{{"goal":{value}}}}}',
-              f"slot={value[:60]}")
+    ask_stdio(
+        stdio,
+        reader,
+        next(COUNTER),
+        "memory_working_set",
+        f'{{"user_id":"{USER}","slots":{{"goal":{value}}}}}',
+        f"slot={value[:60]}",
+    )
 
 
 def test_http_answers_a_body_that_is_not_utf8_and_a_body_that_is_not_json(http, reader):
@@ -282,10 +308,13 @@ def test_stdio_answers_malformed_json_rpc_envelopes(stdio, reader):
     """A fractional id (which parses as a notification), a batch, params that are a list or nested 150 levels, a
     tools/call without params: each gets an answer, and the server goes on answering."""
     before = snapshot(reader)
-    for line in (b'{"jsonrpc":"2.0","id":15.5,"method":"ping"}', b'[{"jsonrpc":"2.0","id":14,"method":"ping"}]',
-                 b'{"jsonrpc":"2.0","id":16,"method":"ping","params":' + b"[" * 150 + b"]" * 150 + b"}",
-                 b'{"jsonrpc":"2.0","id":17,"method":"tools/call"}',
-                 b'{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"memory_stats","arguments":[]}}'):
+    for line in (
+        b'{"jsonrpc":"2.0","id":15.5,"method":"ping"}',
+        b'[{"jsonrpc":"2.0","id":14,"method":"ping"}]',
+        b'{"jsonrpc":"2.0","id":16,"method":"ping","params":' + b"[" * 150 + b"]" * 150 + b"}",
+        b'{"jsonrpc":"2.0","id":17,"method":"tools/call"}',
+        b'{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"memory_stats","arguments":[]}}',
+    ):
         answer = stdio.ask(line)
         assert answer is not None and refused_text(answer), (line[:60], answer)
         TALLY[("stdio", "clean")] += 1

@@ -25,10 +25,19 @@ from tests.support.mcp_client import (
     wait_for_port,
 )
 
+pytestmark = pytest.mark.subprocess
+
 TOKEN = "s3cret-token-for-tests"
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "raw-http-test", "version": "0"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw-http-test", "version": "0"},
+    },
+}
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +53,12 @@ def server(tmp_path_factory):
 
 
 def post(url: str, headers: dict[str, str]) -> int:
-    request = urllib.request.Request(url, data=json.dumps(INIT).encode(), method="POST",
-                                     headers={"Content-Type": "application/json",
-                                              "Accept": "application/json, text/event-stream", **headers})
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(INIT).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers},
+    )
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status
@@ -97,9 +109,26 @@ def test_an_mcp_client_without_the_token_cannot_connect(server):
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10", "example.org"])
 def test_serving_on_a_non_loopback_host_without_a_token_is_refused_with_one_line(tmp_path: Path, host):
-    proc = subprocess.run([sys.executable, "-m", "engine", "--store", str(tmp_path / "s"), "mcp", "--http",
-                           "--host", host, "--port", str(free_port())], cwd=ROOT, env=clean_env(),
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engine",
+            "--store",
+            str(tmp_path / "s"),
+            "mcp",
+            "--http",
+            "--host",
+            host,
+            "--port",
+            str(free_port()),
+        ],
+        cwd=ROOT,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: refusing to serve MCP on non-loopback host")
     assert proc.stderr.count("\n") == 1 and "MEMLENS_MCP_TOKEN" in proc.stderr

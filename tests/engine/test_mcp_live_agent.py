@@ -17,6 +17,8 @@ import pytest
 from engine import MemoryEngine, Settings
 from tests.support.mcp_client import ROOT, clean_env
 
+pytestmark = pytest.mark.subprocess
+
 USER, SESSION = "live-agent", "live-1"
 ITERATIONS = 8
 NOTE = "focus on the staging deploy"
@@ -36,11 +38,30 @@ def wait_until(condition, what: str, proc: subprocess.Popen, timeout_s: float = 
 def live(tmp_path_factory, embedder) -> dict:
     base = tmp_path_factory.mktemp("live-agent")
     store, errlog = base / "store", (base / "agent.stderr").open("w+")
-    dashboard = MemoryEngine.open(settings=Settings.from_env({}, store=str(store), lock_timeout_s=30),
-                                  embedder=embedder)
-    proc = subprocess.Popen([sys.executable, str(ROOT / "examples" / "agent_loop.py"), "--store", str(store),
-                             "--user", USER, "--session", SESSION, "--iterations", str(ITERATIONS), "--sleep", "1"],
-                            cwd=ROOT, env=clean_env(), stdout=subprocess.PIPE, stderr=errlog, text=True)
+    dashboard = MemoryEngine.open(
+        settings=Settings.from_env({}, store=str(store), lock_timeout_s=30), embedder=embedder
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "examples" / "agent_loop.py"),
+            "--store",
+            str(store),
+            "--user",
+            USER,
+            "--session",
+            SESSION,
+            "--iterations",
+            str(ITERATIONS),
+            "--sleep",
+            "1",
+        ],
+        cwd=ROOT,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=errlog,
+        text=True,
+    )
     lines: list[dict] = []
 
     def read() -> None:
@@ -73,9 +94,19 @@ def live(tmp_path_factory, embedder) -> dict:
     reader.join(30)
     errlog.seek(0)
     err = errlog.read()
-    return {"dashboard": dashboard, "code": proc.returncode, "stderr": err, "lines": lines, "sessions": sessions,
-            "seen_counts": seen_counts, "edited_at": edited_at, "forgotten": forgotten, "forgot_at": forgot_at,
-            "label": label, "traces_while_running": traces_while_running}
+    return {
+        "dashboard": dashboard,
+        "code": proc.returncode,
+        "stderr": err,
+        "lines": lines,
+        "sessions": sessions,
+        "seen_counts": seen_counts,
+        "edited_at": edited_at,
+        "forgotten": forgotten,
+        "forgot_at": forgot_at,
+        "label": label,
+        "traces_while_running": traces_while_running,
+    }
 
 
 def test_the_agent_finishes_cleanly_without_a_lock_error(live):
@@ -92,13 +123,13 @@ def test_the_dashboard_sees_new_sessions_and_messages_without_reopening(live):
 
 
 def test_the_agent_sees_the_dashboards_working_memory_edit_on_its_next_call(live):
-    after = [line for line in live["lines"][live["edited_at"] + 1:-1]]
+    after = [line for line in live["lines"][live["edited_at"] + 1 : -1]]
     assert after and all(line["seen_slots"].get("operator_note") == NOTE for line in after)
     assert live["lines"][-1]["final_slots"]["operator_note"] == NOTE
 
 
 def test_an_episode_forgotten_in_the_dashboard_is_no_longer_retrieved_by_the_agent(live):
-    later = live["lines"][live["forgot_at"] + 1:-1]
+    later = live["lines"][live["forgot_at"] + 1 : -1]
     assert later and all(live["forgotten"] not in line["context_ids"] for line in later)
 
 
@@ -120,7 +151,7 @@ def test_a_label_given_in_the_dashboard_weighs_in_the_agents_next_retrievals(liv
     labelled = live["label"].item_id
     events = d.feedback_events(USER, item_id=labelled)
     checked = 0
-    for line in live["lines"][live["forgot_at"] + 1:-1]:  # iterations that started after the label
+    for line in live["lines"][live["forgot_at"] + 1 : -1]:  # iterations that started after the label
         trace = d.get_trace(line["trace_id"])
         at = datetime.fromisoformat(trace.created_at)
         agents_own = sum(e.delta for e in events if e.note == "agent_loop" and e.created_at <= at)

@@ -12,11 +12,26 @@ import pytest
 from engine import MemoryEngine, Settings
 from tests.support.mcp_client import SyncMcp, stdio_server
 
+pytestmark = pytest.mark.subprocess
+
 USER = "mcp-user"
-TOOLS = {"memory_add_message", "memory_save", "memory_search", "memory_retrieve", "memory_feedback",
-         "memory_working_get", "memory_working_set", "memory_episode_record", "memory_episodes",
-         "memory_skill_register", "memory_skill_report", "memory_skills", "memory_forget", "memory_reflect",
-         "memory_stats"}
+TOOLS = {
+    "memory_add_message",
+    "memory_save",
+    "memory_search",
+    "memory_retrieve",
+    "memory_feedback",
+    "memory_working_get",
+    "memory_working_set",
+    "memory_episode_record",
+    "memory_episodes",
+    "memory_skill_register",
+    "memory_skill_report",
+    "memory_skills",
+    "memory_forget",
+    "memory_reflect",
+    "memory_stats",
+}
 HOSTILE_IDS = ["../../etc/passwd", "u'; DROP TABLE items; --", "nul\x00byte", "", "x" * 300]
 
 
@@ -58,20 +73,36 @@ def test_lists_every_tool_with_a_description_and_an_input_schema(client):
         assert tool.description and tool.input_schema["type"] == "object"
     assert "user_id" in tools["memory_retrieve"].input_schema["required"]
     assert tools["memory_add_message"].input_schema["properties"]["role"]["enum"] == [
-        "user", "assistant", "system", "tool", "tool_result"]
+        "user",
+        "assistant",
+        "system",
+        "tool",
+        "tool_result",
+    ]
 
 
 def test_add_message_creates_the_session_the_dashboard_then_lists(client, reader):
-    text = ok(client, "memory_add_message", user_id=USER, session_id="chat-1", role="user",
-              content="I moved to Lisbon last spring.")
+    text = ok(
+        client,
+        "memory_add_message",
+        user_id=USER,
+        session_id="chat-1",
+        role="user",
+        content="I moved to Lisbon last spring.",
+    )
     assert text.startswith("Message added to session 'chat-1'")
     rows = reader.messages(USER, "chat-1").rows
     assert [(m.role, m.content) for m in rows] == [("user", "I moved to Lisbon last spring.")]
 
 
 def test_save_then_search_and_retrieve_find_the_fact_and_return_a_stored_trace(client, reader):
-    text = ok(client, "memory_save", user_id=USER, content="Ada's favourite tea is smoked lapsang souchong.",
-              category="preferences")
+    text = ok(
+        client,
+        "memory_save",
+        user_id=USER,
+        content="Ada's favourite tea is smoked lapsang souchong.",
+        category="preferences",
+    )
     item_id = re.search(r"Memory saved: (\S+)", text).group(1)
     found = ok(client, "memory_search", user_id=USER, query="lapsang tea", kind="semantic")
     assert found.startswith("Found ") and item_id in found
@@ -86,20 +117,31 @@ def test_save_then_search_and_retrieve_find_the_fact_and_return_a_stored_trace(c
 
 
 def test_save_keeps_the_text_a_fact_was_said_after(client, reader):
-    text = ok(client, "memory_save", user_id=USER, content="Yes, twice: in 2019 and last May.",
-              preceding_text="Have you ever been to Porto?")
+    text = ok(
+        client,
+        "memory_save",
+        user_id=USER,
+        content="Yes, twice: in 2019 and last May.",
+        preceding_text="Have you ever been to Porto?",
+    )
     item_id = re.search(r"Memory saved: (\S+)", text).group(1)
     assert reader.get_item(USER, item_id).preceding_text == "Have you ever been to Porto?"
 
 
 def test_search_with_nothing_stored_says_so(client):
-    assert ok(client, "memory_search", user_id="nobody-here", query="anything") == \
-        "No memories found matching the query."
+    assert (
+        ok(client, "memory_search", user_id="nobody-here", query="anything") == "No memories found matching the query."
+    )
 
 
 def test_working_memory_set_and_get_round_trip_and_null_removes_a_slot(client, reader):
-    ok(client, "memory_working_set", user_id=USER, session_id="chat-1",
-       slots={"current_task": "book a flight", "budget": {"eur": 300}})
+    ok(
+        client,
+        "memory_working_set",
+        user_id=USER,
+        session_id="chat-1",
+        slots={"current_task": "book a flight", "budget": {"eur": 300}},
+    )
     assert reader.working_get(USER, "chat-1")["budget"] == {"eur": 300}
     reader.working_update(USER, "chat-1", {"current_task": "book a train"}, source="ui")  # a dashboard edit
     got = ok(client, "memory_working_get", user_id=USER, session_id="chat-1")
@@ -109,9 +151,17 @@ def test_working_memory_set_and_get_round_trip_and_null_removes_a_slot(client, r
 
 
 def test_episode_record_and_listing(client, reader):
-    text = ok(client, "memory_episode_record", user_id=USER, outcome="success", summary="Booked the train",
-              steps=[{"observation": "prices up", "action": "compare trains", "result": "train is cheaper"},
-                     {"action": "book the train", "result": "booked"}])
+    text = ok(
+        client,
+        "memory_episode_record",
+        user_id=USER,
+        outcome="success",
+        summary="Booked the train",
+        steps=[
+            {"observation": "prices up", "action": "compare trains", "result": "train is cheaper"},
+            {"action": "book the train", "result": "booked"},
+        ],
+    )
     ep_id = re.search(r"Episode recorded: (\S+) \(2 steps\)", text).group(1)
     assert reader.get_episode(USER, ep_id).steps[0].action == "compare trains"
     listing = ok(client, "memory_episodes", user_id=USER)
@@ -126,37 +176,56 @@ def test_episode_record_refuses_missing_steps_and_unknown_step_fields(client):
 
 
 def test_skills_are_registered_reported_and_ranked_one_line_each(client):
-    good = re.search(r"Skill registered: (\S+) \(plan-trip v1\)",
-                     ok(client, "memory_skill_register", user_id=USER, name="plan-trip",
-                        body="List options, compare cost and time, book.")).group(1)
-    bad = re.search(r"Skill registered: (\S+)",
-                    ok(client, "memory_skill_register", user_id=USER, name="guess-trip", body="Pick one.",
-                       kind="template")).group(1)
+    good = re.search(
+        r"Skill registered: (\S+) \(plan-trip v1\)",
+        ok(
+            client,
+            "memory_skill_register",
+            user_id=USER,
+            name="plan-trip",
+            body="List options, compare cost and time, book.",
+        ),
+    ).group(1)
+    bad = re.search(
+        r"Skill registered: (\S+)",
+        ok(client, "memory_skill_register", user_id=USER, name="guess-trip", body="Pick one.", kind="template"),
+    ).group(1)
     for success in (True, True, False):
         ok(client, "memory_skill_report", user_id=USER, skill_id=good, success=success)
     report = ok(client, "memory_skill_report", user_id=USER, skill_id=bad, success=False)
     assert report == f"Outcome recorded for guess-trip ({bad}): success 0 / failure 1 (rate 0.00)"
     lines = ok(client, "memory_skills", user_id=USER).splitlines()
-    assert lines == [f"[{good}] plan-trip v1 (prompt) — success rate 0.67 (2/3)",
-                     f"[{bad}] guess-trip v1 (template) — success rate 0.00 (0/1)"]
+    assert lines == [
+        f"[{good}] plan-trip v1 (prompt) — success rate 0.67 (2/3)",
+        f"[{bad}] guess-trip v1 (template) — success rate 0.00 (0/1)",
+    ]
 
 
 def test_skill_tools_refuse_unknown_kinds_and_unknown_skills(client):
     assert "kind" in refused(client, "memory_skill_register", user_id=USER, name="x", body="y", kind="spell")
-    assert "NotFound" in refused(client, "memory_skill_report", user_id=USER, skill_id="skill_missing",
-                                 success=True)
+    assert "NotFound" in refused(client, "memory_skill_report", user_id=USER, skill_id="skill_missing", success=True)
     assert "success" in refused(client, "memory_skill_report", user_id=USER, skill_id="skill_missing")
 
 
 def test_forget_archives_with_a_reason_and_retrieval_no_longer_returns_it(client, reader):
-    item_id = re.search(r"Memory saved: (\S+)", ok(client, "memory_save", user_id=USER,
-                                                   content="The spare key is under the blue flowerpot.")).group(1)
+    item_id = re.search(
+        r"Memory saved: (\S+)",
+        ok(client, "memory_save", user_id=USER, content="The spare key is under the blue flowerpot."),
+    ).group(1)
     assert "reason" in refused(client, "memory_forget", user_id=USER, kind="semantic", ids=[item_id])
     assert "kind" in refused(client, "memory_forget", user_id=USER, kind="dreams", ids=[item_id], reason="x")
-    assert "mode" in refused(client, "memory_forget", user_id=USER, kind="semantic", ids=[item_id], reason="x",
-                             mode="shred")
-    text = ok(client, "memory_forget", user_id=USER, kind="semantic", ids=[item_id, "item_unknown"],
-              reason="user asked", mode="soft")
+    assert "mode" in refused(
+        client, "memory_forget", user_id=USER, kind="semantic", ids=[item_id], reason="x", mode="shred"
+    )
+    text = ok(
+        client,
+        "memory_forget",
+        user_id=USER,
+        kind="semantic",
+        ids=[item_id, "item_unknown"],
+        reason="user asked",
+        mode="soft",
+    )
     assert text.startswith(f"Forgot 1 entries from semantic memory for user {USER} (soft).")
     assert "item_unknown" in text
     assert reader.forget_log(USER)[0].reason == "user asked"
@@ -182,27 +251,33 @@ def test_stats_counts_the_store_and_one_user(client):
 @pytest.mark.parametrize("bad", HOSTILE_IDS)
 def test_hostile_user_ids_are_refused_by_every_writing_tool_and_nothing_is_written(client, reader, bad):
     before = reader.stats()
-    calls = [("memory_add_message", {"role": "user", "content": "hi"}),
-             ("memory_save", {"content": "a fact"}),
-             ("memory_working_set", {"slots": {"scratchpad": "x"}}),
-             ("memory_episode_record", {"steps": [{"action": "a"}]}),
-             ("memory_skill_register", {"name": "s", "body": "b"}),
-             ("memory_retrieve", {"query": "q"})]
+    calls = [
+        ("memory_add_message", {"role": "user", "content": "hi"}),
+        ("memory_save", {"content": "a fact"}),
+        ("memory_working_set", {"slots": {"scratchpad": "x"}}),
+        ("memory_episode_record", {"steps": [{"action": "a"}]}),
+        ("memory_skill_register", {"name": "s", "body": "b"}),
+        ("memory_retrieve", {"query": "q"}),
+    ]
     for tool, args in calls:
         text = refused(client, tool, user_id=bad, **args)
         assert "InvalidInput: invalid user id" in text or "must be" in text, text
     after = reader.stats()
-    assert (after.messages, after.items, after.episodes, after.skills, after.traces, after.working_slots) == \
-        (before.messages, before.items, before.episodes, before.skills, before.traces, before.working_slots)
+    assert (after.messages, after.items, after.episodes, after.skills, after.traces, after.working_slots) == (
+        before.messages,
+        before.items,
+        before.episodes,
+        before.skills,
+        before.traces,
+        before.working_slots,
+    )
 
 
 def test_hostile_session_and_memory_ids_are_refused(client):
     assert "invalid session id" in refused(client, "memory_working_get", user_id=USER, session_id="../x")
     assert "invalid" in refused(client, "memory_feedback", user_id=USER, useful=["a'; DROP TABLE feedback"])
-    assert "invalid" in refused(client, "memory_forget", user_id=USER, kind="semantic", ids=["../../x"],
-                                reason="r")
-    assert "invalid trace id" in refused(client, "memory_feedback", user_id=USER, useful=["item_x"],
-                                         trace_id="t'; --")
+    assert "invalid" in refused(client, "memory_forget", user_id=USER, kind="semantic", ids=["../../x"], reason="r")
+    assert "invalid trace id" in refused(client, "memory_feedback", user_id=USER, useful=["item_x"], trace_id="t'; --")
     assert "InvalidInput" in refused(client, "memory_working_set", user_id=USER, slots={"bad\x00slot": 1})
 
 

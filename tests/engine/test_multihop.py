@@ -26,11 +26,17 @@ QUESTION = "Which timezone does the engineer who owns the refund reconciliation 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory, embedder):
-    engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(tmp_path_factory.mktemp("multihop")),
-                                                          lock_timeout_s=30), embedder=embedder)
+    engine = MemoryEngine.open(
+        settings=Settings.from_env({}, store=str(tmp_path_factory.mktemp("multihop")), lock_timeout_s=30),
+        embedder=embedder,
+    )
     t0 = utcnow()
-    items = engine.remember_many([{"user_id": USER, "content": text, "created_at": t0 - timedelta(days=n + 1)}
-                                  for n, text in enumerate([FACT_A, FACT_B, *OTHERS])])
+    items = engine.remember_many(
+        [
+            {"user_id": USER, "content": text, "created_at": t0 - timedelta(days=n + 1)}
+            for n, text in enumerate([FACT_A, FACT_B, *OTHERS])
+        ]
+    )
     ids = {"a": items[0].id, "b": items[1].id}
     return engine, ids, utcnow() + timedelta(minutes=1)
 
@@ -53,6 +59,7 @@ class Recorder:
 
 
 # --- stop rules ---------------------------------------------------------------------------------------------------
+
 
 def test_default_is_one_hop_without_asking_the_reasoner(world):
     reasoner = Recorder("Priya Raman")
@@ -99,6 +106,7 @@ def test_the_llm_reasoner_without_an_llm_means_done(world):
 
 # --- reasoners ----------------------------------------------------------------------------------------------------
 
+
 def test_a_callable_reasoner_gets_the_question_the_accumulated_texts_and_the_hop(world):
     def my_reasoner(question, accumulated, hop):
         seen.append((question, list(accumulated), hop))
@@ -108,8 +116,9 @@ def test_a_callable_reasoner_gets_the_question_the_accumulated_texts_and_the_hop
     trace = run(world, hops=3, reasoner=my_reasoner)
     assert [s[0] for s in seen] == [QUESTION, QUESTION]
     assert [s[2] for s in seen] == [1, 2]
-    hop1_kept = sorted((c for c in trace.hops[0].candidates if c.verdicts["relevance"] == "kept"),
-                       key=lambda c: -c.scores["final"])
+    hop1_kept = sorted(
+        (c for c in trace.hops[0].candidates if c.verdicts["relevance"] == "kept"), key=lambda c: -c.scores["final"]
+    )
     assert seen[0][1] == [c.text for c in hop1_kept]
     assert all(isinstance(t, str) for t in seen[1][1])
     assert set(seen[0][1]) <= set(seen[1][1])  # accumulated grows with hop 2's results
@@ -127,7 +136,10 @@ def test_a_reasoner_object_with_propose_is_used_as_is(world):
 
     trace = run(world, hops=2, reasoner=Fixed())
     assert (trace.hops[1].query, trace.hops[1].proposed_by, trace.hops[1].proposal) == (
-        "Kestrel squad", "fixed", {"why": "test"})
+        "Kestrel squad",
+        "fixed",
+        {"why": "test"},
+    )
 
 
 def test_something_that_is_not_a_reasoner_is_refused(world):
@@ -163,8 +175,12 @@ def test_offline_bridge_reasoner_prefers_the_best_result_and_finds_identifiers()
 
 
 def test_offline_bridge_reasoner_ignores_names_present_in_most_results():
-    texts = ["Ada reviewed the Kestrel design.", "Ada fixed the flaky test.", "Ada wrote the runbook.",
-             "Ada met the auditors."]
+    texts = [
+        "Ada reviewed the Kestrel design.",
+        "Ada fixed the flaky test.",
+        "Ada wrote the runbook.",
+        "Ada met the auditors.",
+    ]
     proposal = OfflineBridgeReasoner().propose("What did the team do?", texts, 1, [])
     assert proposal.query == "Kestrel"
 
@@ -193,6 +209,7 @@ def test_offline_reasoner_bridges_to_the_second_fact_on_hop_two(world):
 
 
 # --- merge --------------------------------------------------------------------------------------------------------
+
 
 def test_hops_merge_by_id_keeping_the_higher_final_score(world):
     _, ids, _ = world

@@ -16,11 +16,13 @@ from engine.clock import utcnow
 USER = "replay-user"
 GONE = "replay-gone"
 QUESTION = "What does Priya drink in the morning?"
-LONG = ("Priya's morning routine, as she described it at the offsite: she wakes at six, walks the dog along the "
-        "river, then makes a pot of masala chai with cardamom, ginger and far too much sugar, drinks two cups while "
-        "reading the overnight alerts, and only then opens her laptop. On travel days she settles for whatever tea "
-        "the hotel has, but she complains about it in the team channel. She never drinks coffee before noon and "
-        "says it makes her jittery during the standup.")
+LONG = (
+    "Priya's morning routine, as she described it at the offsite: she wakes at six, walks the dog along the "
+    "river, then makes a pot of masala chai with cardamom, ginger and far too much sugar, drinks two cups while "
+    "reading the overnight alerts, and only then opens her laptop. On travel days she settles for whatever tea "
+    "the hotel has, but she complains about it in the team channel. She never drinks coffee before noon and "
+    "says it makes her jittery during the standup."
+)
 FACTS = {
     "chai": ("Priya drinks masala chai every morning before standup.", 1),
     "chai_dup": ("Every morning before standup Priya drinks masala chai.", 1),
@@ -39,31 +41,43 @@ FACTS = {
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory, embedder):
-    engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(tmp_path_factory.mktemp("replay")),
-                                                          lock_timeout_s=30), embedder=embedder)
+    engine = MemoryEngine.open(
+        settings=Settings.from_env({}, store=str(tmp_path_factory.mktemp("replay")), lock_timeout_s=30),
+        embedder=embedder,
+    )
     t0 = utcnow()
-    records = [{"user_id": u, "content": text, "created_at": t0 - timedelta(days=age)}
-               for u in (USER, GONE) for text, age in FACTS.values()]
+    records = [
+        {"user_id": u, "content": text, "created_at": t0 - timedelta(days=age)}
+        for u in (USER, GONE)
+        for text, age in FACTS.values()
+    ]
     items = engine.remember_many(records)
-    ids = dict(zip(FACTS, (i.id for i in items[:len(FACTS)]), strict=True))
-    gone_ids = [i.id for i in items[len(FACTS):]]
-    engine.record_episode(USER, [{"observation": "asked for a drink", "action": "made chai", "result": "thanks"}],
-                          summary="Made masala chai for Priya in the morning")
+    ids = dict(zip(FACTS, (i.id for i in items[: len(FACTS)]), strict=True))
+    gone_ids = [i.id for i in items[len(FACTS) :]]
+    engine.record_episode(
+        USER,
+        [{"observation": "asked for a drink", "action": "made chai", "result": "thanks"}],
+        summary="Made masala chai for Priya in the morning",
+    )
     engine.register_skill(USER, "brew-chai", "Boil water, add tea leaves, milk and spices.", "Brew masala chai")
     engine.report_feedback(USER, harmful=[ids["harmful"]] * 5)
     now = utcnow() + timedelta(minutes=1)
     traces = {
         "one_hop": engine.retrieve(USER, QUESTION, now=now),
         "one_hop_mmr": engine.retrieve(USER, QUESTION, now=now, overrides={"mmr_enabled": True}),
-        "one_hop_mmr_embedding": engine.retrieve(USER, QUESTION, now=now, overrides={
-            "mmr_enabled": True, "mmr_similarity": "embedding", "mmr_lambda": 0.5}),
+        "one_hop_mmr_embedding": engine.retrieve(
+            USER, QUESTION, now=now, overrides={"mmr_enabled": True, "mmr_similarity": "embedding", "mmr_lambda": 0.5}
+        ),
         "two_hop": engine.retrieve(USER, QUESTION, now=now, hops=2, reasoner=lambda q, acc, hop: "Daniel coffee"),
-        "two_hop_hop_weight": engine.retrieve(USER, QUESTION, now=now, hops=2, overrides={"hop_weight": 0.8},
-                                              reasoner=lambda q, acc, hop: "Daniel coffee"),
-        "two_hop_offline_mmr": engine.retrieve(USER, QUESTION, now=now, hops=2, overrides={"mmr_enabled": True,
-                                                                                            "reasoner": "offline"}),
-        "stop_mode_small_budget": engine.retrieve(USER, QUESTION, now=now, budget=150,
-                                                  overrides={"assembly_mode": "stop"}),
+        "two_hop_hop_weight": engine.retrieve(
+            USER, QUESTION, now=now, hops=2, overrides={"hop_weight": 0.8}, reasoner=lambda q, acc, hop: "Daniel coffee"
+        ),
+        "two_hop_offline_mmr": engine.retrieve(
+            USER, QUESTION, now=now, hops=2, overrides={"mmr_enabled": True, "reasoner": "offline"}
+        ),
+        "stop_mode_small_budget": engine.retrieve(
+            USER, QUESTION, now=now, budget=150, overrides={"assembly_mode": "stop"}
+        ),
     }
     return engine, ids, gone_ids, now, traces
 
@@ -75,20 +89,33 @@ def same_result(a: RetrievalTrace, b: RetrievalTrace) -> None:
     assert [r["id"] for r in b.ranking] == [r["id"] for r in a.ranking]
     assert [r["final"] for r in b.ranking] == [r["final"] for r in a.ranking]  # exactly, not approximately
     assert [(r["in_context"], r["reason"], r["hop"]) for r in b.ranking] == [
-        (r["in_context"], r["reason"], r["hop"]) for r in a.ranking]
+        (r["in_context"], r["reason"], r["hop"]) for r in a.ranking
+    ]
     assert b.stop_reason == a.stop_reason
     for ha, hb in zip(a.hops, b.hops, strict=True):
         assert [c.id for c in hb.candidates] == [c.id for c in ha.candidates]
         assert [c.scores for c in hb.candidates] == [c.scores for c in ha.candidates]
         assert [c.ranks for c in hb.candidates] == [c.ranks for c in ha.candidates]
         assert [(c.in_context, c.context_reason) for c in hb.candidates] == [
-            (c.in_context, c.context_reason) for c in ha.candidates]
+            (c.in_context, c.context_reason) for c in ha.candidates
+        ]
 
 
 # --- identity -----------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["one_hop", "one_hop_mmr", "one_hop_mmr_embedding", "two_hop",
-                                  "two_hop_hop_weight", "two_hop_offline_mmr", "stop_mode_small_budget"])
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "one_hop",
+        "one_hop_mmr",
+        "one_hop_mmr_embedding",
+        "two_hop",
+        "two_hop_hop_weight",
+        "two_hop_offline_mmr",
+        "stop_mode_small_budget",
+    ],
+)
 def test_replay_with_the_original_settings_gives_exactly_the_original_result(world, name):
     engine, _, _, _, traces = world
     original = traces[name]
@@ -104,8 +131,10 @@ def test_the_identity_traces_exercise_what_they_claim(world):
     assert len(traces["two_hop"].hops) == 2 and len(traces["two_hop_offline_mmr"].hops) == 2
     assert traces["two_hop_offline_mmr"].hops[1].proposed_by == "offline:bridge_entities"
     assert any(r["hop"] == 2 for r in traces["two_hop"].ranking)
-    assert all("mmr_value" in r for r in [c.scores for c in traces["one_hop_mmr"].hops[0].candidates
-                                          if c.verdicts["relevance"] == "kept"])
+    assert all(
+        "mmr_value" in r
+        for r in [c.scores for c in traces["one_hop_mmr"].hops[0].candidates if c.verdicts["relevance"] == "kept"]
+    )
     embedding = traces["one_hop_mmr_embedding"]
     assert embedding.hops[0].similarity  # the pairwise cosines that make this replayable
     assert [r["id"] for r in embedding.ranking] != [r["id"] for r in traces["one_hop"].ranking]
@@ -115,8 +144,12 @@ def test_the_identity_traces_exercise_what_they_claim(world):
 def test_replay_with_the_original_values_given_explicitly_is_the_identity(world):
     engine, _, _, _, traces = world
     original = traces["one_hop"]
-    same_result(original, engine.replay(original.trace_id, {"bm25_weight": 0.3, "half_life_days": 30,
-                                                            "mmr_enabled": False, "budget_tokens": 2000}))
+    same_result(
+        original,
+        engine.replay(
+            original.trace_id, {"bm25_weight": 0.3, "half_life_days": 30, "mmr_enabled": False, "budget_tokens": 2000}
+        ),
+    )
 
 
 def test_replay_of_an_exported_trace_is_the_identity(world):
@@ -143,6 +176,7 @@ def test_replay_does_not_search_or_embed_again(world):
 
 
 # --- changed settings ---------------------------------------------------------------------------------------------
+
 
 def expected_final(c, *, w=0.3, half_life=30.0, wf=0.5, cap=5) -> float:
     """The documented formulas applied to a candidate's recorded components."""
@@ -202,8 +236,9 @@ def test_mmr_on_pushes_a_near_duplicate_down_and_lambda_1_changes_nothing(world)
     engine, ids, _, _, traces = world
     original = traces["one_hop"]
     replayed = engine.replay(original.trace_id, {"mmr_enabled": True, "mmr_lambda": 0.5})
-    first, second = sorted((entry(replayed, ids["chai"]), entry(replayed, ids["chai_dup"])),
-                           key=lambda r: r["old_rank"])
+    first, second = sorted(
+        (entry(replayed, ids["chai"]), entry(replayed, ids["chai_dup"])), key=lambda r: r["old_rank"]
+    )
     assert second["rank_change"] < 0  # identical word sets: Jaccard 1 after its twin was picked
     assert first["rank"] < second["rank"]
     assert [r["id"] for r in replayed.ranking] != [r["id"] for r in original.ranking]
@@ -219,9 +254,11 @@ def test_hop_weight_scales_only_the_later_hops_final_scores(world):
     replayed = engine.replay(original.trace_id, {"hop_weight": 0.5})
     for hop_before, hop_after, factor in zip(original.hops, replayed.hops, (1.0, 0.5), strict=True):
         assert {c.id: c.scores["hop_factor"] for c in hop_after.candidates} == {
-            c.id: factor for c in hop_before.candidates}
+            c.id: factor for c in hop_before.candidates
+        }
         assert [c.scores["final"] for c in hop_after.candidates] == pytest.approx(
-            [c.scores["final"] * factor for c in hop_before.candidates])
+            [c.scores["final"] * factor for c in hop_before.candidates]
+        )
     finals = [r["final"] for r in replayed.ranking if r["rank"] is not None]
     assert finals == sorted(finals, reverse=True)
     back = engine.replay(traces["two_hop_hop_weight"].trace_id, {"hop_weight": 1.0})
@@ -262,8 +299,7 @@ def test_requiring_longer_shared_words_makes_memories_leave_the_context(world):
     words = [w for w in overlap_words(original) if len(w) >= 6]
     cands = {c.id: c for c in original.hops[0].candidates}
     kept = {r["id"] for r in replayed.ranking if r["rank"] is not None}
-    assert kept == {i for i, c in cands.items()
-                    if c.scores["hybrid"] >= 0.5 or any(w in c.text.lower() for w in words)}
+    assert kept == {i for i, c in cands.items() if c.scores["hybrid"] >= 0.5 or any(w in c.text.lower() for w in words)}
     left = [r for r in replayed.ranking if r["context_change"] == "left"]
     assert left, "memories kept only by a 5-letter word ('priya', 'drink') should leave"
     assert all(r["rank"] is None and r["reason"] == "filtered" and r["old_in_context"] for r in left)
@@ -277,7 +313,8 @@ def test_a_smaller_budget_makes_memories_leave_and_a_larger_one_makes_them_enter
     assert small.context_tokens <= 40
     assert len(small.context_ids) < len(original.context_ids)
     assert {r["id"] for r in small.ranking if r["context_change"] == "left"} == (
-        set(original.context_ids) - set(small.context_ids))
+        set(original.context_ids) - set(small.context_ids)
+    )
     assert all(r["reason"] == "budget" for r in small.ranking if r["context_change"] == "left")
     assert [r["id"] for r in small.ranking] == [r["id"] for r in original.ranking]  # ranking unchanged
     tight = traces["stop_mode_small_budget"]
@@ -291,8 +328,8 @@ def test_stop_mode_ends_the_context_where_skip_mode_continues(world):
     original = traces["one_hop"]
     tokens = [r["tokens"] for r in original.ranking]
     # the first memory followed by a smaller one: a budget that fits everything before it plus that smaller one
-    i = next(k for k in range(1, len(tokens)) if min(tokens[k + 1:], default=math.inf) < tokens[k])
-    budget = sum(tokens[:i]) + min(tokens[i + 1:])
+    i = next(k for k in range(1, len(tokens)) if min(tokens[k + 1 :], default=math.inf) < tokens[k])
+    budget = sum(tokens[:i]) + min(tokens[i + 1 :])
     stop = engine.replay(original.trace_id, {"budget_tokens": budget, "assembly_mode": "stop"})
     skip = engine.replay(original.trace_id, {"budget_tokens": budget, "assembly_mode": "skip"})
     assert stop.context_ids == tuple(r["id"] for r in original.ranking[:i])
@@ -308,12 +345,21 @@ def test_replaying_fewer_hops_drops_the_later_hops(world):
     replayed = engine.replay(original.trace_id, {"hops": 1})
     assert len(replayed.hops) == 1 and replayed.stop_reason == "max_hops"
     assert [(c.id, c.scores) for c in replayed.hops[0].candidates] == [
-        (c.id, c.scores) for c in original.hops[0].candidates]
+        (c.id, c.scores) for c in original.hops[0].candidates
+    ]
     assert {r["hop"] for r in replayed.ranking if r["rank"] is not None} == {1}
 
 
-@pytest.mark.parametrize("overrides", [{"no_such_setting": 1}, {"store": "/tmp/x"}, {"bm25_weight": -1},
-                                       {"mmr_lambda": "high"}, {"assembly_mode": "overflow"}])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"no_such_setting": 1},
+        {"store": "/tmp/x"},
+        {"bm25_weight": -1},
+        {"mmr_lambda": "high"},
+        {"assembly_mode": "overflow"},
+    ],
+)
 def test_replay_refuses_bad_overrides(world, overrides):
     engine, _, _, _, traces = world
     with pytest.raises(InvalidInput):
@@ -335,18 +381,32 @@ def test_traces_are_stored_compressed_and_traces_stored_as_plain_json_still_open
     engine, _, _, _, traces = world
     original = traces["one_hop"]
     with engine._b.db.hold() as conn:  # noqa: SLF001 - the stored form is what this test is about
-        body, packed = conn.execute("SELECT body, body_packed FROM traces WHERE id=?",
-                                    [original.trace_id]).fetchone()
+        body, packed = conn.execute("SELECT body, body_packed FROM traces WHERE id=?", [original.trace_id]).fetchone()
         assert body is None and len(packed) < len(json.dumps(original.to_dict())) / 2
         # a trace written between migrations 0002 and 0003 is a zlib stream
-        conn.execute("INSERT INTO traces (id, user_id, question, hops, body_packed, created_at) VALUES (?,?,?,?,?,?)",
-                     ["tr_zlib_format", original.user_id, original.question, 1,
-                      zlib.compress(json.dumps({**original.to_dict(), "trace_id": "tr_zlib_format"}).encode(), 1),
-                      original.created_at])
+        conn.execute(
+            "INSERT INTO traces (id, user_id, question, hops, body_packed, created_at) VALUES (?,?,?,?,?,?)",
+            [
+                "tr_zlib_format",
+                original.user_id,
+                original.question,
+                1,
+                zlib.compress(json.dumps({**original.to_dict(), "trace_id": "tr_zlib_format"}).encode(), 1),
+                original.created_at,
+            ],
+        )
         # a trace written before migration 0002 kept its JSON text in `body`
-        conn.execute("INSERT INTO traces (id, user_id, question, hops, body, created_at) VALUES (?,?,?,?,?,?)",
-                     ["tr_old_format", original.user_id, original.question, 1,
-                      json.dumps({**original.to_dict(), "trace_id": "tr_old_format"}), original.created_at])
+        conn.execute(
+            "INSERT INTO traces (id, user_id, question, hops, body, created_at) VALUES (?,?,?,?,?,?)",
+            [
+                "tr_old_format",
+                original.user_id,
+                original.question,
+                1,
+                json.dumps({**original.to_dict(), "trace_id": "tr_old_format"}),
+                original.created_at,
+            ],
+        )
     old = engine.get_trace("tr_old_format")
     assert old.trace_id == "tr_old_format" and old.ranking == original.ranking
     engine.delete_trace("tr_old_format")
@@ -355,17 +415,21 @@ def test_traces_are_stored_compressed_and_traces_stored_as_plain_json_still_open
     engine.delete_trace("tr_zlib_format")
 
 
-@pytest.mark.parametrize("packed", [b"\x28\xb5\x2f\xfdgarbage", b"not a zlib stream",
-                                    zlib.compress(b"{not json")], ids=["zstd", "zlib", "json"])
+@pytest.mark.parametrize(
+    "packed",
+    [b"\x28\xb5\x2f\xfdgarbage", b"not a zlib stream", zlib.compress(b"{not json")],
+    ids=["zstd", "zlib", "json"],
+)
 def test_an_unreadable_stored_trace_is_a_clear_error_and_can_still_be_deleted(world, packed):
     from engine import StoreCorrupt
 
     engine, _, _, _, traces = world
     original = traces["one_hop"]
     with engine._b.db.hold() as conn:  # noqa: SLF001 - damage the stored form, as a broken disk or tool would
-        conn.execute("INSERT INTO traces (id, user_id, question, hops, body, body_packed, created_at) "
-                     "VALUES (?,?,?,?,?,?,?)",
-                     ["tr_broken", original.user_id, original.question, 1, None, packed, original.created_at])
+        conn.execute(
+            "INSERT INTO traces (id, user_id, question, hops, body, body_packed, created_at) VALUES (?,?,?,?,?,?,?)",
+            ["tr_broken", original.user_id, original.question, 1, None, packed, original.created_at],
+        )
     with pytest.raises(StoreCorrupt, match="tr_broken"):
         engine.get_trace("tr_broken")
     engine.delete_trace("tr_broken")

@@ -21,8 +21,13 @@ def unit_rows(n: int, seed: int) -> np.ndarray:
 
 def fill(index: VectorIndex, users: list[str], seed: int = 0) -> np.ndarray:
     vecs = unit_rows(len(users), seed)
-    index.add("episodic", [f"ep-{n}" for n in range(len(users))], users,
-              [f"episode {n} of {u}" for n, u in enumerate(users)], vecs)
+    index.add(
+        "episodic",
+        [f"ep-{n}" for n in range(len(users))],
+        users,
+        [f"episode {n} of {u}" for n, u in enumerate(users)],
+        vecs,
+    )
     return vecs
 
 

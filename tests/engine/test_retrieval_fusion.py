@@ -18,9 +18,20 @@ PARITY = Settings().with_overrides(PRESETS["llmemory"])
 
 
 def inp(id: str, text: str, vec: float, fts: float | None = None, age_days: float = 0.0) -> CandidateInput:
-    return CandidateInput(id=id, kind="semantic", text=text, created_at=(NOW - timedelta(days=age_days)).isoformat(),
-                          importance=None, evergreen=False, success_count=0, failure_count=0, feedback_net=0,
-                          vector_similarity=vec, fts_score=fts, found_by="both" if fts else "vector")
+    return CandidateInput(
+        id=id,
+        kind="semantic",
+        text=text,
+        created_at=(NOW - timedelta(days=age_days)).isoformat(),
+        importance=None,
+        evergreen=False,
+        success_count=0,
+        failure_count=0,
+        feedback_net=0,
+        vector_similarity=vec,
+        fts_score=fts,
+        found_by="both" if fts else "vector",
+    )
 
 
 def by_id(scored: list[Scored]) -> dict[str, Scored]:
@@ -44,9 +55,18 @@ def test_rrf_fuses_ranks_not_scores_and_records_both_parts():
     assert s["c"].scores["rank_bm25"] is None and s["c"].scores["hybrid_bm25_part"] == 0.0
     for x in s.values():
         assert x.scores["hybrid_vector_part"] + x.scores["hybrid_bm25_part"] == pytest.approx(x.scores["hybrid"])
-    assert [x.inp.id for x in score_hop(inputs, "zzzz", "zzzz", PARITY.with_overrides(
-        {"fusion": "rrf", "bm25_weight": 0.5, "bm25_source": "index", "relevance_filter": "off"}), NOW)] == \
-        ["b", "a", "c"]
+    assert [
+        x.inp.id
+        for x in score_hop(
+            inputs,
+            "zzzz",
+            "zzzz",
+            PARITY.with_overrides(
+                {"fusion": "rrf", "bm25_weight": 0.5, "bm25_source": "index", "relevance_filter": "off"}
+            ),
+            NOW,
+        )
+    ] == ["b", "a", "c"]
 
 
 def test_rrf_ties_share_the_better_rank():
@@ -63,8 +83,13 @@ def test_weighted_fusion_records_its_parts_too():
 
 
 def test_decay_floor_bounds_how_much_age_can_take():
-    s = run([inp("new", "x", 0.5, age_days=0), inp("old", "y", 0.5, age_days=60)], hybrid_enabled=False,
-            relevance_filter="off", half_life_days=30, decay_floor=0.8)
+    s = run(
+        [inp("new", "x", 0.5, age_days=0), inp("old", "y", 0.5, age_days=60)],
+        hybrid_enabled=False,
+        relevance_filter="off",
+        half_life_days=30,
+        decay_floor=0.8,
+    )
     # 0.8 + 0.2 * 2^-2 = 0.85 (llmemory: 0.25)
     assert s["old"].scores["decay"] == pytest.approx(0.85)
     assert s["new"].scores["decay"] == pytest.approx(1.0)

@@ -34,13 +34,35 @@ def cfg(**overrides) -> Settings:
     return DEFAULTS.with_overrides(overrides)
 
 
-def inp(id: str, text: str = "", vec: float = 0.5, *, age_days: float = 0.0, importance: float | None = None,
-        evergreen: bool = False, kind: str = "semantic", successes: int = 0, failures: int = 0, net: int = 0,
-        llm: float | None = None) -> CandidateInput:
-    return CandidateInput(id=id, kind=kind, text=text or f"memory {id}",
-                          created_at=(NOW - timedelta(days=age_days)).isoformat(), importance=importance,
-                          evergreen=evergreen, success_count=successes, failure_count=failures, feedback_net=net,
-                          vector_similarity=vec, fts_score=None, found_by="vector", llm_relevance=llm)
+def inp(
+    id: str,
+    text: str = "",
+    vec: float = 0.5,
+    *,
+    age_days: float = 0.0,
+    importance: float | None = None,
+    evergreen: bool = False,
+    kind: str = "semantic",
+    successes: int = 0,
+    failures: int = 0,
+    net: int = 0,
+    llm: float | None = None,
+) -> CandidateInput:
+    return CandidateInput(
+        id=id,
+        kind=kind,
+        text=text or f"memory {id}",
+        created_at=(NOW - timedelta(days=age_days)).isoformat(),
+        importance=importance,
+        evergreen=evergreen,
+        success_count=successes,
+        failure_count=failures,
+        feedback_net=net,
+        vector_similarity=vec,
+        fts_score=None,
+        found_by="vector",
+        llm_relevance=llm,
+    )
 
 
 def by_id(scored: list[Scored]) -> dict[str, Scored]:
@@ -53,6 +75,7 @@ def plain(text: str, final: float, id: str | None = None) -> Scored:
 
 
 # --- parity defaults ---------------------------------------------------------------------------------------------
+
 
 def test_the_llmemory_preset_holds_llmemorys_constants_and_rules():
     s = DEFAULTS
@@ -109,9 +132,11 @@ def test_bm25_norm_divides_by_the_maximum_and_hybrid_blends_with_weight_0_3():
     # hybrid = 0.3*norm + 0.7*vec: 0.3+0.14 = 0.44, 0.118388+0.35 = 0.468388, 0.087504+0.63 = 0.717504
     assert [scored[k].scores["bm25_raw"] for k in ("d1", "d2", "d3")] == pytest.approx(BM25_EXPECTED, abs=1e-5)
     assert [scored[k].scores["bm25_norm"] for k in ("d1", "d2", "d3")] == pytest.approx(
-        [1.0, 0.394627, 0.291681], abs=1e-5)
+        [1.0, 0.394627, 0.291681], abs=1e-5
+    )
     assert [scored[k].scores["hybrid"] for k in ("d1", "d2", "d3")] == pytest.approx(
-        [0.44, 0.468388, 0.717504], abs=1e-5)
+        [0.44, 0.468388, 0.717504], abs=1e-5
+    )
     assert [scored[k].ranks["hybrid"] for k in ("d1", "d2", "d3")] == [3, 2, 1]
 
 
@@ -169,27 +194,45 @@ def test_the_query_words_in_a_preceding_text_add_to_bm25_at_preceding_bm25_weigh
     def with_before(id, fts, before):
         return dataclasses.replace(inp(id, f"reply {id}"), fts_score=fts, preceding_text=before)
 
-    inputs = [with_before("d1", 2.0, DOCS[0]), with_before("d2", None, DOCS[1]), with_before("d3", None, DOCS[2]),
-              with_before("d4", 1.0, "")]
+    inputs = [
+        with_before("d1", 2.0, DOCS[0]),
+        with_before("d2", None, DOCS[1]),
+        with_before("d3", None, DOCS[2]),
+        with_before("d4", 1.0, ""),
+    ]
     # By hand, over the preceding texts [DOCS..., ""]: N=4, avgdl=(3+2+4+0)/4=2.25
     #   idf(apple) = ln(3.5/1.5+1) = 1.203973, idf(cherry) = ln(2.5/2.5+1) = 0.693147
     #   d1: 1.203973 * 2*2.5/(2+1.5*(0.25+0.75*3/2.25)) = 1.203973 * 1.290323 = 1.553514
     #   d2: 0.693147 * 2.5/(1+1.5*(0.25+0.75*2/2.25))   = 0.693147 * 1.052632 = 0.729628
     #   d3: 0.693147 * 2.5/(1+1.5*(0.25+0.75*4/2.25))   = 0.693147 * 0.740741 = 0.513442
     # bm25_raw + 0.5*bm25_preceding: 2.776757, 0.364814, 0.256721, 1.0 -> divided by 2.776757
-    scored = by_id(score_hop(inputs, "apple cherry", "apple cherry",
-                             cfg(bm25_source="index", relevance_filter="off", preceding_bm25_weight=0.5), NOW))
+    scored = by_id(
+        score_hop(
+            inputs,
+            "apple cherry",
+            "apple cherry",
+            cfg(bm25_source="index", relevance_filter="off", preceding_bm25_weight=0.5),
+            NOW,
+        )
+    )
     ids = ("d1", "d2", "d3", "d4")
     assert [scored[k].scores["bm25_raw"] for k in ids] == [2.0, 0.0, 0.0, 1.0]
-    assert [scored[k].scores["bm25_preceding"] for k in ids[:3]] == pytest.approx([1.553514, 0.729628, 0.513442],
-                                                                                 abs=1e-5)
+    assert [scored[k].scores["bm25_preceding"] for k in ids[:3]] == pytest.approx(
+        [1.553514, 0.729628, 0.513442], abs=1e-5
+    )
     assert scored["d4"].scores["bm25_preceding"] is None  # no preceding text: nothing to score
-    assert [scored[k].scores["bm25_norm"] for k in ids] == pytest.approx([1.0, 0.131381, 0.092454, 0.360132],
-                                                                        abs=1e-5)
+    assert [scored[k].scores["bm25_norm"] for k in ids] == pytest.approx([1.0, 0.131381, 0.092454, 0.360132], abs=1e-5)
 
     # Weight 0: the text's own BM25 only, as llmemory computes it; the preceding BM25 is still shown.
-    off = by_id(score_hop(inputs, "apple cherry", "apple cherry",
-                          cfg(bm25_source="index", relevance_filter="off", preceding_bm25_weight=0), NOW))
+    off = by_id(
+        score_hop(
+            inputs,
+            "apple cherry",
+            "apple cherry",
+            cfg(bm25_source="index", relevance_filter="off", preceding_bm25_weight=0),
+            NOW,
+        )
+    )
     assert [off[k].scores["bm25_norm"] for k in ids] == pytest.approx([1.0, 0.0, 0.0, 0.5])
     assert off["d1"].scores["bm25_preceding"] == pytest.approx(1.553514, abs=1e-5)
 
@@ -246,9 +289,13 @@ def test_relevance_filter_llm_mode_uses_the_stored_verdicts_with_threshold_0_7()
     inputs = [dataclasses.replace(c, llm_relevance=v) for c, v in zip(six_candidates(), llm, strict=False)]
     scored = filtered(inputs, cfg(relevance_filter="llm"))
     assert {k: s.kept for k, s in scored.items()} == {
-        "overlap-substring": True, "no-overlap": True, "short-word-only": False,
+        "overlap-substring": True,
+        "no-overlap": True,
+        "short-word-only": False,
         "score-at-threshold": False,  # the judge overrules the heuristic's score rule
-        "score-below": True, "overlap-uppercase": False}
+        "score-below": True,
+        "overlap-uppercase": False,
+    }
     assert scored["short-word-only"].verdicts["rule"] == "llm_judge 0.69 < 0.7"
     assert scored["no-overlap"].verdicts["rule"] == "llm_judge 0.70 >= 0.7"
     assert scored["no-overlap"].scores["llm_relevance"] == 0.7
@@ -263,19 +310,32 @@ def test_relevance_filter_llm_mode_without_verdicts_falls_back_to_the_heuristic_
 
 # --- temporal decay and importance --------------------------------------------------------------------------------
 
+
 def temporal(inputs, **overrides) -> dict[str, Scored]:
-    return by_id(score_hop(inputs, "zzzz", "zzzz", cfg(hybrid_enabled=False, relevance_filter="off", **overrides),
-                           NOW))
+    return by_id(score_hop(inputs, "zzzz", "zzzz", cfg(hybrid_enabled=False, relevance_filter="off", **overrides), NOW))
 
 
 def test_decay_halves_every_30_days_of_whole_age_and_evergreen_never_decays():
-    scored = temporal([inp("new", age_days=0), inp("month", age_days=30), inp("partial", age_days=45.9),
-                       inp("evergreen", age_days=400, evergreen=True), inp("future", age_days=-0.5)])
+    scored = temporal(
+        [
+            inp("new", age_days=0),
+            inp("month", age_days=30),
+            inp("partial", age_days=45.9),
+            inp("evergreen", age_days=400, evergreen=True),
+            inp("future", age_days=-0.5),
+        ]
+    )
     assert {k: s.scores["age_days"] for k, s in scored.items()} == {
-        "new": 0, "month": 30, "partial": 45, "evergreen": 400, "future": 0}
+        "new": 0,
+        "month": 30,
+        "partial": 45,
+        "evergreen": 400,
+        "future": 0,
+    }
     # exp(-ln2/30 * 45) = 2^-1.5 = 0.353553; a memory dated after `now` is as fresh as today's, never fresher
     assert {k: s.scores["decay"] for k, s in scored.items()} == pytest.approx(
-        {"new": 1.0, "month": 0.5, "partial": 0.353553, "evergreen": 1.0, "future": 1.0}, abs=1e-6)
+        {"new": 1.0, "month": 0.5, "partial": 0.353553, "evergreen": 1.0, "future": 1.0}, abs=1e-6
+    )
 
 
 def test_traces_stored_before_the_age_clamp_replay_with_their_negative_age():
@@ -299,43 +359,60 @@ def test_reference_example_score_1_importance_0_9_age_30_gives_0_45():
 
 
 def test_importance_factor_is_clamped_importance_to_the_weight_and_missing_importance_is_neutral():
-    inputs = [inp("low", importance=0.2), inp("none", importance=None), inp("above", importance=1.5),
-              inp("below", importance=-0.3)]
+    inputs = [
+        inp("low", importance=0.2),
+        inp("none", importance=None),
+        inp("above", importance=1.5),
+        inp("below", importance=-0.3),
+    ]
     assert {k: s.scores["importance_factor"] for k, s in temporal(inputs).items()} == pytest.approx(
-        {"low": 0.2, "none": 1.0, "above": 1.0, "below": 0.0})
+        {"low": 0.2, "none": 1.0, "above": 1.0, "below": 0.0}
+    )
     assert temporal(inputs, importance_weight=2)["low"].scores["importance_factor"] == pytest.approx(0.04)
     assert {s.scores["importance_factor"] for s in temporal(inputs, importance_weight=0).values()} == {1.0}
 
 
 def test_skill_importance_is_the_success_rate_with_one_half_before_any_trial():
-    inputs = [inp("untried", kind="procedural"), inp("failed-once", kind="procedural", failures=1),
-              inp("three-of-four", kind="procedural", successes=3, failures=1)]
+    inputs = [
+        inp("untried", kind="procedural"),
+        inp("failed-once", kind="procedural", failures=1),
+        inp("three-of-four", kind="procedural", successes=3, failures=1),
+    ]
     scored = temporal(inputs)
     assert {k: s.scores["importance"] for k, s in scored.items()} == {
-        "untried": 0.5, "failed-once": 0.0, "three-of-four": 0.75}
+        "untried": 0.5,
+        "failed-once": 0.0,
+        "three-of-four": 0.75,
+    }
     assert scored["failed-once"].scores["final"] == 0.0
     assert scored["untried"].scores["final"] == pytest.approx(0.25)
 
 
 def test_skill_importance_wilson_mode_uses_the_95_percent_lower_bound():
-    inputs = [inp("three-of-four", kind="procedural", successes=3, failures=1),
-              inp("one-of-one", kind="procedural", successes=1),
-              inp("failed-once", kind="procedural", failures=1)]
+    inputs = [
+        inp("three-of-four", kind="procedural", successes=3, failures=1),
+        inp("one-of-one", kind="procedural", successes=1),
+        inp("failed-once", kind="procedural", failures=1),
+    ]
     scored = temporal(inputs, skill_importance="wilson")
     # Wilson lower bound, z=1.959964: (p + z²/2n - z*sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)
     assert {k: s.scores["importance"] for k, s in scored.items()} == pytest.approx(
-        {"three-of-four": 0.300642, "one-of-one": 0.206549, "failed-once": 0.0}, abs=1e-6)
+        {"three-of-four": 0.300642, "one-of-one": 0.206549, "failed-once": 0.0}, abs=1e-6
+    )
 
 
 # --- feedback -----------------------------------------------------------------------------------------------------
+
 
 def test_feedback_factor_is_1_plus_half_the_clamped_net_over_5():
     nets = {"plus5": 5, "minus5": -5, "plus10": 10, "minus2": -2, "zero": 0, "plus1": 1}
     scored = temporal([inp(k, net=v) for k, v in nets.items()])
     assert {k: s.scores["feedback_factor"] for k, s in scored.items()} == pytest.approx(
-        {"plus5": 1.5, "minus5": 0.5, "plus10": 1.5, "minus2": 0.8, "zero": 1.0, "plus1": 1.1})
+        {"plus5": 1.5, "minus5": 0.5, "plus10": 1.5, "minus2": 0.8, "zero": 1.0, "plus1": 1.1}
+    )
     assert {k: s.scores["final"] for k, s in scored.items()} == pytest.approx(
-        {"plus5": 0.75, "minus5": 0.25, "plus10": 0.75, "minus2": 0.4, "zero": 0.5, "plus1": 0.55})
+        {"plus5": 0.75, "minus5": 0.25, "plus10": 0.75, "minus2": 0.4, "zero": 0.5, "plus1": 0.55}
+    )
     assert scored["minus5"].ranks["feedback"] == 6
     assert scored["plus1"].ranks["feedback"] == 3
     assert {k: s.scores["feedback_net"] for k, s in scored.items()} == nets
@@ -358,6 +435,7 @@ def test_feedback_moves_a_candidate_past_a_better_scored_one():
 
 
 # --- MMR ----------------------------------------------------------------------------------------------------------
+
 
 def test_jaccard_is_over_unique_bm25_token_sets():
     assert jaccard("Red apple, red pie!", "apple tart") == pytest.approx(1 / 4)
@@ -396,6 +474,7 @@ def test_mmr_embedding_similarity_uses_the_recorded_cosines_and_jaccard_otherwis
 
 # --- merge --------------------------------------------------------------------------------------------------------
 
+
 def test_merge_keeps_the_higher_final_score_and_marks_the_other_copy_merged():
     h1 = [plain("x", 0.4, "X"), plain("y", 0.3, "Y"), plain("z", 0.9, "Z")]
     h1[2].kept = False
@@ -426,15 +505,28 @@ def test_hop_weight_discounts_later_hops_final_scores_by_its_power_and_keeps_the
         # final = hybrid 0.5 / 0.4 * decay 1 * importance 1 * feedback 1 * hop factor
         assert [s.final for s in scored] == pytest.approx([0.5 * factor, 0.4 * factor])
     # the parity default leaves every hop's scores as they were
-    assert [s.final for s in score_hop(inputs, "zzzz", "zzzz", cfg(hybrid_enabled=False,
-                                                                   relevance_filter="off"), NOW, 2)] == [0.5, 0.4]
+    assert [
+        s.final for s in score_hop(inputs, "zzzz", "zzzz", cfg(hybrid_enabled=False, relevance_filter="off"), NOW, 2)
+    ] == [0.5, 0.4]
 
 
 def test_hop_weight_keeps_the_questions_results_ahead_unless_a_later_hop_beats_them_by_the_margin():
-    h1 = score_hop([inp("X", vec=0.5), inp("Y", vec=0.45)], "zzzz", "zzzz",
-                   cfg(hybrid_enabled=False, relevance_filter="off", hop_weight=0.8), NOW, 1)
-    h2 = score_hop([inp("X", vec=0.6), inp("W", vec=0.55), inp("V", vec=0.7)], "zzzz", "zzzz",
-                   cfg(hybrid_enabled=False, relevance_filter="off", hop_weight=0.8), NOW, 2)
+    h1 = score_hop(
+        [inp("X", vec=0.5), inp("Y", vec=0.45)],
+        "zzzz",
+        "zzzz",
+        cfg(hybrid_enabled=False, relevance_filter="off", hop_weight=0.8),
+        NOW,
+        1,
+    )
+    h2 = score_hop(
+        [inp("X", vec=0.6), inp("W", vec=0.55), inp("V", vec=0.7)],
+        "zzzz",
+        "zzzz",
+        cfg(hybrid_enabled=False, relevance_filter="off", hop_weight=0.8),
+        NOW,
+        2,
+    )
     # hop 2 after the 0.8 discount: V 0.56, X 0.48, W 0.44. X keeps its hop-1 copy (0.5 > 0.48); W falls behind
     # Y (0.44 < 0.45); V beats the margin (0.7 * 0.8 = 0.56 > 0.5) and comes first.
     ranked = merge([h1, h2])
@@ -451,6 +543,7 @@ def test_hop_weight_is_validated():
 
 
 # --- assembly -----------------------------------------------------------------------------------------------------
+
 
 def test_token_cost_is_ceil_of_characters_over_4():
     assert [token_cost(t) for t in ("", "abc", "abcd", "abcde", "é" * 8)] == [0, 1, 1, 2, 2]
@@ -495,8 +588,10 @@ def test_context_max_items_caps_the_context():
 
 def test_context_uses_llmemorys_block_format_and_is_empty_without_memories():
     s = Scored(inp("f", "Priya works in Bangalore."), 1, {"hybrid": 0.45, "final": 0.45}, {}, {})
-    assert render_context([s]) == ("=== RELEVANT MEMORIES ===\n\n[2025-06-01T12:00:00+00:00] (confidence: 0.45)\n"
-                                   "Priya works in Bangalore.\n\n=== END MEMORIES ===")
+    assert render_context([s]) == (
+        "=== RELEVANT MEMORIES ===\n\n[2025-06-01T12:00:00+00:00] (confidence: 0.45)\n"
+        "Priya works in Bangalore.\n\n=== END MEMORIES ==="
+    )
     assert assemble([], 2000, "skip") == ("", [], 0)
 
 

@@ -27,20 +27,38 @@ def test_remember_stores_a_fact_with_the_documented_defaults(empty_engine):
 
 def test_remember_keeps_category_importance_evergreen_source_and_creation_time(empty_engine):
     at = datetime(2026, 2, 3, 4, 5, 6, tzinfo=UTC)
-    item = empty_engine.remember(U, "Ada's cat is called Turing", category="personal", importance=0.25,
-                                 evergreen=True, source="chat", created_at="2026-02-03T04:05:06Z")
+    item = empty_engine.remember(
+        U,
+        "Ada's cat is called Turing",
+        category="personal",
+        importance=0.25,
+        evergreen=True,
+        source="chat",
+        created_at="2026-02-03T04:05:06Z",
+    )
     stored = empty_engine.get_item(U, item.id)
     assert (stored.category, stored.importance, stored.evergreen, stored.source) == ("personal", 0.25, True, "chat")
     assert stored.created_at == at
 
 
 def test_provenance_is_normalised_and_never_dropped_on_the_way_out(empty_engine):
-    provenance = {"sources": [{"type": "message", "id": "ada-s01#3"}, {"type": "episode", "id": "ep-7"}, "doc-9"],
-                  "method": "llm_extraction", "confidence": "high", "created_at": "2026-01-01T00:00:00+00:00"}
+    provenance = {
+        "sources": [{"type": "message", "id": "ada-s01#3"}, {"type": "episode", "id": "ep-7"}, "doc-9"],
+        "method": "llm_extraction",
+        "confidence": "high",
+        "created_at": "2026-01-01T00:00:00+00:00",
+    }
     item = empty_engine.remember(U, "Paylane CI runs mypy --strict", provenance=provenance)
-    expected = {"sources": [{"type": "message", "id": "ada-s01#3"}, {"type": "episode", "id": "ep-7"},
-                            {"type": "unknown", "id": "doc-9"}],
-                "method": "llm_extraction", "confidence": 0.9, "created_at": "2026-01-01T00:00:00+00:00"}
+    expected = {
+        "sources": [
+            {"type": "message", "id": "ada-s01#3"},
+            {"type": "episode", "id": "ep-7"},
+            {"type": "unknown", "id": "doc-9"},
+        ],
+        "method": "llm_extraction",
+        "confidence": 0.9,
+        "created_at": "2026-01-01T00:00:00+00:00",
+    }
     assert item.provenance == expected
     assert empty_engine.get_item(U, item.id).provenance == expected
     assert empty_engine.list_items(U).rows[0].provenance == expected
@@ -76,11 +94,21 @@ def test_an_item_of_another_user_or_an_unknown_id_is_not_found(empty_engine):
         empty_engine.get_item(U, "item_doesnotexist")
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"category": "Not Snake"}, {"category": "1abc"}, {"category": ""},
-    {"importance": 1.5}, {"importance": -0.1}, {"importance": float("nan")}, {"importance": "high"},
-    {"evergreen": "yes"}, {"provenance": ["not", "an", "object"]}, {"created_at": "yesterday"},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"category": "Not Snake"},
+        {"category": "1abc"},
+        {"category": ""},
+        {"importance": 1.5},
+        {"importance": -0.1},
+        {"importance": float("nan")},
+        {"importance": "high"},
+        {"evergreen": "yes"},
+        {"provenance": ["not", "an", "object"]},
+        {"created_at": "yesterday"},
+    ],
+)
 def test_invalid_item_fields_are_refused_and_nothing_is_written(empty_engine, kwargs):
     before = snapshot(empty_engine)
     with pytest.raises(InvalidInput):
@@ -106,7 +134,8 @@ def test_an_explicit_id_that_already_exists_is_refused_without_touching_the_orig
     assert [h.id for h in empty_engine.search(U, "zanzibar")] == ["fixed-1"]
 
 
-# -- listing and categories -----------------------------------------------------------------------------------------
+# -- listing and categories ------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory, embedder) -> MemoryEngine:
@@ -115,22 +144,42 @@ def library(tmp_path_factory, embedder) -> MemoryEngine:
     engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(path)), embedder=embedder)
     records = []
     for month in range(1, 7):
-        records.append({"user_id": U, "content": f"Travel fact from month {month}", "category": "travel",
-                        "created_at": f"2026-{month:02d}-10T00:00:00Z"})
-        records.append({"user_id": U, "content": f"Work fact from month {month}: 50% done", "category": "work",
-                        "created_at": f"2026-{month:02d}-11T00:00:00Z"})
+        records.append(
+            {
+                "user_id": U,
+                "content": f"Travel fact from month {month}",
+                "category": "travel",
+                "created_at": f"2026-{month:02d}-10T00:00:00Z",
+            }
+        )
+        records.append(
+            {
+                "user_id": U,
+                "content": f"Work fact from month {month}: 50% done",
+                "category": "work",
+                "created_at": f"2026-{month:02d}-11T00:00:00Z",
+            }
+        )
     records.append({"user_id": "bo", "content": "Bo's travel fact", "category": "travel"})
     engine.remember_many(records)
-    engine.ingest_lines(['{"kind": "category", "user_id": "ada", "name": "travel", "summary": "Trips Ada plans"}',
-                         '{"kind": "category", "user_id": "ada", "name": "empty_one", "summary": "No items yet"}'])
+    engine.ingest_lines(
+        [
+            '{"kind": "category", "user_id": "ada", "name": "travel", "summary": "Trips Ada plans"}',
+            '{"kind": "category", "user_id": "ada", "name": "empty_one", "summary": "No items yet"}',
+        ]
+    )
     return engine
 
 
 def test_items_list_newest_first_paginated_in_the_database(library):
     page = library.list_items(U, limit=4, offset=2)
     assert page.total == 12
-    assert [i.content for i in page.rows] == ["Work fact from month 5: 50% done", "Travel fact from month 5",
-                                              "Work fact from month 4: 50% done", "Travel fact from month 4"]
+    assert [i.content for i in page.rows] == [
+        "Work fact from month 5: 50% done",
+        "Travel fact from month 5",
+        "Work fact from month 4: 50% done",
+        "Travel fact from month 4",
+    ]
 
 
 def test_items_filter_by_category_and_by_literal_text(library):
@@ -152,7 +201,8 @@ def test_bad_item_pagination_is_refused_with_a_clear_error(library, limit, offse
         library.list_items(U, limit=limit, offset=offset)
 
 
-# -- plain hybrid search across kinds -------------------------------------------------------------------------------
+# -- plain hybrid search across kinds --------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def kinds(tmp_path_factory, embedder) -> MemoryEngine:
@@ -160,11 +210,23 @@ def kinds(tmp_path_factory, embedder) -> MemoryEngine:
     engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(path)), embedder=embedder)
     engine.remember(U, "The staging database password rotates every Monday")
     engine.remember(U, "Ada's favourite editor is Helix")
-    engine.record_episode(U, [{"observation": "staging database refused connections",
-                               "action": "rotate the staging password", "result": "connections restored"}],
-                          outcome="success")
-    engine.register_skill(U, "rotate-db-password", "Run vault rotate staging-db then restart the pool",
-                          description="How to rotate the staging database password")
+    engine.record_episode(
+        U,
+        [
+            {
+                "observation": "staging database refused connections",
+                "action": "rotate the staging password",
+                "result": "connections restored",
+            }
+        ],
+        outcome="success",
+    )
+    engine.register_skill(
+        U,
+        "rotate-db-password",
+        "Run vault rotate staging-db then restart the pool",
+        description="How to rotate the staging database password",
+    )
     engine.remember("bo", "Bo's staging database lives in Frankfurt")
     return engine
 
@@ -199,8 +261,9 @@ def test_search_only_sees_the_given_users_memories(kinds):
     assert kinds.search("nobody", "staging database") == []
 
 
-@pytest.mark.parametrize("kwargs", [{"kind": "semantics"}, {"kind": "items"}, {"limit": 0}, {"limit": 1001},
-                                    {"limit": "5"}])
+@pytest.mark.parametrize(
+    "kwargs", [{"kind": "semantics"}, {"kind": "items"}, {"limit": 0}, {"limit": 1001}, {"limit": "5"}]
+)
 def test_search_refuses_unknown_kinds_and_bad_limits(kinds, kwargs):
     with pytest.raises(InvalidInput):
         kinds.search(U, "staging", **kwargs)

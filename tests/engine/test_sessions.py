@@ -20,8 +20,9 @@ def ago(**delta) -> datetime:
 def add_session(engine: MemoryEngine, user: str, session: str, last: datetime, messages: int = 1) -> None:
     """A session whose last message (and so its last activity) is at ``last``."""
     for n in range(messages):
-        engine.add_message(user, session, "user", f"message {n} of {session}", created_at=last - timedelta(
-            seconds=messages - 1 - n))
+        engine.add_message(
+            user, session, "user", f"message {n} of {session}", created_at=last - timedelta(seconds=messages - 1 - n)
+        )
 
 
 def add_untimed_session(engine: MemoryEngine, user: str, session: str) -> None:
@@ -35,7 +36,8 @@ def session_ids(engine: MemoryEngine, user: str) -> set[str]:
     return {s.session_id for s in engine.list_sessions(user, limit=1000).rows}
 
 
-# -- messages -------------------------------------------------------------------------------------------------------
+# -- messages --------------------------------------------------------------------------------------------------------
+
 
 def test_messages_get_consecutive_seq_numbers_in_the_order_they_were_added(empty_engine):
     for n, role in enumerate(["system", "user", "assistant", "tool", "tool_result", "user"]):
@@ -102,7 +104,8 @@ def test_sessions_are_scoped_by_user(empty_engine):
     assert empty_engine.users() == ["alice", "bob"]
 
 
-# -- listing sessions -----------------------------------------------------------------------------------------------
+# -- listing sessions ------------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def listed(tmp_path_factory, embedder) -> MemoryEngine:
@@ -110,8 +113,9 @@ def listed(tmp_path_factory, embedder) -> MemoryEngine:
     path = tmp_path_factory.mktemp("sessions") / "store"
     engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(path)), embedder=embedder)
     for day in range(6):
-        engine.add_message("ada", f"ada-{day}", "user", f"day {day}: we discussed the refund flow",
-                           created_at=ago(days=day))
+        engine.add_message(
+            "ada", f"ada-{day}", "user", f"day {day}: we discussed the refund flow", created_at=ago(days=day)
+        )
     engine.add_message("ada", "ada-kyoto", "user", "Book a ryokan in Kyoto", created_at=ago(days=10))
     engine.add_message("bo", "bo-1", "user", "Kyoto temples for a rainy day", created_at=ago(days=2))
     engine.add_message("cy", "cy-1", "user", "100% sure: use_the_underscore", created_at=ago(days=1))
@@ -165,7 +169,8 @@ def test_bad_pagination_values_are_refused(listed, limit, offset):
         listed.list_sessions("ada", limit=limit, offset=offset)
 
 
-# -- lifecycle pruning ----------------------------------------------------------------------------------------------
+# -- lifecycle pruning -----------------------------------------------------------------------------------------------
+
 
 def test_idle_rule_selects_sessions_inactive_strictly_longer_than_60_minutes(empty_engine):
     add_session(empty_engine, "u", "active", ago(minutes=59))

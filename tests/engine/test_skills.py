@@ -20,18 +20,22 @@ def skill_record(successes: int, failures: int, name: str = "s", version: int = 
     return Skill(f"{name}-v{version}", U, name, version, "prompt", "", "body", successes, failures, {}, at, at)
 
 
-# -- Wilson interval and ranking, against hand-computed numbers ----------------------------------------------------
+# -- Wilson interval and ranking, against hand-computed numbers ------------------------------------------------------
 
-@pytest.mark.parametrize("successes, trials, lower, upper", [
-    # 3/3: the lower bound of a perfect record is n / (n + z^2) = 3 / 6.841459 = 0.438503
-    (3, 3, 0.438503, 1.0),
-    # 95/100: (0.95 + z^2/200 - z*sqrt(0.95*0.05/100 + z^2/40000)) / (1 + z^2/100)
-    (95, 100, 0.888250, 0.978456),
-    (1, 2, 0.094531, 0.905469),
-    (0, 10, 0.0, 0.277533),
-    (10, 10, 0.722467, 1.0),
-    (1, 1, 0.206549, 1.0),
-])
+
+@pytest.mark.parametrize(
+    "successes, trials, lower, upper",
+    [
+        # 3/3: the lower bound of a perfect record is n / (n + z^2) = 3 / 6.841459 = 0.438503
+        (3, 3, 0.438503, 1.0),
+        # 95/100: (0.95 + z^2/200 - z*sqrt(0.95*0.05/100 + z^2/40000)) / (1 + z^2/100)
+        (95, 100, 0.888250, 0.978456),
+        (1, 2, 0.094531, 0.905469),
+        (0, 10, 0.0, 0.277533),
+        (10, 10, 0.722467, 1.0),
+        (1, 1, 0.206549, 1.0),
+    ],
+)
 def test_wilson_interval_matches_hand_computed_values(successes, trials, lower, upper):
     lo, hi = wilson_interval(successes, trials)
     assert lo == pytest.approx(lower, abs=1e-6)
@@ -66,7 +70,8 @@ def test_an_untried_skill_ranks_below_one_with_evidence_and_above_a_failing_one(
     assert ranked[1].wilson_lower == ranked[2].wilson_lower == 0.0
 
 
-# -- the library through the engine ---------------------------------------------------------------------------------
+# -- the library through the engine ----------------------------------------------------------------------------------
+
 
 def test_registering_a_name_again_creates_the_next_version_with_fresh_counters(empty_engine):
     v1 = empty_engine.register_skill(U, "triage-bug", "Read the traceback first", description="triage")
@@ -83,12 +88,21 @@ def test_registering_a_name_again_creates_the_next_version_with_fresh_counters(e
 
 
 def test_a_skill_round_trips_its_fields(empty_engine):
-    s = empty_engine.register_skill(U, "render-report", "{{title}}\n{{body}}", description="Report template",
-                                    kind="template", provenance={"sources": [{"type": "episode", "id": "ep-1"}]})
+    s = empty_engine.register_skill(
+        U,
+        "render-report",
+        "{{title}}\n{{body}}",
+        description="Report template",
+        kind="template",
+        provenance={"sources": [{"type": "episode", "id": "ep-1"}]},
+    )
     stored = empty_engine.get_skill(U, s.id)
     assert stored == s
     assert (stored.kind, stored.description, stored.provenance["sources"]) == (
-        "template", "Report template", [{"type": "episode", "id": "ep-1"}])
+        "template",
+        "Report template",
+        [{"type": "episode", "id": "ep-1"}],
+    )
 
 
 def test_an_outcome_increments_a_counter_and_appends_an_event(empty_engine):
@@ -112,10 +126,13 @@ def test_outcomes_can_be_listed_per_name_across_versions(empty_engine):
     assert len(empty_engine.skill_outcomes(U)) == 3
 
 
-@pytest.mark.parametrize("call", [
-    lambda e, sid: e.report_outcome(U, "skill_missing", True),
-    lambda e, sid: e.report_outcome("bo", sid, True),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda e, sid: e.report_outcome(U, "skill_missing", True),
+        lambda e, sid: e.report_outcome("bo", sid, True),
+    ],
+)
 def test_an_outcome_for_an_unknown_or_foreign_skill_is_not_found_and_writes_nothing(empty_engine, call):
     s = empty_engine.register_skill(U, "x", "body")
     before = snapshot(empty_engine)
@@ -124,8 +141,9 @@ def test_an_outcome_for_an_unknown_or_foreign_skill_is_not_found_and_writes_noth
     assert snapshot(empty_engine) == before
 
 
-@pytest.mark.parametrize("kwargs", [{"success": "yes"}, {"success": 1}, {"success": None},
-                                    {"success": True, "episode_id": "../ep"}])
+@pytest.mark.parametrize(
+    "kwargs", [{"success": "yes"}, {"success": 1}, {"success": None}, {"success": True, "episode_id": "../ep"}]
+)
 def test_an_outcome_must_be_true_or_false(empty_engine, kwargs):
     s = empty_engine.register_skill(U, "x", "body")
     before = snapshot(empty_engine)
@@ -134,8 +152,18 @@ def test_an_outcome_must_be_true_or_false(empty_engine, kwargs):
     assert snapshot(empty_engine) == before
 
 
-@pytest.mark.parametrize("kwargs", [{"kind": "macro"}, {"kind": "Prompt"}, {"version": 0}, {"version": "2"},
-                                    {"name": "  "}, {"body": ""}, {"description": 5}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"kind": "macro"},
+        {"kind": "Prompt"},
+        {"version": 0},
+        {"version": "2"},
+        {"name": "  "},
+        {"body": ""},
+        {"description": 5},
+    ],
+)
 def test_invalid_skill_fields_are_refused_and_nothing_is_written(empty_engine, kwargs):
     args = {"name": "n", "body": "b", **kwargs}
     before = snapshot(empty_engine)
@@ -153,10 +181,21 @@ def ranked_library(tmp_path_factory, embedder) -> MemoryEngine:
     lines = []
     for name, (s, f) in histories.items():
         kind = "code" if name == "flaky" else "prompt"
-        lines.append({"kind": "skill", "user_id": U, "id": f"sk-{name}", "name": name, "skill_kind": kind,
-                      "body": f"how to do {name} things", "description": f"the {name} skill"})
-        lines += [{"kind": "outcome", "user_id": U, "skill_id": f"sk-{name}", "success": ok}
-                  for ok in [True] * s + [False] * f]
+        lines.append(
+            {
+                "kind": "skill",
+                "user_id": U,
+                "id": f"sk-{name}",
+                "name": name,
+                "skill_kind": kind,
+                "body": f"how to do {name} things",
+                "description": f"the {name} skill",
+            }
+        )
+        lines += [
+            {"kind": "outcome", "user_id": U, "skill_id": f"sk-{name}", "success": ok}
+            for ok in [True] * s + [False] * f
+        ]
     engine.ingest_lines(json.dumps(r) for r in lines)
     return engine
 

@@ -39,7 +39,7 @@ def copy(seeded: Path, tmp_path: Path) -> Path:
     return dest
 
 
-# -- the MCP token ------------------------------------------------------------------------------------------------------
+# -- the MCP token ---------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("token", ["x", "short-token", "fifteen-chars!!", " " * 20 + "abc"])
 def test_a_token_shorter_than_16_characters_cannot_bind_a_non_loopback_host(token):
     with pytest.raises(InvalidInput, match="at least 16"):
@@ -53,20 +53,46 @@ def test_a_long_token_binds_anywhere_and_loopback_takes_any_token():
 
 
 def test_the_cli_refuses_a_one_character_token_on_0_0_0_0_before_opening_the_store(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "engine", "--store", str(tmp_path / "s"), "mcp", "--http",
-                           "--host", "0.0.0.0", "--port", str(free_port())], cwd=ROOT,
-                          env=clean_env(MEMLENS_MCP_TOKEN="x"), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engine",
+            "--store",
+            str(tmp_path / "s"),
+            "mcp",
+            "--http",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(free_port()),
+        ],
+        cwd=ROOT,
+        env=clean_env(MEMLENS_MCP_TOKEN="x"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert "token of 1 characters" in proc.stderr and "at least 16" in proc.stderr
     assert not (tmp_path / "s").exists()
 
 
-# -- numbers out of range that used to be clamped or accepted ----------------------------------------------------------
+# -- numbers out of range that used to be clamped or accepted --------------------------------------------------------
 def test_ingest_refuses_a_forget_log_count_of_minus_7_and_writes_nothing(seeded, tmp_path, embedder):
     e = MemoryEngine.open(settings=Settings.from_env({}, store=str(copy(seeded, tmp_path))), embedder=embedder)
     before = snapshot(e)
-    line = json.dumps({"kind": "forget_log", "user_id": USER, "memory_type": "semantic", "ids": ["gone"],
-                       "count": -7, "mode": "hard", "reason": "r"})
+    line = json.dumps(
+        {
+            "kind": "forget_log",
+            "user_id": USER,
+            "memory_type": "semantic",
+            "ids": ["gone"],
+            "count": -7,
+            "mode": "hard",
+            "reason": "r",
+        }
+    )
     item = json.dumps({"kind": "item", "user_id": USER, "content": "written only if the file is good"})
     with pytest.raises(InvalidInput, match=r"line 2: count must be an integer from 0 to 1,000,000, got -7"):
         e.ingest_lines([item, line])
@@ -83,7 +109,7 @@ def test_reflect_with_window_minus_one_is_refused_not_clamped_and_writes_nothing
     assert e.reflect(USER, 2)[0], "a valid window still reflects"
 
 
-# -- read-only stores ---------------------------------------------------------------------------------------------------
+# -- read-only stores ------------------------------------------------------------------------------------------------
 def test_a_store_opened_read_only_can_be_browsed_and_refuses_every_write(seeded, tmp_path, embedder):
     path = copy(seeded, tmp_path)
     rw = MemoryEngine.open(settings=Settings.from_env({}, store=str(path)), embedder=embedder)
@@ -95,10 +121,15 @@ def test_a_store_opened_read_only_can_be_browsed_and_refuses_every_write(seeded,
     assert "tea" in [h.id for h in e.search(USER, "smoked lapsang tea", kind="semantic")]
     assert e.working_get(USER, "s1")["goals"] == ["tea"]
     assert e.list_episodes(USER).total == 3 and e.stats().items == 1
-    for write in (lambda: e.remember(USER, "new fact"), lambda: e.working_update(USER, "s1", {"goals": None}),
-                  lambda: e.forget(USER, "semantic", ["tea"], "r", mode="hard"),
-                  lambda: e.add_message(USER, "s1", "user", "hi"), lambda: e.retrieve(USER, "tea?"),
-                  lambda: e.record_episode(USER, [{"action": "a"}]), lambda: e.optimize()):
+    for write in (
+        lambda: e.remember(USER, "new fact"),
+        lambda: e.working_update(USER, "s1", {"goals": None}),
+        lambda: e.forget(USER, "semantic", ["tea"], "r", mode="hard"),
+        lambda: e.add_message(USER, "s1", "user", "hi"),
+        lambda: e.retrieve(USER, "tea?"),
+        lambda: e.record_episode(USER, [{"action": "a"}]),
+        lambda: e.optimize(),
+    ):
         with pytest.raises(StoreReadOnly, match="read-only"):
             write()
     e.close()
@@ -110,8 +141,9 @@ def test_a_store_opened_read_only_can_be_browsed_and_refuses_every_write(seeded,
 
 def test_read_only_refuses_a_store_that_does_not_exist_without_creating_it(tmp_path, embedder):
     with pytest.raises(StoreReadOnly, match="no store database"):
-        MemoryEngine.open(settings=Settings.from_env({}, store=str(tmp_path / "none"), read_only=True),
-                          embedder=embedder)
+        MemoryEngine.open(
+            settings=Settings.from_env({}, store=str(tmp_path / "none"), read_only=True), embedder=embedder
+        )
     assert not (tmp_path / "none").exists()
 
 
@@ -130,12 +162,20 @@ def test_a_store_on_a_read_only_file_system_is_browsed_from_the_cli(seeded, tmp_
     mount = tmp_path / "ro"
     mount.mkdir()
     py = sys.executable
-    script = (f"mount --bind {path} {mount} && mount -o remount,bind,ro {mount} && "
-              f"{py} -m engine --store {mount} --json stats; echo rc=$?; "
-              f"{py} -m engine --store {mount} search --user {USER} which tea; echo rc=$?; "
-              f"{py} -m engine --store {mount} working --user {USER} --session s1 --set goals=1; echo rc=$?")
-    proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script], cwd=ROOT,
-                          env=clean_env(), capture_output=True, text=True, timeout=600)
+    script = (
+        f"mount --bind {path} {mount} && mount -o remount,bind,ro {mount} && "
+        f"{py} -m engine --store {mount} --json stats; echo rc=$?; "
+        f"{py} -m engine --store {mount} search --user {USER} which tea; echo rc=$?; "
+        f"{py} -m engine --store {mount} working --user {USER} --session s1 --set goals=1; echo rc=$?"
+    )
+    proc = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+        cwd=ROOT,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     out = proc.stdout
     assert out.count("rc=0") == 2 and "rc=2" in out, (out[-2000:], proc.stderr[-2000:])
     assert '"items": 1' in out and "lapsang" in out

@@ -52,7 +52,8 @@ class WrappedEmbedder:
         return vectors
 
 
-# -- migrations ---------------------------------------------------------------------------------------------------
+# -- migrations ------------------------------------------------------------------------------------------------------
+
 
 def test_a_new_store_records_every_named_migration_once(empty_engine):
     assert [name for name, _ in empty_engine._b.db.migrations()] == [name for name, _ in MIGRATIONS]
@@ -89,7 +90,8 @@ def test_a_store_written_by_a_newer_memlens_is_refused_and_left_as_it_was(empty_
     assert names == [name for name, _ in MIGRATIONS] + ["9999_from_the_future"]
 
 
-# -- where the store is and what state it is in ---------------------------------------------------------------------
+# -- where the store is and what state it is in ----------------------------------------------------------------------
+
 
 def test_a_corrupt_database_file_is_reported_as_store_corrupt_with_the_path(tmp_path, embedder):
     store = tmp_path / "store"
@@ -118,14 +120,18 @@ def test_only_local_folders_and_file_uris_are_accepted(tmp_path, embedder):
 
 
 def hold_lock(db_file: Path, seconds: float, patience: float = 30) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, str(SUPPORT / "hold_lock.py"), str(db_file), str(seconds), str(patience)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(SUPPORT / "hold_lock.py"), str(db_file), str(seconds), str(patience)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout.readline().strip() == "locked", proc.stderr.read()
     return proc
 
 
-def test_a_store_locked_by_another_process_beyond_the_timeout_raises_store_busy_and_writes_nothing(tmp_path,
-                                                                                                   embedder):
+@pytest.mark.subprocess
+def test_a_store_locked_by_another_process_beyond_the_timeout_raises_store_busy_and_writes_nothing(tmp_path, embedder):
     engine = open_store(tmp_path / "store", embedder, lock_timeout_s=0.3)
     engine.remember(U, "already there")
     before = snapshot(engine)
@@ -143,6 +149,7 @@ def test_a_store_locked_by_another_process_beyond_the_timeout_raises_store_busy_
     assert [i.content for i in engine.list_items(U).rows] == ["already there"]
 
 
+@pytest.mark.subprocess
 def test_a_write_waits_for_a_short_lock_held_by_another_process_and_then_succeeds(tmp_path, embedder):
     engine = open_store(tmp_path / "store", embedder, lock_timeout_s=60)
     holder = hold_lock(engine.path / "memlens.duckdb", 1.5)
@@ -154,7 +161,6 @@ def test_a_write_waits_for_a_short_lock_held_by_another_process_and_then_succeed
     assert engine.get_session(U, "s1").message_count == 1
 
 
-
 OTHER_MEMLENS_PROCESS = """
 import sys
 from engine import MemoryEngine, Settings
@@ -164,19 +170,26 @@ print(engine.get_session("ada", "s1").message_count)
 """
 
 
+@pytest.mark.subprocess
 def test_an_idle_engine_lingering_on_the_file_lets_another_memlens_process_in_at_once(tmp_path, embedder):
     # This engine would keep the file for 60 s of idleness; the other process gives up after 5 s. It only gets in
     # because it asks (the .waiting flag) and the idle holder steps aside.
     engine = open_store(tmp_path / "store", embedder, db_linger_s=60)
     engine.add_message(U, "s1", "user", "written by the lingering engine")
-    proc = subprocess.run([sys.executable, "-c", OTHER_MEMLENS_PROCESS, str(engine.path)], capture_output=True,
-                          text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
+    proc = subprocess.run(
+        [sys.executable, "-c", OTHER_MEMLENS_PROCESS, str(engine.path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1] == "1"
     # and this engine reopens the file and sees the other process's write
     assert engine.get_session(U, "s2").message_count == 1
 
 
+@pytest.mark.subprocess
 def test_with_no_linger_every_operation_lets_go_of_the_file(tmp_path, embedder):
     engine = open_store(tmp_path / "store", embedder, db_linger_s=0)
     engine.remember(U, "a fact")
@@ -184,7 +197,7 @@ def test_with_no_linger_every_operation_lets_go_of_the_file(tmp_path, embedder):
     assert holder.wait(timeout=60) == 0
 
 
-# -- embedders are checked ------------------------------------------------------------------------------------------
+# -- embedders are checked -------------------------------------------------------------------------------------------
 
 WRITES = {
     "remember": lambda e: e.remember(U, "a fact"),
@@ -198,8 +211,7 @@ WRITES = {
 
 @pytest.mark.parametrize("corrupt", ["nan", "inf", "short", "missing row"])
 @pytest.mark.parametrize("write", list(WRITES))
-def test_vectors_with_nan_inf_or_the_wrong_shape_are_refused_and_nothing_is_written(tmp_path, embedder, corrupt,
-                                                                                    write):
+def test_vectors_with_nan_inf_or_the_wrong_shape_are_refused_and_nothing_is_written(tmp_path, embedder, corrupt, write):
     engine = open_store(tmp_path / "store", WrappedEmbedder(embedder, corrupt=corrupt))
     before = snapshot(engine)
     with pytest.raises(InvalidInput, match="NaN or infinite|expected .* dimension"):
@@ -239,7 +251,8 @@ def test_a_model_with_the_same_name_but_another_dimension_is_a_model_mismatch(tm
     assert snapshot(impostor) == before
 
 
-# -- another embedding model on the same store ----------------------------------------------------------------------
+# -- another embedding model on the same store -----------------------------------------------------------------------
+
 
 def test_another_model_uses_its_own_tables_warns_about_missing_vectors_and_reindex_fixes_it(tmp_path, embedder):
     original = open_store(tmp_path / "store", embedder)
@@ -281,7 +294,8 @@ def test_reindex_rebuilds_without_duplicating_vectors(empty_engine):
     assert empty_engine._b.index.count("semantic") == 4
 
 
-# -- stats ----------------------------------------------------------------------------------------------------------
+# -- stats -----------------------------------------------------------------------------------------------------------
+
 
 def test_stats_count_every_kind_per_user_and_name_the_backends(empty_engine):
     e = empty_engine
@@ -300,8 +314,10 @@ def test_stats_count_every_kind_per_user_and_name_the_backends(empty_engine):
     assert (stats.users, stats.sessions, stats.messages, stats.working_slots) == (2, 2, 3, 2)
     assert (stats.items, stats.episodes, stats.skills) == (1, 1, 1)
     assert (stats.feedback_events, stats.forget_log_entries, stats.traces) == (1, 1, 0)
-    assert stats.per_user == {U: {"sessions": 1, "messages": 2, "items": 1, "skills": 1},
-                              "bo": {"sessions": 1, "messages": 1, "episodes": 1}}
+    assert stats.per_user == {
+        U: {"sessions": 1, "messages": 2, "items": 1, "skills": 1},
+        "bo": {"sessions": 1, "messages": 1, "episodes": 1},
+    }
     assert stats.embedder == "all-MiniLM-L6-v2 (384d)"
     assert (stats.embedding_dim, stats.llm) == (384, "offline")
     assert stats.warnings == ()

@@ -28,9 +28,20 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 def start_survivor(script: str, store: Path, flags: Path, name: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, str(SUPPORT / script), str(store), str(flags / f"{name}.ready"), str(flags / "go"),
-         str(flags / f"{name}.json"), str(SECONDS)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+        [
+            sys.executable,
+            str(SUPPORT / script),
+            str(store),
+            str(flags / f"{name}.ready"),
+            str(flags / "go"),
+            str(flags / f"{name}.json"),
+            str(SECONDS),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +51,10 @@ def run(tmp_path_factory, embedder) -> dict:
     flags.mkdir()
     victim_flags.mkdir()
     MemoryEngine.open(settings=Settings.from_env({}, store=str(store)), embedder=embedder).close()
-    procs = {"agent": start_survivor("agent_writer.py", store, flags, "agent"),
-             "dashboard": start_survivor("dashboard_reader.py", store, flags, "dashboard")}
+    procs = {
+        "agent": start_survivor("agent_writer.py", store, flags, "agent"),
+        "dashboard": start_survivor("dashboard_reader.py", store, flags, "dashboard"),
+    }
     victim = None
     rng = random.Random(int(os.environ.get("MEMLENS_CRASH_SEED", "17")))
     try:
@@ -54,9 +67,20 @@ def run(tmp_path_factory, embedder) -> dict:
             time.sleep(0.05)
         (flags / "go").write_text("go")
         started = time.monotonic()
-        victim = subprocess.Popen([sys.executable, str(SUPPORT / "crash_writer.py"), "agent", str(store),
-                                   str(victim_flags), str(SECONDS * 3)],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV)
+        victim = subprocess.Popen(
+            [
+                sys.executable,
+                str(SUPPORT / "crash_writer.py"),
+                "agent",
+                str(store),
+                str(victim_flags),
+                str(SECONDS * 3),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+        )
         # killed once it has committed writes, at a random moment inside the survivors' run
         while not any(f.stat().st_size for f in victim_flags.glob("committed-*.jsonl")):
             if victim.poll() is not None:
@@ -79,8 +103,9 @@ def run(tmp_path_factory, embedder) -> dict:
     for name in procs:
         result = flags / f"{name}.json"
         outcome[name]["result"] = json.loads(result.read_text()) if result.exists() else None
-    outcome["committed"] = [json.loads(line) for f in victim_flags.glob("committed-*.jsonl")
-                            for line in f.read_text().splitlines()]
+    outcome["committed"] = [
+        json.loads(line) for f in victim_flags.glob("committed-*.jsonl") for line in f.read_text().splitlines()
+    ]
     outcome["victim_pid"] = victim.pid
     engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(store), lock_timeout_s=60), embedder=embedder)
     return {"engine": engine, **outcome}

@@ -26,11 +26,14 @@ USERS = ("fb-label", "fb-harmful", "fb-useful", "fb-weight", "fb-errors", "fb-ot
 @pytest.fixture(scope="module")
 def world(tmp_path_factory, embedder):
     """Every test gets its own user with the same memories, so labels in one test cannot move another's ranks."""
-    engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(tmp_path_factory.mktemp("feedback")),
-                                                          lock_timeout_s=30), embedder=embedder)
+    engine = MemoryEngine.open(
+        settings=Settings.from_env({}, store=str(tmp_path_factory.mktemp("feedback")), lock_timeout_s=30),
+        embedder=embedder,
+    )
     t0 = utcnow()
-    engine.remember_many([{"user_id": u, "content": text, "created_at": t0 - timedelta(days=1)}
-                          for u in USERS for text in FACTS])
+    engine.remember_many(
+        [{"user_id": u, "content": text, "created_at": t0 - timedelta(days=1)} for u in USERS for text in FACTS]
+    )
     return engine, utcnow() + timedelta(minutes=1)
 
 
@@ -120,11 +123,22 @@ def test_feedback_on_an_unknown_memory_or_trace_is_not_found_and_writes_nothing(
     assert engine.feedback_net(user, [item]) == {}
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"label": "meh"}, {"hop": 0}, {"hop": -1}, {"hop": True}, {"hop": "1"},
-    {"trace_id": "../../etc/passwd"}, {"trace_id": "x'; DROP TABLE feedback; --"}, {"trace_id": "a\x00b"},
-    {"item_id": "x' OR '1'='1"}, {"item_id": ""}, {"note": "x" * 5000},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"label": "meh"},
+        {"hop": 0},
+        {"hop": -1},
+        {"hop": True},
+        {"hop": "1"},
+        {"trace_id": "../../etc/passwd"},
+        {"trace_id": "x'; DROP TABLE feedback; --"},
+        {"trace_id": "a\x00b"},
+        {"item_id": "x' OR '1'='1"},
+        {"item_id": ""},
+        {"note": "x" * 5000},
+    ],
+)
 def test_bad_labels_are_refused_and_write_nothing(world, kwargs):
     engine, _ = world
     user = "fb-errors"

@@ -16,6 +16,8 @@ import pytest
 from engine import MemoryEngine, NotFound, Settings
 from tests.support.twoproc_common import BEACON, SESSION, SKILL, USER
 
+pytestmark = pytest.mark.subprocess
+
 SUPPORT = Path(__file__).resolve().parent.parent / "support"
 SECONDS = 7.0  # of concurrent activity, after both processes have loaded the model
 
@@ -24,9 +26,20 @@ def start(script: str, store: Path, flags: Path, name: str) -> subprocess.Popen:
     # One BLAS thread per process: three processes share two cores here, and oversubscription only slows them.
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     return subprocess.Popen(
-        [sys.executable, str(SUPPORT / script), str(store), str(flags / f"{name}.ready"), str(flags / "go"),
-         str(flags / f"{name}.json"), str(SECONDS)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        [
+            sys.executable,
+            str(SUPPORT / script),
+            str(store),
+            str(flags / f"{name}.ready"),
+            str(flags / "go"),
+            str(flags / f"{name}.json"),
+            str(SECONDS),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def wait_ready(procs: dict[str, subprocess.Popen], flags: Path, timeout_s: float = 300) -> None:
@@ -46,8 +59,10 @@ def run(tmp_path_factory, embedder) -> dict:
     store, flags = base / "store", base / "flags"
     flags.mkdir()
     MemoryEngine.open(settings=Settings.from_env({}, store=str(store)), embedder=embedder)  # create the schema
-    procs = {"agent": start("agent_writer.py", store, flags, "agent"),
-             "dashboard": start("dashboard_reader.py", store, flags, "dashboard")}
+    procs = {
+        "agent": start("agent_writer.py", store, flags, "agent"),
+        "dashboard": start("dashboard_reader.py", store, flags, "dashboard"),
+    }
     try:
         wait_ready(procs, flags)
         (flags / "go").write_text("go")

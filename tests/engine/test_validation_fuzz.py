@@ -36,9 +36,16 @@ USER, SESSION, ITEM = "fuzz-user", "fuzz-s1", "fuzz-item"
 API_EXAMPLES = 150
 CLI_EXAMPLES = 40
 INGEST_EXAMPLES = 60
-FUZZ = dict(deadline=None, derandomize=True, suppress_health_check=[
-    HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large,
-    HealthCheck.large_base_example])
+FUZZ = dict(
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.large_base_example,
+    ],
+)
 TALLY: Counter = Counter()  # (entry point, outcome)
 
 
@@ -68,11 +75,13 @@ def report_tally():
     print("\nentry point      tried  clean  raw  accepted  partial writes")
     for point in ("api", "cli", "cli-subprocess", "ingest"):
         row = {k[1]: v for k, v in TALLY.items() if k[0] == point}
-        print(f"{point:<16} {sum(v for k, v in row.items() if k != 'written'):>5}  {row.get('clean', 0):>5}  "
-              f"{row.get('raw', 0):>3}  {row.get('accepted', 0):>8}  {row.get('written', 0):>14}")
+        print(
+            f"{point:<16} {sum(v for k, v in row.items() if k != 'written'):>5}  {row.get('clean', 0):>5}  "
+            f"{row.get('raw', 0):>3}  {row.get('accepted', 0):>8}  {row.get('written', 0):>14}"
+        )
 
 
-# -- hostile values -----------------------------------------------------------------------------------------------------
+# -- hostile values --------------------------------------------------------------------------------------------------
 def deep(n: int) -> list:
     value: list = []
     for _ in range(n - 1):
@@ -94,38 +103,114 @@ huge_int = st.integers(20, 5000).map(lambda n: int("9" * n))
 
 def bad_int(lo: int, hi: int) -> st.SearchStrategy:
     """Not an int in [lo, hi]: below, above, huge, negative huge, bools, floats (NaN, inf, whole floats), text."""
-    return st.one_of(st.integers(max_value=lo - 1), st.integers(min_value=hi + 1), huge_int, huge_int.map(lambda v: -v),
-                     st.sampled_from([True, False, float("nan"), float("inf"), -float("inf"), 1.5, float(lo),
-                                      str(lo), "ten", [], {}, 2**40 if 2**40 > hi else -(2**40), 10**20]))
+    return st.one_of(
+        st.integers(max_value=lo - 1),
+        st.integers(min_value=hi + 1),
+        huge_int,
+        huge_int.map(lambda v: -v),
+        st.sampled_from(
+            [
+                True,
+                False,
+                float("nan"),
+                float("inf"),
+                -float("inf"),
+                1.5,
+                float(lo),
+                str(lo),
+                "ten",
+                [],
+                {},
+                2**40 if 2**40 > hi else -(2**40),
+                10**20,
+            ]
+        ),
+    )
 
 
-bad_unit = st.one_of(st.floats(min_value=1.0001, max_value=1e300), st.floats(max_value=-1e-6, min_value=-1e300),
-                     st.sampled_from([float("nan"), float("inf"), -float("inf"), 1e30, True, "0.5", [], 10**400]))
-bad_days = st.one_of(st.floats(min_value=36_500.01, max_value=1e300), st.floats(max_value=-1e-6, min_value=-1e300),
-                     st.sampled_from([float("nan"), float("inf"), True, "3", 10**400]))
+bad_unit = st.one_of(
+    st.floats(min_value=1.0001, max_value=1e300),
+    st.floats(max_value=-1e-6, min_value=-1e300),
+    st.sampled_from([float("nan"), float("inf"), -float("inf"), 1e30, True, "0.5", [], 10**400]),
+)
+bad_days = st.one_of(
+    st.floats(min_value=36_500.01, max_value=1e300),
+    st.floats(max_value=-1e-6, min_value=-1e300),
+    st.sampled_from([float("nan"), float("inf"), True, "3", 10**400]),
+)
 bad_date = st.one_of(
-    st.sampled_from(["0001-01-01", "0001-01-01T00:00:00+01:00", "1899-12-31T23:59:59Z", "3000-01-01",
-                     "9999-12-31T23:59:59-05:00", "yesterday", "2024-13-45", "x" * 100, 12345, 1.5, True, [],
-                     datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, tzinfo=UTC), datetime(1850, 6, 1)]),
-    st.integers(1, 1899).map(lambda y: f"{y:04d}-06-15"), st.integers(3000, 9999).map(lambda y: f"{y:04d}-06-15"),
-    with_surrogate)
+    st.sampled_from(
+        [
+            "0001-01-01",
+            "0001-01-01T00:00:00+01:00",
+            "1899-12-31T23:59:59Z",
+            "3000-01-01",
+            "9999-12-31T23:59:59-05:00",
+            "yesterday",
+            "2024-13-45",
+            "x" * 100,
+            12345,
+            1.5,
+            True,
+            [],
+            datetime(1, 1, 1, tzinfo=UTC),
+            datetime(9999, 12, 31, tzinfo=UTC),
+            datetime(1850, 6, 1),
+        ]
+    ),
+    st.integers(1, 1899).map(lambda y: f"{y:04d}-06-15"),
+    st.integers(3000, 9999).map(lambda y: f"{y:04d}-06-15"),
+    with_surrogate,
+)
 
 
 def bad_json_value() -> st.SearchStrategy:
     return st.one_of(
-        st.integers(65, 5000).map(deep), st.integers(65, 300).map(lambda n: {"k": deep(n)}),
-        with_surrogate, with_surrogate.map(lambda s: {s: 1}), with_nul.map(lambda s: {"k": s}),
-        st.sampled_from([float("nan"), float("inf"), [1.0, -float("inf")], {"n": float("nan")}, 2**64, -(2**70),
-                         {1: "int key"}, {(1, 2): "tuple key"}, {"a": {1, 2}}, {"b": b"bytes"}, object(),
-                         "x" * 260_000, ["y" * 1000] * 300]),
-        huge_int)
+        st.integers(65, 5000).map(deep),
+        st.integers(65, 300).map(lambda n: {"k": deep(n)}),
+        with_surrogate,
+        with_surrogate.map(lambda s: {s: 1}),
+        with_nul.map(lambda s: {"k": s}),
+        st.sampled_from(
+            [
+                float("nan"),
+                float("inf"),
+                [1.0, -float("inf")],
+                {"n": float("nan")},
+                2**64,
+                -(2**70),
+                {1: "int key"},
+                {(1, 2): "tuple key"},
+                {"a": {1, 2}},
+                {"b": b"bytes"},
+                object(),
+                "x" * 260_000,
+                ["y" * 1000] * 300,
+            ]
+        ),
+        huge_int,
+    )
 
 
 bad_json_text = st.one_of(
-    st.integers(65, 5000).map(lambda n: "[" * n + "]" * n), st.integers(20, 6000).map(lambda n: "9" * n),
-    st.sampled_from(["NaN", "[Infinity]", '{"a": -Infinity}', "[1, 2", "", "   ", '"\\ud800"', '{"\\udfff": 1}',
-                     "{'single': 'quotes'}", "x" * 300_000]),
-    with_surrogate.map(json.dumps))
+    st.integers(65, 5000).map(lambda n: "[" * n + "]" * n),
+    st.integers(20, 6000).map(lambda n: "9" * n),
+    st.sampled_from(
+        [
+            "NaN",
+            "[Infinity]",
+            '{"a": -Infinity}',
+            "[1, 2",
+            "",
+            "   ",
+            '"\\ud800"',
+            '{"\\udfff": 1}',
+            "{'single': 'quotes'}",
+            "x" * 300_000,
+        ]
+    ),
+    with_surrogate.map(json.dumps),
+)
 
 # (label, hostile strategy, call)
 API_CALLS: list[tuple[str, st.SearchStrategy, Callable[[MemoryEngine, Any], Any]]] = [
@@ -133,22 +218,40 @@ API_CALLS: list[tuple[str, st.SearchStrategy, Callable[[MemoryEngine, Any], Any]
     ("remember.preceding_text", bad_text, lambda e, v: e.remember(USER, "fact", preceding_text=v)),
     ("remember.importance", bad_unit, lambda e, v: e.remember(USER, "fact", importance=v)),
     ("remember.created_at", bad_date, lambda e, v: e.remember(USER, "fact", created_at=v)),
-    ("remember.provenance", bad_json_value(), lambda e, v: e.remember(USER, "fact", provenance={"sources": [], "x": v})),
+    (
+        "remember.provenance",
+        bad_json_value(),
+        lambda e, v: e.remember(USER, "fact", provenance={"sources": [], "x": v}),
+    ),
     ("add_message.content", bad_required_text, lambda e, v: e.add_message(USER, SESSION, "user", v)),
     ("add_message.created_at", bad_date, lambda e, v: e.add_message(USER, SESSION, "user", "hi", created_at=v)),
     ("working_update.value", bad_json_value(), lambda e, v: e.working_update(USER, SESSION, {"scratchpad": v})),
-    ("working_update.slots", st.sampled_from([[], "goals", 5, None, {}]), lambda e, v: e.working_update(USER, SESSION, v)),
+    (
+        "working_update.slots",
+        st.sampled_from([[], "goals", 5, None, {}]),
+        lambda e, v: e.working_update(USER, SESSION, v),
+    ),
     ("working_set_json.text", bad_json_text, lambda e, v: e.working_set_json(USER, SESSION, "scratchpad", v)),
-    ("record_episode.action", bad_text.filter(bool), lambda e, v: e.record_episode(USER, [{"action": v, "result": "ok"}])),
+    (
+        "record_episode.action",
+        bad_text.filter(bool),
+        lambda e, v: e.record_episode(USER, [{"action": v, "result": "ok"}]),
+    ),
     ("record_episode.summary", bad_text, lambda e, v: e.record_episode(USER, [{"action": "a"}], summary=v)),
-    ("record_episode.outcome", st.one_of(with_surrogate, with_nul, st.just("o" * 65)),
-     lambda e, v: e.record_episode(USER, [{"action": "a"}], outcome=v)),
+    (
+        "record_episode.outcome",
+        st.one_of(with_surrogate, with_nul, st.just("o" * 65)),
+        lambda e, v: e.record_episode(USER, [{"action": "a"}], outcome=v),
+    ),
     ("record_episode.importance", bad_unit, lambda e, v: e.record_episode(USER, [{"action": "a"}], importance=v)),
     ("record_episode.created_at", bad_date, lambda e, v: e.record_episode(USER, [{"action": "a"}], created_at=v)),
     ("register_skill.body", bad_required_text, lambda e, v: e.register_skill(USER, "s", v)),
     ("register_skill.description", bad_text, lambda e, v: e.register_skill(USER, "s", "body", description=v)),
-    ("register_skill.version", bad_int(1, 1_000_000).filter(lambda v: v is not None),
-     lambda e, v: e.register_skill(USER, "s", "body", version=v)),
+    (
+        "register_skill.version",
+        bad_int(1, 1_000_000).filter(lambda v: v is not None),
+        lambda e, v: e.register_skill(USER, "s", "body", version=v),
+    ),
     ("label.hop", bad_int(1, 100), lambda e, v: e.label(USER, ITEM, "useful", hop=v)),
     ("label.note", bad_text.filter(lambda v: bool(v)), lambda e, v: e.label(USER, ITEM, "useful", note=v)),
     ("forget.reason", bad_required_text, lambda e, v: e.forget(USER, "semantic", [ITEM], v, mode="hard")),
@@ -158,19 +261,33 @@ API_CALLS: list[tuple[str, st.SearchStrategy, Callable[[MemoryEngine, Any], Any]
     ("retrieve.hops", bad_int(1, 5), lambda e, v: e.retrieve(USER, "tea", hops=v)),
     ("retrieve.budget", bad_int(1, 1_000_000), lambda e, v: e.retrieve(USER, "tea", budget=v)),
     ("retrieve.now", bad_date, lambda e, v: e.retrieve(USER, "tea", now=v)),
-    ("retrieve.overrides", st.one_of(st.one_of(st.integers(max_value=0), st.integers(min_value=1_000_001),
-                                               huge_int).map(lambda v: {"budget_tokens": v}),
-                                     st.just({"half_life_days": float("nan")}), st.just({5: 1}),
-                                     st.just({"hops": deep(5000)}), st.just({"reasoner": "\ud800"})),
-     lambda e, v: e.retrieve(USER, "tea", overrides=v)),
+    (
+        "retrieve.overrides",
+        st.one_of(
+            st.one_of(st.integers(max_value=0), st.integers(min_value=1_000_001), huge_int).map(
+                lambda v: {"budget_tokens": v}
+            ),
+            st.just({"half_life_days": float("nan")}),
+            st.just({5: 1}),
+            st.just({"hops": deep(5000)}),
+            st.just({"reasoner": "\ud800"}),
+        ),
+        lambda e, v: e.retrieve(USER, "tea", overrides=v),
+    ),
     ("reflect.window", bad_int(1, 1000), lambda e, v: e.reflect(USER, v)),
     ("mine_skills.window", bad_int(1, 1000), lambda e, v: e.mine_skills(USER, v)),
-    ("list_items.query", bad_text.filter(lambda v: bool(v) and isinstance(v, str)),
-     lambda e, v: e.list_items(USER, query=v)),
+    (
+        "list_items.query",
+        bad_text.filter(lambda v: bool(v) and isinstance(v, str)),
+        lambda e, v: e.list_items(USER, query=v),
+    ),
     ("list_items.limit", bad_int(1, 10_000_000), lambda e, v: e.list_items(USER, limit=v)),
     ("list_items.offset", bad_int(0, 1_000_000_000), lambda e, v: e.list_items(USER, offset=v)),
-    ("list_sessions.search", bad_text.filter(lambda v: bool(v) and isinstance(v, str)),
-     lambda e, v: e.list_sessions(USER, search=v)),
+    (
+        "list_sessions.search",
+        bad_text.filter(lambda v: bool(v) and isinstance(v, str)),
+        lambda e, v: e.list_sessions(USER, search=v),
+    ),
     ("prune_traces.older_than_days", bad_days, lambda e, v: e.prune_traces(v, apply=True, keep_labelled=False)),
     ("prune_traces.now", bad_date, lambda e, v: e.prune_traces(0, apply=True, keep_labelled=False, now=v)),
     ("prune_sessions.now", bad_date, lambda e, v: e.prune_sessions(USER, "stale", apply=True, now=v)),
@@ -230,30 +347,43 @@ def test_the_snapshot_sees_an_update_that_row_counts_miss(engine):
     before = snapshot(engine)
     engine.working_update(USER, SESSION, {"scratchpad": {"n": 2}})
     after = snapshot(engine)
-    assert after != before and {k: v[0] for k, v in after.duckdb.items() if k != "working_history"} == \
-        {k: v[0] for k, v in before.duckdb.items() if k != "working_history"}
+    assert after != before and {k: v[0] for k, v in after.duckdb.items() if k != "working_history"} == {
+        k: v[0] for k, v in before.duckdb.items() if k != "working_history"
+    }
     engine.working_update(USER, SESSION, {"scratchpad": {"n": 1}})
 
 
-# -- the CLI ------------------------------------------------------------------------------------------------------------
+# -- the CLI ---------------------------------------------------------------------------------------------------------
 def cli_text(required: bool) -> st.SearchStrategy:
-    base = st.one_of(st.tuples(st.text("abc ", max_size=5), st.integers(0xDC80, 0xDCFF).map(chr)).map("".join),
-                     with_surrogate, with_nul, oversized)
+    base = st.one_of(
+        st.tuples(st.text("abc ", max_size=5), st.integers(0xDC80, 0xDCFF).map(chr)).map("".join),
+        with_surrogate,
+        with_nul,
+        oversized,
+    )
     return st.one_of(base, st.sampled_from(["", "   "])) if required else base
 
 
 def cli_int(lo: int, hi: int) -> st.SearchStrategy:
-    return st.one_of(st.integers(max_value=lo - 1).map(str), st.integers(min_value=hi + 1).map(str),
-                     st.integers(20, 6000).map(lambda n: "9" * n),
-                     st.sampled_from(["nan", "inf", "1e30", "1.5", "-1", "ten", "0x10", "", "\udcff"]))
+    return st.one_of(
+        st.integers(max_value=lo - 1).map(str),
+        st.integers(min_value=hi + 1).map(str),
+        st.integers(20, 6000).map(lambda n: "9" * n),
+        st.sampled_from(["nan", "inf", "1e30", "1.5", "-1", "ten", "0x10", "", "\udcff"]),
+    )
 
 
-cli_json = st.one_of(st.integers(65, 5000).map(lambda n: "[" * n + "]" * n),
-                     st.integers(20, 6000).map(lambda n: "9" * n),
-                     st.sampled_from(["NaN", "[Infinity]", '"\\ud800"', '{"\\udfff": 1}', "[1,", "\udcff"]))
-cli_date = st.one_of(st.sampled_from(["0001-01-01", "9999-12-31T23:59:59-05:00", "1899-12-31", "3000-01-01",
-                                      "soon", "\udcff", "2024-02-30"]),
-                     st.integers(1, 1899).map(lambda y: f"{y:04d}-01-01"))
+cli_json = st.one_of(
+    st.integers(65, 5000).map(lambda n: "[" * n + "]" * n),
+    st.integers(20, 6000).map(lambda n: "9" * n),
+    st.sampled_from(["NaN", "[Infinity]", '"\\ud800"', '{"\\udfff": 1}', "[1,", "\udcff"]),
+)
+cli_date = st.one_of(
+    st.sampled_from(
+        ["0001-01-01", "9999-12-31T23:59:59-05:00", "1899-12-31", "3000-01-01", "soon", "\udcff", "2024-02-30"]
+    ),
+    st.integers(1, 1899).map(lambda y: f"{y:04d}-01-01"),
+)
 
 CLI_CALLS: list[tuple[str, st.SearchStrategy, Callable[[str], list[str]]]] = [
     ("search QUERY", cli_text(True), lambda v: ["search", "--user", USER, v]),
@@ -261,16 +391,25 @@ CLI_CALLS: list[tuple[str, st.SearchStrategy, Callable[[str], list[str]]]] = [
     ("retrieve --now", cli_date, lambda v: ["retrieve", "--user", USER, "--now", v, "tea"]),
     ("retrieve --hops", cli_int(1, 5), lambda v: ["retrieve", "--user", USER, "--hops", v, "tea"]),
     ("retrieve --budget", cli_int(1, 1_000_000), lambda v: ["retrieve", "--user", USER, "--budget", v, "tea"]),
-    ("retrieve --set", cli_int(1, 1_000_000), lambda v: ["retrieve", "--user", USER, "--set", f"budget_tokens={v}",
-                                                         "tea"]),
+    (
+        "retrieve --set",
+        cli_int(1, 1_000_000),
+        lambda v: ["retrieve", "--user", USER, "--set", f"budget_tokens={v}", "tea"],
+    ),
     ("reflect --window", cli_int(1, 1000), lambda v: ["reflect", "--user", USER, "--window", v]),
     ("working --set", cli_json, lambda v: ["working", "--user", USER, "--session", SESSION, "--set", f"goals={v}"]),
-    ("forget --reason", cli_text(True), lambda v: ["forget", "--user", USER, "--kind", "semantic", "--ids", ITEM,
-                                                   "--mode", "hard", "--reason", v]),
+    (
+        "forget --reason",
+        cli_text(True),
+        lambda v: ["forget", "--user", USER, "--kind", "semantic", "--ids", ITEM, "--mode", "hard", "--reason", v],
+    ),
     ("feedback --note", cli_text(False), lambda v: ["feedback", "--user", USER, "--useful", ITEM, "--note", v]),
     ("sessions --search", cli_text(False), lambda v: ["sessions", "--user", USER, "--search", v]),
-    ("prune-traces --older-than", st.sampled_from(["-1", "nan", "inf", "1e400", "36501", "9" * 5000, "\udcff"]),
-     lambda v: ["prune-traces", "--older-than", v, "--include-labelled", "--apply"]),
+    (
+        "prune-traces --older-than",
+        st.sampled_from(["-1", "nan", "inf", "1e400", "36501", "9" * 5000, "\udcff"]),
+        lambda v: ["prune-traces", "--older-than", v, "--include-labelled", "--apply"],
+    ),
     ("--user", cli_text(True), lambda v: ["search", "--user", v, "tea"]),
 ]
 
@@ -316,28 +455,39 @@ def test_cli_refuses_an_empty_store_location(tmp_path, monkeypatch):
     TALLY[("cli", "clean")] += 1
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["retrieve", "--user", USER, "--now", "0001-01-01", "tea"], "outside the accepted range"),
-    (["search", "--user", USER, "tea \udcff"], "lone surrogate U+DCFF"),  # the byte 0xff from a shell
-    (["working", "--user", USER, "--session", SESSION, "--set", "goals=" + "[" * 5000 + "]" * 5000],
-     "nested more than 64 levels"),
-    (["reflect", "--user", USER, "--window", "9" * 5000], "--window"),
-])
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["retrieve", "--user", USER, "--now", "0001-01-01", "tea"], "outside the accepted range"),
+        (["search", "--user", USER, "tea \udcff"], "lone surrogate U+DCFF"),  # the byte 0xff from a shell
+        (
+            ["working", "--user", USER, "--session", SESSION, "--set", "goals=" + "[" * 5000 + "]" * 5000],
+            "nested more than 64 levels",
+        ),
+        (["reflect", "--user", USER, "--window", "9" * 5000], "--window"),
+    ],
+)
 def test_real_subprocess_refuses_hostile_arguments_with_one_line(engine, store, argv, expected):
     err = run_cli("cli-subprocess", engine, store, argv, " ".join(argv)[:60], subprocess_run=True)
     assert expected in err
 
 
 def test_real_subprocess_refuses_store_empty_string(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "engine", "--store", "", "stats"], cwd=tmp_path,
-                          env={**clean_env(), "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "engine", "--store", "", "stats"],
+        cwd=tmp_path,
+        env={**clean_env(), "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     run = Run(proc.returncode, proc.stdout, proc.stderr)
     assert list(tmp_path.iterdir()) == [], "nothing was created in the current directory"
     assert run.code == 2 and run.one_error_line and "store location is empty" in run.err, run.err
     TALLY[("cli-subprocess", "clean")] += 1
 
 
-# -- JSONL ingest -------------------------------------------------------------------------------------------------------
+# -- JSONL ingest ----------------------------------------------------------------------------------------------------
 def record_line(kind: str, field: str, value_json: str, **others: Any) -> str:
     base = {"kind": kind, **others}
     return json.dumps(base)[:-1] + f', "{field}": {value_json}}}'
@@ -350,39 +500,75 @@ def as_json(value: Any) -> str:
     return json.dumps(value, allow_nan=True)
 
 
-raw = st.one_of(st.integers(65, 5000).map(lambda n: "RAW:" + "[" * n + "]" * n),
-                st.integers(20, 6000).map(lambda n: "RAW:" + "9" * n),
-                st.integers(0xD800, 0xDFFF).map(lambda c: f'RAW:"x\\u{c:04x}"'),
-                st.sampled_from(["RAW:NaN", "RAW:Infinity", "RAW:1e400", "RAW:-1e30"]))
+raw = st.one_of(
+    st.integers(65, 5000).map(lambda n: "RAW:" + "[" * n + "]" * n),
+    st.integers(20, 6000).map(lambda n: "RAW:" + "9" * n),
+    st.integers(0xD800, 0xDFFF).map(lambda c: f'RAW:"x\\u{c:04x}"'),
+    st.sampled_from(["RAW:NaN", "RAW:Infinity", "RAW:1e400", "RAW:-1e30"]),
+)
 ingest_text = st.one_of(raw, with_nul, oversized, st.sampled_from([5, True, [], {}, None, "", "  "]))
 ITEM_BASE = {"user_id": USER, "content": "a fact"}
 INGEST_CASES: list[tuple[str, st.SearchStrategy, Callable[[str], str]]] = [
     ("item.content", ingest_text, lambda v: record_line("item", "content", v, user_id=USER)),
-    ("item.importance", st.one_of(raw, st.sampled_from([1.5, -0.1, True, "0.5"])),
-     lambda v: record_line("item", "importance", v, **ITEM_BASE)),
-    ("item.created_at", st.sampled_from(["0001-01-01", "3000-01-01", "9999-12-31T23:59:59-05:00", "never", 5]),
-     lambda v: record_line("item", "created_at", v, **ITEM_BASE)),
-    ("item.provenance", st.one_of(raw, st.just([1]), st.just("text")),
-     lambda v: record_line("item", "provenance", v, **ITEM_BASE)),
-    ("working.value", raw, lambda v: record_line("working", "value", v, user_id=USER, session_id=SESSION,
-                                                 slot="goals")),
-    ("forget_log.count", st.one_of(st.integers(max_value=-1), st.integers(min_value=1_000_001), raw,
-                                   st.sampled_from([1e30, 2.5, True, "7"])),
-     lambda v: record_line("forget_log", "count", v, user_id=USER, memory_type="semantic", ids=["gone-1"],
-                           mode="hard", reason="r")),
-    ("feedback.hop", st.one_of(st.integers(max_value=0), st.integers(min_value=101), raw, st.sampled_from([True, 1.0])),
-     lambda v: record_line("feedback", "hop", v, user_id=USER, item_id=ITEM, label="useful")),
-    ("skill.version", st.one_of(st.integers(max_value=0), st.integers(min_value=1_000_001), raw,
-                                st.sampled_from([2**40, True, 3.0])),
-     lambda v: record_line("skill", "version", v, user_id=USER, name="s2", body="b")),
-    ("episode.steps", st.one_of(raw, st.sampled_from([[], "steps", [{"action": "\x00"}], [5]])),
-     lambda v: record_line("episode", "steps", v, user_id=USER)),
-    ("message.content", ingest_text, lambda v: record_line("message", "content", v, user_id=USER,
-                                                           session_id=SESSION, role="user")),
-    ("outcome.at", st.sampled_from(["0001-01-01", "3000-06-01", "x"]),
-     lambda v: record_line("outcome", "at", v, user_id=USER, skill_id="nope", success=True)),
-    ("whole line", st.sampled_from(["RAW:" + "[" * 5000, 'RAW:{"kind": "item", "user_id": "\\ud800"}', "RAW:[]"]),
-     lambda v: v[4:]),
+    (
+        "item.importance",
+        st.one_of(raw, st.sampled_from([1.5, -0.1, True, "0.5"])),
+        lambda v: record_line("item", "importance", v, **ITEM_BASE),
+    ),
+    (
+        "item.created_at",
+        st.sampled_from(["0001-01-01", "3000-01-01", "9999-12-31T23:59:59-05:00", "never", 5]),
+        lambda v: record_line("item", "created_at", v, **ITEM_BASE),
+    ),
+    (
+        "item.provenance",
+        st.one_of(raw, st.just([1]), st.just("text")),
+        lambda v: record_line("item", "provenance", v, **ITEM_BASE),
+    ),
+    (
+        "working.value",
+        raw,
+        lambda v: record_line("working", "value", v, user_id=USER, session_id=SESSION, slot="goals"),
+    ),
+    (
+        "forget_log.count",
+        st.one_of(
+            st.integers(max_value=-1), st.integers(min_value=1_000_001), raw, st.sampled_from([1e30, 2.5, True, "7"])
+        ),
+        lambda v: record_line(
+            "forget_log", "count", v, user_id=USER, memory_type="semantic", ids=["gone-1"], mode="hard", reason="r"
+        ),
+    ),
+    (
+        "feedback.hop",
+        st.one_of(st.integers(max_value=0), st.integers(min_value=101), raw, st.sampled_from([True, 1.0])),
+        lambda v: record_line("feedback", "hop", v, user_id=USER, item_id=ITEM, label="useful"),
+    ),
+    (
+        "skill.version",
+        st.one_of(st.integers(max_value=0), st.integers(min_value=1_000_001), raw, st.sampled_from([2**40, True, 3.0])),
+        lambda v: record_line("skill", "version", v, user_id=USER, name="s2", body="b"),
+    ),
+    (
+        "episode.steps",
+        st.one_of(raw, st.sampled_from([[], "steps", [{"action": "\x00"}], [5]])),
+        lambda v: record_line("episode", "steps", v, user_id=USER),
+    ),
+    (
+        "message.content",
+        ingest_text,
+        lambda v: record_line("message", "content", v, user_id=USER, session_id=SESSION, role="user"),
+    ),
+    (
+        "outcome.at",
+        st.sampled_from(["0001-01-01", "3000-06-01", "x"]),
+        lambda v: record_line("outcome", "at", v, user_id=USER, skill_id="nope", success=True),
+    ),
+    (
+        "whole line",
+        st.sampled_from(["RAW:" + "[" * 5000, 'RAW:{"kind": "item", "user_id": "\\ud800"}', "RAW:[]"]),
+        lambda v: v[4:],
+    ),
 ]
 
 

@@ -1,4 +1,5 @@
-"""Large vector tables get an approximate (HNSW-SQ) index from optimize(); searches stay right for big and small users."""
+"""Large vector tables get an approximate (HNSW-SQ) index from optimize(); searches stay right for big and small
+users."""
 
 from __future__ import annotations
 
@@ -12,14 +13,23 @@ TOPICS = ["flights", "hotels", "trains", "invoices", "refunds", "tests", "deploy
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory, embedder) -> MemoryEngine:
     path = tmp_path_factory.mktemp("ann") / "store"
-    engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(path), vector_index_min_rows=300,
-                                                             resident_vector_max_rows=0),
-                               embedder=embedder)
-    engine.remember_many({"user_id": "big", "content": f"Note {n} about {TOPICS[n % 10]}: detail {n * 7 % 97}"}
-                         for n in range(400))
-    engine.remember_many({"user_id": "small", "content": text} for text in [
-        "Small prefers aisle seats", "Small's cat is called Miso", "Small works from Porto",
-        "Small's budget is 400 EUR", "Small runs on Tuesdays"])
+    engine = MemoryEngine.open(
+        settings=Settings.from_env({}, store=str(path), vector_index_min_rows=300, resident_vector_max_rows=0),
+        embedder=embedder,
+    )
+    engine.remember_many(
+        {"user_id": "big", "content": f"Note {n} about {TOPICS[n % 10]}: detail {n * 7 % 97}"} for n in range(400)
+    )
+    engine.remember_many(
+        {"user_id": "small", "content": text}
+        for text in [
+            "Small prefers aisle seats",
+            "Small's cat is called Miso",
+            "Small works from Porto",
+            "Small's budget is 400 EUR",
+            "Small runs on Tuesdays",
+        ]
+    )
     assert engine.optimize() == ["semantic__all-minilm-l6-v2"]
     return engine
 
@@ -49,12 +59,12 @@ def test_a_user_with_few_rows_in_an_indexed_table_still_gets_all_of_them(indexed
 
 def test_the_trace_says_which_searches_were_approximate(indexed):
     trace = indexed.retrieve("big", "what about refunds?")
-    assert trace.strategies["vector_search"] == ("semantic: approximate (HNSW-SQ), episodic: exact, "
-                                                 "procedural: exact")
+    assert trace.strategies["vector_search"] == ("semantic: approximate (HNSW-SQ), episodic: exact, procedural: exact")
 
 
 def test_a_zero_threshold_never_builds_an_index(tmp_path, embedder):
-    engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(tmp_path / "s"), vector_index_min_rows=0),
-                               embedder=embedder)
+    engine = MemoryEngine.open(
+        settings=Settings.from_env({}, store=str(tmp_path / "s"), vector_index_min_rows=0), embedder=embedder
+    )
     engine.remember_many({"user_id": "u", "content": f"fact {n}"} for n in range(50))
     assert engine.optimize() == []

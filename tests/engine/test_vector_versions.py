@@ -21,8 +21,13 @@ def minutes(*offsets: float) -> list[datetime]:
 
 def add_rows(index: VectorIndex, start: int, count: int) -> None:
     rows = np.random.default_rng(start).normal(size=(count, DIM)).astype(np.float32)
-    index.add("semantic", [f"n-{i}" for i in range(start, start + count)], ["ada"] * count,
-              [f"note number {i} about the pan traps" for i in range(start, start + count)], rows)
+    index.add(
+        "semantic",
+        [f"n-{i}" for i in range(start, start + count)],
+        ["ada"] * count,
+        [f"note number {i} about the pan traps" for i in range(start, start + count)],
+        rows,
+    )
 
 
 def folder_bytes(path) -> int:
@@ -110,8 +115,9 @@ def test_the_engine_prunes_with_its_retention_setting(tmp_path, embedder):
     settings = Settings.from_env({}, store=str(tmp_path / "store"), vector_version_retention_s=0)
     engine = MemoryEngine.open(settings=settings, embedder=embedder)
     for batch in range(5):
-        engine.remember_many({"user_id": "ada", "content": f"pan trap note {batch}-{i}", "category": "field"}
-                             for i in range(20))
+        engine.remember_many(
+            {"user_id": "ada", "content": f"pan trap note {batch}-{i}", "category": "field"} for i in range(20)
+        )
     engine.optimize(vector_index=False)
     engine.remember("ada", "the pan traps come in before the first snow", category="field")
     before = engine.disk_bytes()

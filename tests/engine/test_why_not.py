@@ -15,12 +15,15 @@ NOW = datetime(2026, 11, 29, tzinfo=UTC)
 @pytest.fixture
 def store(empty_engine: MemoryEngine) -> MemoryEngine:
     e = empty_engine
-    rows = [("w-tea", "Wren drinks green tea every morning at seven."),
-            ("w-bike", "Wren commutes by bicycle along the river path."),
-            ("w-old", "Wren used to drink black tea with milk."),
-            ("w-gone", "Wren's tea supplier is a shop called Leafhouse.")]
-    e.remember_many({"user_id": "wren", "id": i, "content": t, "created_at": "2026-11-20T10:00:00+00:00"}
-                    for i, t in rows)
+    rows = [
+        ("w-tea", "Wren drinks green tea every morning at seven."),
+        ("w-bike", "Wren commutes by bicycle along the river path."),
+        ("w-old", "Wren used to drink black tea with milk."),
+        ("w-gone", "Wren's tea supplier is a shop called Leafhouse."),
+    ]
+    e.remember_many(
+        {"user_id": "wren", "id": i, "content": t, "created_at": "2026-11-20T10:00:00+00:00"} for i, t in rows
+    )
     e.forget("wren", "semantic", ["w-old"], "outdated preference", mode="soft", actor="test")
     e.forget("wren", "semantic", ["w-gone"], "supplier asked to be removed", mode="hard", actor="test")
     return e
@@ -38,8 +41,10 @@ def test_a_hard_forgotten_memory_is_known_only_from_the_forget_log(store: Memory
     trace = store.retrieve("wren", "Who supplies Wren's tea?", now=NOW)
     verdict = store.why_not(trace.trace_id, "w-gone")  # a stored trace's id works as well
     assert verdict.status == "forgotten"
-    assert verdict.rule.startswith("hard-forgotten on ") and "by test, reason: supplier asked to be removed" in \
-        verdict.rule
+    assert (
+        verdict.rule.startswith("hard-forgotten on ")
+        and "by test, reason: supplier asked to be removed" in verdict.rule
+    )
     assert "deleted (hard-forgotten)" in verdict.headline
 
 
@@ -62,8 +67,9 @@ def test_each_hop_names_its_stage_and_rule(store: MemoryEngine):
     assert [r["hop"] for r in verdict.rows] == [h.hop for h in trace.hops]
     assert all({"hop", "query", "stage", "rule", "what happened"} <= set(r) for r in verdict.rows)
     # A budget of one memory: the second-ranked one is lost at the token budget, with the tokens it needed.
-    tight = store.retrieve("wren", "What tea does Wren drink?", now=NOW, budget=20,
-                           overrides={"relevance_filter": "off"})
+    tight = store.retrieve(
+        "wren", "What tea does Wren drink?", now=NOW, budget=20, overrides={"relevance_filter": "off"}
+    )
     second = next(r for r in tight.ranking if not r["in_context"])
     lost = store.why_not(tight, second["id"])
     assert lost.status in ("budget", "cap") and lost.rank == second["rank"]
@@ -72,6 +78,10 @@ def test_each_hop_names_its_stage_and_rule(store: MemoryEngine):
 
 def test_memory_states_of_every_kind_of_id(store: MemoryEngine):
     states = store.memory_states("wren", ["w-tea", "w-old", "w-gone", "w-never"])
-    assert {k: v.status for k, v in states.items()} == {"w-tea": "active", "w-old": "archived",
-                                                         "w-gone": "forgotten", "w-never": "missing"}
+    assert {k: v.status for k, v in states.items()} == {
+        "w-tea": "active",
+        "w-old": "archived",
+        "w-gone": "forgotten",
+        "w-never": "missing",
+    }
     assert states["w-tea"].kind == "semantic" and states["w-gone"].kind == "semantic"

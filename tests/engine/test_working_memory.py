@@ -12,19 +12,29 @@ U, S = "ada", "ada-s01"
 
 
 def test_an_untouched_session_shows_the_six_typed_slots_empty(empty_engine):
-    assert TYPED_SLOTS == ("goals", "current_task", "retrieved_context", "scratchpad", "last_observation",
-                           "intermediate_reasoning")
+    assert TYPED_SLOTS == (
+        "goals",
+        "current_task",
+        "retrieved_context",
+        "scratchpad",
+        "last_observation",
+        "intermediate_reasoning",
+    )
     assert empty_engine.working_get(U, S) == dict.fromkeys(TYPED_SLOTS)
 
 
 def test_typed_and_custom_slots_hold_any_json_and_custom_slots_follow_the_typed_ones(empty_engine):
-    state = empty_engine.working_update(U, S, {
-        "goals": ["fix the refund bug", "keep CI green"],
-        "current_task": "reproduce the failing test",
-        "scratchpad": {"hypothesis": "rounding", "confidence": 0.6, "checked": [1, 2, None]},
-        "zz_custom": 42,
-        "api_budget": {"left": 3},
-    })
+    state = empty_engine.working_update(
+        U,
+        S,
+        {
+            "goals": ["fix the refund bug", "keep CI green"],
+            "current_task": "reproduce the failing test",
+            "scratchpad": {"hypothesis": "rounding", "confidence": 0.6, "checked": [1, 2, None]},
+            "zz_custom": 42,
+            "api_budget": {"left": 3},
+        },
+    )
     assert list(state) == [*TYPED_SLOTS, "api_budget", "zz_custom"]
     assert state["goals"] == ["fix the refund bug", "keep CI green"]
     assert state["scratchpad"] == {"hypothesis": "rounding", "confidence": 0.6, "checked": [1, 2, None]}
@@ -50,15 +60,23 @@ def test_a_multi_slot_update_with_one_bad_value_writes_nothing(empty_engine):
     empty_engine.working_update(U, S, {"goals": ["original"]})
     before = snapshot(empty_engine)
     with pytest.raises(InvalidInput):
-        empty_engine.working_update(U, S, {"goals": ["replaced"], "scratchpad": "fine",
-                                           "current_task": float("nan")})
+        empty_engine.working_update(U, S, {"goals": ["replaced"], "scratchpad": "fine", "current_task": float("nan")})
     assert snapshot(empty_engine) == before
     assert empty_engine.working_get(U, S)["goals"] == ["original"]
     assert empty_engine.working_get(U, S)["scratchpad"] is None
 
 
-@pytest.mark.parametrize("bad", [{"Bad-Name": 1}, {"": 1}, {"x" * 65: 1}, {"ok": object()},
-                                 {"ok": float("inf")}, {"ok": {"nested": float("-inf")}}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"Bad-Name": 1},
+        {"": 1},
+        {"x" * 65: 1},
+        {"ok": object()},
+        {"ok": float("inf")},
+        {"ok": {"nested": float("-inf")}},
+    ],
+)
 def test_a_bad_slot_name_or_non_json_value_anywhere_in_the_update_writes_nothing(empty_engine, bad):
     before = snapshot(empty_engine)
     with pytest.raises(InvalidInput):
@@ -83,14 +101,17 @@ def test_a_slot_set_from_json_text_is_parsed(empty_engine):
     assert empty_engine.working_set_json(U, S, "flag", "true")["flag"] is True
 
 
-@pytest.mark.parametrize("text, detail", [
-    ('{"a": 1,}', "line 1, column 9"),
-    ("[1, 2", "line 1, column 6"),
-    ("{'single': 'quotes'}", "line 1, column 2"),
-    ("not json", "line 1, column 1"),
-    ('{\n  "a": 1\n  "b": 2\n}', "line 3, column 3"),
-    ("", "line 1, column 1"),
-])
+@pytest.mark.parametrize(
+    "text, detail",
+    [
+        ('{"a": 1,}', "line 1, column 9"),
+        ("[1, 2", "line 1, column 6"),
+        ("{'single': 'quotes'}", "line 1, column 2"),
+        ("not json", "line 1, column 1"),
+        ('{\n  "a": 1\n  "b": 2\n}', "line 3, column 3"),
+        ("", "line 1, column 1"),
+    ],
+)
 def test_invalid_json_text_is_refused_with_the_parse_error_and_nothing_is_saved(empty_engine, text, detail):
     empty_engine.working_set_json(U, S, "goals", '["keep me"]')
     before = snapshot(empty_engine)

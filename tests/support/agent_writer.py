@@ -15,14 +15,27 @@ from twoproc_common import BEACON, SESSION, SKILL, USER, open_engine, wait_for_s
 
 
 def main() -> None:
-    store, ready, go, result_file, seconds = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]), \
-        float(sys.argv[5])
+    store, ready, go, result_file, seconds = (
+        sys.argv[1],
+        Path(sys.argv[2]),
+        Path(sys.argv[3]),
+        Path(sys.argv[4]),
+        float(sys.argv[5]),
+    )
     engine = open_engine(store)
-    engine.ingest_lines([json.dumps({"kind": "skill", "user_id": USER, "id": SKILL, "name": "plan",
-                                     "body": "plan first"})])
+    engine.ingest_lines(
+        [json.dumps({"kind": "skill", "user_id": USER, "id": SKILL, "name": "plan", "body": "plan first"})]
+    )
     wait_for_start(ready, go)
-    written = {"items": [], "messages": 0, "episodes": 0, "successes": 0, "failures": 0, "iterations": 0,
-               "started_at": time.time()}
+    written = {
+        "items": [],
+        "messages": 0,
+        "episodes": 0,
+        "successes": 0,
+        "failures": 0,
+        "iterations": 0,
+        "started_at": time.time(),
+    }
     end = time.monotonic() + seconds
     i = 0
     while time.monotonic() < end:
@@ -34,8 +47,9 @@ def main() -> None:
         engine.report_outcome(USER, SKILL, success)
         written["successes" if success else "failures"] += 1
         if i % 4 == 0:
-            engine.record_episode(USER, [{"action": f"step {i}", "result": "ok"}], outcome="success",
-                                  session_id=SESSION)
+            engine.record_episode(
+                USER, [{"action": f"step {i}", "result": "ok"}], outcome="success", session_id=SESSION
+            )
             written["episodes"] += 1
         i += 1
         written["iterations"] = i

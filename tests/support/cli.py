@@ -30,8 +30,12 @@ class Run:
     @property
     def one_error_line(self) -> bool:
         """The CLI's error contract: exactly one line on stderr, starting with ``error:``, no traceback."""
-        return (self.err.startswith("error: ") and self.err.endswith("\n") and self.err.count("\n") == 1
-                and "Traceback" not in self.err)
+        return (
+            self.err.startswith("error: ")
+            and self.err.endswith("\n")
+            and self.err.count("\n") == 1
+            and "Traceback" not in self.err
+        )
 
 
 def cli(store: Path, *argv: str) -> Run:
@@ -44,10 +48,15 @@ def cli(store: Path, *argv: str) -> Run:
 
 def cli_subprocess(store: Path, *argv: str, timeout: float = 300) -> Run:
     """Run ``python -m engine`` as a real process from the project root, without LLM or store variables."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENAI_", "MEMLENS_"))}
-    proc = subprocess.run([sys.executable, "-m", "engine", "--store", str(store), *argv], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MEMLENS_"))}
+    proc = subprocess.run(
+        [sys.executable, "-m", "engine", "--store", str(store), *argv],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     return Run(proc.returncode, proc.stdout, proc.stderr)
 
 

@@ -15,12 +15,26 @@ from twoproc_common import BEACON, SESSION, USER, open_engine, wait_for_start, w
 
 
 def main() -> None:
-    store, ready, go, result_file, seconds = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]), \
-        float(sys.argv[5])
+    store, ready, go, result_file, seconds = (
+        sys.argv[1],
+        Path(sys.argv[2]),
+        Path(sys.argv[3]),
+        Path(sys.argv[4]),
+        float(sys.argv[5]),
+    )
     engine = open_engine(store)
     wait_for_start(ready, go)
-    seen = {"reads": 0, "edits": 0, "last_edit": None, "max_items_seen": 0, "beacon_ids": [],
-            "beacon_found_at_read": None, "beacon_found_at": None, "edit_times": [], "forgotten": []}
+    seen = {
+        "reads": 0,
+        "edits": 0,
+        "last_edit": None,
+        "max_items_seen": 0,
+        "beacon_ids": [],
+        "beacon_found_at_read": None,
+        "beacon_found_at": None,
+        "edit_times": [],
+        "forgotten": [],
+    }
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         stats = engine.stats()
@@ -38,8 +52,9 @@ def main() -> None:
         if len(seen["forgotten"]) < 2:  # a researcher deletes a memory while the agent keeps writing
             doomed = [i.id for i in items.rows if i.content.startswith("Agent observation")]
             if doomed:
-                result = engine.forget(USER, "semantic", doomed[:1], reason="dashboard cleanup", mode="hard",
-                                       actor="dashboard")
+                result = engine.forget(
+                    USER, "semantic", doomed[:1], reason="dashboard cleanup", mode="hard", actor="dashboard"
+                )
                 seen["forgotten"] += list(result.forgotten)
         value = {"edited_by": "dashboard", "n": seen["edits"]}
         engine.working_update(USER, SESSION, {"scratchpad": value}, source="ui")

@@ -94,8 +94,9 @@ class SyncMcp:
 
 def stdio_server(store: Path, **env: str) -> StdioServerParameters:
     """Parameters that make the client start ``python -m engine --store STORE mcp`` from the project root."""
-    return StdioServerParameters(command=sys.executable, args=["-m", "engine", "--store", str(store), "mcp"],
-                                 env=clean_env(**env), cwd=str(ROOT))
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "engine", "--store", str(store), "mcp"], env=clean_env(**env), cwd=str(ROOT)
+    )
 
 
 @asynccontextmanager
@@ -114,9 +115,14 @@ def free_port() -> int:
 
 
 def start_http_server(store: Path, port: int, *extra: str, **env: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "engine", "--store", str(store), "mcp", "--http", "--port",
-                             str(port), *extra], cwd=ROOT, env=clean_env(**env), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "engine", "--store", str(store), "mcp", "--http", "--port", str(port), *extra],
+        cwd=ROOT,
+        env=clean_env(**env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_for_port(proc: subprocess.Popen, port: int, timeout_s: float = START_TIMEOUT_S) -> None:

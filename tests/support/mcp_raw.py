@@ -19,23 +19,34 @@ from tests.support.mcp_client import ROOT, START_TIMEOUT_S, clean_env
 
 ANSWER_TIMEOUT_S = 60  # generous for a busy CI machine; a missing answer waits this long, then fails
 PROTOCOL = "2025-06-18"
-INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+}
 
 
 def tool_call(request_id: int, name: str, arguments_json: str) -> bytes:
     """A tools/call line whose arguments are given as raw JSON text (so they can be hostile)."""
-    return (f'{{"jsonrpc":"2.0","id":{request_id},"method":"tools/call",'
-            f'"params":{{"name":"{name}","arguments":{arguments_json}}}}}').encode("utf-8", "surrogatepass")
+    return (
+        f'{{"jsonrpc":"2.0","id":{request_id},"method":"tools/call",'
+        f'"params":{{"name":"{name}","arguments":{arguments_json}}}}}'
+    ).encode("utf-8", "surrogatepass")
 
 
 class RawStdio:
     """``python -m engine --store S mcp`` with pipes; :meth:`ask` writes one line and waits for one answer line."""
 
     def __init__(self, store: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "engine", "--store", str(store), "mcp"], cwd=ROOT,
-                                     env=clean_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "engine", "--store", str(store), "mcp"],
+            cwd=ROOT,
+            env=clean_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         self._buffer = b""
         first = self.ask(json.dumps(INIT).encode(), START_TIMEOUT_S)
         assert first is not None and "result" in first, first
@@ -88,8 +99,11 @@ class RawHttp:
 
     def __init__(self, url: str, token: str | None = None) -> None:
         self.url = url
-        self.headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                        "MCP-Protocol-Version": PROTOCOL}
+        self.headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": PROTOCOL,
+        }
         if token:
             self.headers["Authorization"] = f"Bearer {token}"
         status, answer, headers = self._post(json.dumps(INIT).encode(), START_TIMEOUT_S)

@@ -186,29 +186,38 @@ class FakeOpenAI:
         if content is None:
             content = self.default_chat(prompt) if callable(self.default_chat) else self.default_chat
         pt, ct = _tokens(prompt), _tokens(content)
-        return {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
-                "model": (req or {}).get("model", "test-chat"),
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                             "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct}}
+        return {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": (req or {}).get("model", "test-chat"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct},
+        }
 
     def _embedding_body(self, req: Any) -> dict:
         texts = (req or {}).get("input", [])
         if isinstance(texts, str):
             texts = [texts]
         tokens = sum(_tokens(str(t)) for t in texts)
-        return {"object": "list", "model": (req or {}).get("model", "test-embed"),
-                "data": [{"object": "embedding", "index": n, "embedding": hashed_vector(str(t), self.dim)}
-                         for n, t in enumerate(texts)],
-                "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+        return {
+            "object": "list",
+            "model": (req or {}).get("model", "test-embed"),
+            "data": [
+                {"object": "embedding", "index": n, "embedding": hashed_vector(str(t), self.dim)}
+                for n, t in enumerate(texts)
+            ],
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
 
     @staticmethod
     def _send(h: BaseHTTPRequestHandler, status: int, body: Any, headers: dict | None = None) -> None:
         FakeOpenAI._send_bytes(h, status, json.dumps(body).encode("utf-8"), "application/json", headers)
 
     @staticmethod
-    def _send_bytes(h: BaseHTTPRequestHandler, status: int, data: bytes, ctype: str,
-                    headers: dict | None = None) -> None:
+    def _send_bytes(
+        h: BaseHTTPRequestHandler, status: int, data: bytes, ctype: str, headers: dict | None = None
+    ) -> None:
         try:
             h.send_response(status)
             h.send_header("Content-Type", ctype)
@@ -223,6 +232,15 @@ class FakeOpenAI:
 
 def llm_settings(base, server: FakeOpenAI, **overrides: Any):
     """``base`` Settings pointed at ``server`` with a fake key, a 1 s timeout, 2 retries and a tiny backoff."""
-    return base.with_overrides({"openai_api_key": TEST_KEY, "openai_base_url": server.base_url,
-                                "chat_model": "test-chat", "llm_timeout_s": 1.0, "llm_retries": 2,
-                                "llm_backoff_s": 0.01, "embedder": "local", **overrides})
+    return base.with_overrides(
+        {
+            "openai_api_key": TEST_KEY,
+            "openai_base_url": server.base_url,
+            "chat_model": "test-chat",
+            "llm_timeout_s": 1.0,
+            "llm_retries": 2,
+            "llm_backoff_s": 0.01,
+            "embedder": "local",
+            **overrides,
+        }
+    )

@@ -57,15 +57,21 @@ class StoreSnapshot:
         for label, mine, theirs in (("duckdb", self.duckdb, other.duckdb), ("lancedb", self.lancedb, other.lancedb)):
             for name in sorted(set(mine) | set(theirs)):
                 if mine.get(name) != theirs.get(name):
-                    out.append(f"{label}.{name}: {mine.get(name, ('absent',))[0]} -> {theirs.get(name, ('absent',))[0]}"
-                               " rows (contents differ)")
+                    out.append(
+                        f"{label}.{name}: {mine.get(name, ('absent',))[0]} -> {theirs.get(name, ('absent',))[0]}"
+                        " rows (contents differ)"
+                    )
         return out
 
 
 def duckdb_tables(engine: MemoryEngine) -> dict[str, tuple[int, str]]:
     with engine._b.db.read() as conn:
-        names = [r[0] for r in conn.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1").fetchall()]
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1"
+            ).fetchall()
+        ]
         out = {}
         for n in names:
             rows = conn.execute(f'SELECT * FROM "{n}"').fetchall()

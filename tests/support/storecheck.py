@@ -8,8 +8,12 @@ from engine import MemoryEngine
 def row_counts(engine: MemoryEngine) -> dict[str, int]:
     """Rows in every DuckDB table of the store, schema_migrations included."""
     with engine._b.db.read() as conn:
-        tables = [r[0] for r in conn.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1").fetchall()]
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1"
+            ).fetchall()
+        ]
         return {t: conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
 
 

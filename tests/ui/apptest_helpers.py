@@ -20,8 +20,15 @@ ENTRY = Path(__file__).resolve().parent / "app_entry.py"  # runs app.py; see its
 logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").disabled = True
 
 # Settings.from_env reads these; a developer's own configuration must not change what the tests exercise.
-ENV_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "MEMLENS_EMBEDDER", "MEMLENS_CHAT_MODEL", "MEMLENS_EMBEDDING_MODEL",
-            "MEMLENS_LLM_TIMEOUT", "MEMLENS_LLM_RETRIES")
+ENV_VARS = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "MEMLENS_EMBEDDER",
+    "MEMLENS_CHAT_MODEL",
+    "MEMLENS_EMBEDDING_MODEL",
+    "MEMLENS_LLM_TIMEOUT",
+    "MEMLENS_LLM_RETRIES",
+)
 
 
 @contextmanager
@@ -41,14 +48,39 @@ def app_engine(store: Path, **env: str) -> Iterator[MemoryEngine]:
 
 
 # Elements whose text Streamlit renders as markdown (values) and widgets whose labels it renders as markdown.
-MARKDOWN_ELEMENTS = ("markdown", "caption", "title", "header", "subheader", "error", "warning", "info", "success",
-                     "toast")
-LABELLED_ELEMENTS = ("expander", "tab", "button", "metric", "checkbox", "toggle", "radio", "text_input",
-                     "text_area", "selectbox", "multiselect", "number_input", "date_input", "slider")
+MARKDOWN_ELEMENTS = (
+    "markdown",
+    "caption",
+    "title",
+    "header",
+    "subheader",
+    "error",
+    "warning",
+    "info",
+    "success",
+    "toast",
+)
+LABELLED_ELEMENTS = (
+    "expander",
+    "tab",
+    "button",
+    "metric",
+    "checkbox",
+    "toggle",
+    "radio",
+    "text_input",
+    "text_area",
+    "selectbox",
+    "multiselect",
+    "number_input",
+    "date_input",
+    "slider",
+)
 
 
-def open_page(page: str | None, user: str | None = None, session: str | None = None,
-              state: dict[str, Any] | None = None) -> AppTest:
+def open_page(
+    page: str | None, user: str | None = None, session: str | None = None, state: dict[str, Any] | None = None
+) -> AppTest:
     """The whole app (frame + ``page``, e.g. "pages/sessions.py") after one run, as a person opening that page.
 
     The demo auto-load is marked as done, so an empty store stays empty. ``user``/``session`` preset the sidebar;
@@ -69,7 +101,7 @@ def open_page(page: str | None, user: str | None = None, session: str | None = N
     return at
 
 
-# -- reading what a page shows --------------------------------------------------------------------------------------
+# -- reading what a page shows ---------------------------------------------------------------------------------------
 def values(at: AppTest, kind: str) -> list[str]:
     return [str(e.value) for e in at.get(kind)]
 

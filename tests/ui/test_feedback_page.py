@@ -50,8 +50,9 @@ def test_a_user_without_traces_is_sent_to_the_trace_page_and_still_sees_the_ledg
     assert any(v.startswith(f"{ledger.value}: {len(history)} label(s)") for v in values(at, "text"))
 
 
-def test_labelling_from_a_trace_records_an_event_pointing_at_the_trace_and_hop(demo_app: MemoryEngine,
-                                                                                two_hop_trace: RetrievalTrace):
+def test_labelling_from_a_trace_records_an_event_pointing_at_the_trace_and_hop(
+    demo_app: MemoryEngine, two_hop_trace: RetrievalTrace
+):
     user = two_hop_trace.user_id
     hop2 = next(r for r in two_hop_trace.ranking if r["in_context"] and r["hop"] == 2)
     at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
@@ -60,8 +61,13 @@ def test_labelling_from_a_trace_records_an_event_pointing_at_the_trace_and_hop(d
     label_button(at, two_hop_trace, hop2["id"]).click().run()
     no_errors(at)
     event = demo_app.feedback_events(user, item_id=hop2["id"])[0]
-    assert (event.label, event.delta, event.trace_id, event.hop, event.note) == \
-        ("useful", 1, two_hop_trace.trace_id, 2, "names the owner's timezone")
+    assert (event.label, event.delta, event.trace_id, event.hop, event.note) == (
+        "useful",
+        1,
+        two_hop_trace.trace_id,
+        2,
+        "names the owner's timezone",
+    )
     assert any("Labelled" in v for v in values(at, "success"))
     assert at.text_input(key="fb_note").value == ""  # the note went with that label
     # The ledger now shows this memory with the new event.
@@ -81,8 +87,9 @@ def test_a_harmful_label_counts_minus_one(demo_app: MemoryEngine, two_hop_trace:
     assert (event.label, event.trace_id, event.hop) == ("harmful", two_hop_trace.trace_id, item["hop"])
 
 
-def test_the_queue_offers_unlabelled_context_memories_and_drops_one_once_labelled(demo_app: MemoryEngine,
-                                                                                  two_hop_trace: RetrievalTrace):
+def test_the_queue_offers_unlabelled_context_memories_and_drops_one_once_labelled(
+    demo_app: MemoryEngine, two_hop_trace: RetrievalTrace
+):
     user = two_hop_trace.user_id
     at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
     queue_keys = [b.key for b in at.button if b.key and b.key.startswith("fb_u_q")]
@@ -97,8 +104,9 @@ def test_the_queue_offers_unlabelled_context_memories_and_drops_one_once_labelle
     assert first not in [b.key.split("_", 3)[3] for b in at.button if b.key and b.key.startswith("fb_u_q")]
 
 
-def test_a_fresh_retrieval_shows_a_useful_label_raising_the_score(demo_app: MemoryEngine,
-                                                                 two_hop_trace: RetrievalTrace):
+def test_a_fresh_retrieval_shows_a_useful_label_raising_the_score(
+    demo_app: MemoryEngine, two_hop_trace: RetrievalTrace
+):
     user = two_hop_trace.user_id
     item = next(r for r in two_hop_trace.ranking if r["in_context"] and r["hop"] == 1)
     at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
@@ -111,8 +119,9 @@ def test_a_fresh_retrieval_shows_a_useful_label_raising_the_score(demo_app: Memo
     assert demo_app.list_traces(user).rows[0]["trace_id"] == two_hop_trace.trace_id  # the comparison is not stored
 
 
-def test_labelling_a_memory_deleted_meanwhile_is_a_readable_error(demo_app: MemoryEngine,
-                                                                  two_hop_trace: RetrievalTrace):
+def test_labelling_a_memory_deleted_meanwhile_is_a_readable_error(
+    demo_app: MemoryEngine, two_hop_trace: RetrievalTrace
+):
     user = two_hop_trace.user_id
     item = next(r for r in two_hop_trace.ranking if r["in_context"] and r["kind"] == "semantic")
     at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
@@ -152,7 +161,8 @@ def test_labelling_from_the_queue_stays_on_the_queue_tab(demo_app: MemoryEngine,
 
 
 def test_the_ledger_shows_each_memory_s_text_and_all_labels_newest_first_with_a_link_to_their_trace(
-        demo_app: MemoryEngine, two_hop_trace: RetrievalTrace):
+    demo_app: MemoryEngine, two_hop_trace: RetrievalTrace
+):
     user = two_hop_trace.user_id
     item = two_hop_trace.ranking[0]["id"]
     demo_app.label(user, item, "useful", trace_id=two_hop_trace.trace_id, hop=1)
@@ -168,8 +178,7 @@ def test_the_ledger_shows_each_memory_s_text_and_all_labels_newest_first_with_a_
     assert first["open"] == f"./retrieval?user={user}&trace={two_hop_trace.trace_id}&tab=hops&memory={item}"
 
 
-def test_a_link_with_a_trace_id_opens_that_trace_for_labelling(demo_app: MemoryEngine,
-                                                             two_hop_trace: RetrievalTrace):
+def test_a_link_with_a_trace_id_opens_that_trace_for_labelling(demo_app: MemoryEngine, two_hop_trace: RetrievalTrace):
     at = open_link(PAGE, {"user": two_hop_trace.user_id, "trace": two_hop_trace.trace_id, "tab": "label-ledger"})
     no_errors(at)
     assert at.selectbox(key="fb_trace").value == two_hop_trace.trace_id

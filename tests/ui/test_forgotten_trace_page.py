@@ -16,8 +16,9 @@ def test_a_hard_forgotten_memory_shows_as_its_tombstone_on_the_trace_page(empty_
     engine.remember("forgetful", "The spare key for the office is with the receptionist")
     trace = engine.retrieve("forgetful", "where is the spare key")
     assert secret.id in trace.context_ids
-    engine.forget("forgetful", "semantic", [secret.id], reason="asked to forget the key", mode="hard",
-                  actor="researcher")
+    engine.forget(
+        "forgetful", "semantic", [secret.id], reason="asked to forget the key", mode="hard", actor="researcher"
+    )
     at = open_page(PAGE, user="forgetful", state={"trace_current_id": trace.trace_id})
     no_errors(at)
     shown = all_texts(at)

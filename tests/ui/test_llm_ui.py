@@ -32,8 +32,14 @@ def server() -> Iterator[FakeOpenAI]:
 def llm_app(demo_store_dir: Path, server: FakeOpenAI) -> Iterator[MemoryEngine]:
     """The dashboard on this module's demo store copy, with the LLM pointed at the local test server."""
     server.reset()
-    env = {"OPENAI_API_KEY": TEST_KEY, "OPENAI_BASE_URL": server.base_url, "MEMLENS_EMBEDDER": "local",
-           "MEMLENS_CHAT_MODEL": "test-chat", "MEMLENS_LLM_TIMEOUT": "10", "MEMLENS_LLM_RETRIES": "0"}
+    env = {
+        "OPENAI_API_KEY": TEST_KEY,
+        "OPENAI_BASE_URL": server.base_url,
+        "MEMLENS_EMBEDDER": "local",
+        "MEMLENS_CHAT_MODEL": "test-chat",
+        "MEMLENS_LLM_TIMEOUT": "10",
+        "MEMLENS_LLM_RETRIES": "0",
+    }
     with app_engine(demo_store_dir, **env) as engine:
         yield engine
 
@@ -57,7 +63,7 @@ def mined(at) -> dict:
     return at.session_state["skills_mined"]
 
 
-# -- offline --------------------------------------------------------------------------------------------------------
+# -- offline ---------------------------------------------------------------------------------------------------------
 def test_reason_without_an_llm_says_so_and_writes_nothing(demo_app):
     user, session = "tomas", "tomas-s05"
     slots = demo_app.working_get(user, session)
@@ -86,8 +92,9 @@ def seed_recurring_episodes(engine: MemoryEngine, user: str) -> None:
     fix = [{"action": "reproduce the failing test"}, {"action": "bisect the commits"}, {"action": "write the fix"}]
     release = [{"action": "bump the version"}, {"action": "tag the release"}]
     for n, steps in enumerate([fix, release, fix, release, fix]):
-        engine.record_episode(user, steps, summary=f"episode {n}", outcome="failure" if n == 4 else "success",
-                              session_id=f"{user}-s1")
+        engine.record_episode(
+            user, steps, summary=f"episode {n}", outcome="failure" if n == 4 else "success", session_id=f"{user}-s1"
+        )
 
 
 def test_offline_proposals_are_rejected_without_writing_and_accepted_with_provenance(demo_app):
@@ -120,7 +127,7 @@ def test_offline_proposals_are_rejected_without_writing_and_accepted_with_proven
     assert [r.skill.id for r in demo_app.rank_skills(user)] == [skill.id], "the library shows the new skill"
 
 
-# -- through the real client against the local OpenAI-compatible server ---------------------------------------------
+# -- through the real client against the local OpenAI-compatible server ----------------------------------------------
 def test_reason_writes_the_models_answer_into_the_slot_with_source_llm(llm_app, server):
     user, session = "ada", "ada-s06"
     goals = llm_app.working_get(user, session)["goals"]
@@ -147,8 +154,13 @@ def test_reason_writes_the_models_answer_into_the_slot_with_source_llm(llm_app, 
 
 def test_llm_mining_shows_the_scripted_proposal_and_accepting_registers_it(llm_app, server):
     user = "ada"
-    proposal = {"name": "Reproduce then bisect", "kind": "code", "body": "git bisect run pytest -x",
-                "description": "When a test started failing after several commits.", "confidence": 0.9}
+    proposal = {
+        "name": "Reproduce then bisect",
+        "kind": "code",
+        "body": "git bisect run pytest -x",
+        "description": "When a test started failing after several commits.",
+        "confidence": 0.9,
+    }
     server.script("chat", json.dumps([proposal, {"name": "", "body": "dropped: no name"}]))
     at = propose(open_page(SKILLS, user=user), window=5)
     no_errors(at)
@@ -186,9 +198,10 @@ def test_a_failing_llm_writes_nothing_on_reason_and_mining_falls_back_to_offline
     assert any("Strategy: offline" in v for v in values(at, "caption"))
 
 
-# -- the trace page with an LLM ---------------------------------------------------------------------------------------
-def test_the_trace_page_shows_the_llm_reasoners_hops_when_a_server_is_configured(llm_app: MemoryEngine,
-                                                                                 server: FakeOpenAI):
+# -- the trace page with an LLM --------------------------------------------------------------------------------------
+def test_the_trace_page_shows_the_llm_reasoners_hops_when_a_server_is_configured(
+    llm_app: MemoryEngine, server: FakeOpenAI
+):
     question = "Which timezone does the engineer who owns the refund reconciliation job work in?"
     server.script("chat", "Priya Raman location")  # the model proposes hop 2; with 2 hops it is not asked again
     at = open_page("pages/retrieval.py", user="ada")

@@ -55,8 +55,12 @@ def test_activity_chart_can_be_limited_to_the_sidebar_user(demo_app):
 
 def test_the_api_key_is_never_shown_only_whether_it_is_set(tmp_path):
     secret = "sk-test-very-secret-0123456789"
-    with app_engine(tmp_path / "store", OPENAI_API_KEY=secret, OPENAI_BASE_URL="http://user:pw@127.0.0.1:9/v1",
-                    MEMLENS_EMBEDDER="local"):
+    with app_engine(
+        tmp_path / "store",
+        OPENAI_API_KEY=secret,
+        OPENAI_BASE_URL="http://user:pw@127.0.0.1:9/v1",
+        MEMLENS_EMBEDDER="local",
+    ):
         at = open_page(PAGE)
         no_errors(at)
         text = all_texts(at)
@@ -93,10 +97,13 @@ def test_old_traces_are_previewed_then_deleted_after_an_explicit_confirm(demo_ap
     at.number_input(key="overview_prune_days").set_value(0.0)
     button(at, "Preview what would be deleted").click().run()
     no_errors(at)
-    assert any("1 trace (" in v and "would be deleted" in v and "1 older trace with feedback labels will be kept" in v
-               for v in values(at, "warning"))
-    assert {dropped.trace_id} == set(next(df.value for df in at.dataframe if "trace id" in df.value.columns
-                                          and len(df.value) == 1)["trace id"])
+    assert any(
+        "1 trace (" in v and "would be deleted" in v and "1 older trace with feedback labels will be kept" in v
+        for v in values(at, "warning")
+    )
+    assert {dropped.trace_id} == set(
+        next(df.value for df in at.dataframe if "trace id" in df.value.columns and len(df.value) == 1)["trace id"]
+    )
 
     button(at, "Delete 1 trace").click().run()  # without ticking the box
     assert any("nothing was deleted" in v for v in values(at, "error"))

@@ -96,8 +96,11 @@ def test_whatif_with_the_original_settings_changes_no_rank(demo_app: MemoryEngin
     at = ask(open_page(PAGE, user=q["user_id"]), q["question"], hops=2)
     button(at, "Replay with these settings").click().run()
     no_errors(at)
-    assert (metric(at, "Rank changes"), metric(at, "Entered the context"), metric(at, "Left the context")) == \
-        ("0", "0", "0")
+    assert (metric(at, "Rank changes"), metric(at, "Entered the context"), metric(at, "Left the context")) == (
+        "0",
+        "0",
+        "0",
+    )
     assert "Changed settings: none (the original settings)" in values(at, "text")
 
 
@@ -169,8 +172,9 @@ def test_stored_markup_in_memories_and_questions_renders_as_text(demo_app: Memor
 
 
 def test_a_candidate_with_preceding_text_shows_it_beside_its_text(demo_app: MemoryEngine):
-    item = demo_app.remember("sam", 'Bob said, "Twice, and I loved the trams."',
-                             preceding_text='Alice said, "Have you ever been to Lisbon?"')
+    item = demo_app.remember(
+        "sam", 'Bob said, "Twice, and I loved the trams."', preceding_text='Alice said, "Have you ever been to Lisbon?"'
+    )
     at = ask(open_page(PAGE, user="sam"), "Has Bob been to Lisbon?")
     table = at.dataframe[0].value.set_index("id")
     assert table.loc[item.id, "preceded_by"] == 'Alice said, "Have you ever been to Lisbon?"'
@@ -206,7 +210,7 @@ def test_typing_an_exact_memory_id_selects_that_memory_not_the_top_search_hit(de
     assert any("archived" in v and "ruff replaced black" in v for v in values(at, "warning"))
 
 
-# -- deep links, labels from the trace, comparison, timings ----------------------------------------------------
+# -- deep links, labels from the trace, comparison, timings ----------------------------------------------------------
 def test_a_link_opens_the_trace_on_its_tab_with_its_memory_and_the_url_keeps_them(demo_app: MemoryEngine):
     q = TWO_HOP[0]
     t = demo_app.retrieve(q["user_id"], q["question"], hops=2)
@@ -218,7 +222,10 @@ def test_a_link_opens_the_trace_on_its_tab_with_its_memory_and_the_url_keeps_the
     assert at.selectbox(key="app_user_select").value == q["user_id"]  # the trace's user, without ?user=
     assert at.session_state["trace_label_item"] == memory
     assert (at.query_params["trace"], at.query_params["tab"], at.query_params["user"]) == (
-        t.trace_id, "why-not", q["user_id"])
+        t.trace_id,
+        "why-not",
+        q["user_id"],
+    )
     at.session_state["trace_tab"] = "Hops"
     at.run()
     assert (at.query_params["tab"], at.query_params["memory"]) == ("hops", memory)
@@ -236,8 +243,10 @@ def test_the_older_trace_id_parameter_opens_the_trace_too(demo_app: MemoryEngine
 def test_a_link_to_an_unknown_trace_says_so(demo_app: MemoryEngine):
     at = open_link(PAGE, {"user": "ada", "trace": "tr_does_not_exist"})
     assert not at.exception
-    assert any("Cannot open trace tr\\_does\\_not\\_exist" in v or "Cannot open trace tr_does_not_exist" in v
-               for v in values(at, "error"))
+    assert any(
+        "Cannot open trace tr\\_does\\_not\\_exist" in v or "Cannot open trace tr_does_not_exist" in v
+        for v in values(at, "error")
+    )
 
 
 def test_labelling_from_the_trace_shows_the_label_and_undo_removes_it(demo_app: MemoryEngine):
@@ -267,7 +276,8 @@ def test_each_context_memory_can_be_labelled_from_the_context_tab(demo_app: Memo
     at.button(key=f"trace_ctx_harmful_{item}").click().run()
     no_errors(at)
     assert [(e.item_id, e.label) for e in demo_app.feedback_events(q["user_id"], trace_id=t.trace_id)] == [
-        (item, "harmful")]
+        (item, "harmful")
+    ]
     assert at.session_state["trace_tab"] == "Context"
     assert any("Labelled" in v for v in values(at, "success"))
 

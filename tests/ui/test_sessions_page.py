@@ -84,8 +84,10 @@ def test_pruning_previews_then_deletes_only_after_explicit_confirmation(demo_app
     no_errors(at)
     plan = demo_app.prune_sessions("mira", "stale")
     assert plan.sessions, "the demo has sessions older than 30 days"
-    assert any(f"would delete {len(plan.sessions)} session(s) with {plan.message_count:,} message(s)" in v
-               for v in values(at, "warning"))
+    assert any(
+        f"would delete {len(plan.sessions)} session(s) with {plan.message_count:,} message(s)" in v
+        for v in values(at, "warning")
+    )
     preview = next(df.value for df in at.dataframe if len(df.value) == len(plan.sessions))
     assert sorted(preview["session"]) == sorted(s.session_id for s in plan.sessions)
 

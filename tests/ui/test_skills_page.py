@@ -55,8 +55,11 @@ def test_filters_by_text_and_kind(demo_app):
 
 
 def test_versions_are_shown_side_by_side_with_their_own_rates_and_the_history_chart(demo_app):
-    name = next(r.skill.name for r in demo_app.rank_skills("ada", limit=100)
-                if len(demo_app.skill_versions("ada", r.skill.name)) >= 2)
+    name = next(
+        r.skill.name
+        for r in demo_app.rank_skills("ada", limit=100)
+        if len(demo_app.skill_versions("ada", r.skill.name)) >= 2
+    )
     versions = demo_app.skill_versions("ada", name)
     chosen = next(r.skill.id for r in demo_app.rank_skills("ada", limit=25) if r.skill.name == name)
     at = open_page(PAGE, user="ada", state={"skills_selected": chosen})
@@ -64,8 +67,9 @@ def test_versions_are_shown_side_by_side_with_their_own_rates_and_the_history_ch
     cards = [v for v in values(at, "markdown") if v.startswith("**v")]
     assert len(cards) == len(versions)
     for skill in versions:
-        assert any(v.startswith(f"{skill.success_count} of {skill.trials} trials succeeded")
-                   for v in values(at, "caption"))
+        assert any(
+            v.startswith(f"{skill.success_count} of {skill.trials} trials succeeded") for v in values(at, "caption")
+        )
         assert skill.body.rstrip("\n") in values(at, "code"), "st.code drops only the final newline"
     assert len(at.get("plotly_chart")) == 2, "ranking chart and outcome history chart"
 

@@ -36,8 +36,13 @@ def hostile_store(tmp_path_factory, embedder) -> Path:
     dropped = engine.remember(USER, SHORT + " (to forget)", "general")
     engine.forget(USER, "semantic", [dropped.id], reason=SHORT, actor=SHORT[:90])
     engine.ingest_lines([json.dumps({"kind": "category", "user_id": USER, "name": "general", "summary": HOSTILE})])
-    engine.record_episode(USER, [{"observation": HOSTILE, "action": SHORT, "result": MARKDOWN}], summary=SHORT,
-                          outcome="**win** <b>", session_id=SESSION)
+    engine.record_episode(
+        USER,
+        [{"observation": HOSTILE, "action": SHORT, "result": MARKDOWN}],
+        summary=SHORT,
+        outcome="**win** <b>",
+        session_id=SESSION,
+    )
     skill = engine.register_skill(USER, f"**bold** {SCRIPT}", HOSTILE, description=SHORT)
     engine.report_outcome(USER, skill.id, True)
     engine.retrieve(USER, f"{SHORT}?", session_id=SESSION)

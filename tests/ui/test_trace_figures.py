@@ -31,57 +31,130 @@ ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = {**Settings().retrieval_dict(), "now": "2026-11-29T12:00:00+00:00"}
 
 
-def scores(sim: float, bm25_norm: float, decay: float = 1.0, importance_factor: float = 1.0,
-           feedback: float = 1.0, w: float = 0.3) -> dict:
+def scores(
+    sim: float,
+    bm25_norm: float,
+    decay: float = 1.0,
+    importance_factor: float = 1.0,
+    feedback: float = 1.0,
+    w: float = 0.3,
+) -> dict:
     hybrid = w * bm25_norm + (1 - w) * sim
     temporal = hybrid * decay * importance_factor
-    return {"vector_similarity": sim, "fts_score": None, "bm25_raw": bm25_norm * 4, "bm25_norm": bm25_norm,
-            "hybrid": hybrid, "age_days": 3, "decay": decay, "importance": importance_factor,
-            "importance_factor": importance_factor, "temporal": temporal, "feedback_net": 0,
-            "feedback_factor": feedback, "final": temporal * feedback}
+    return {
+        "vector_similarity": sim,
+        "fts_score": None,
+        "bm25_raw": bm25_norm * 4,
+        "bm25_norm": bm25_norm,
+        "hybrid": hybrid,
+        "age_days": 3,
+        "decay": decay,
+        "importance": importance_factor,
+        "importance_factor": importance_factor,
+        "temporal": temporal,
+        "feedback_net": 0,
+        "feedback_factor": feedback,
+        "final": temporal * feedback,
+    }
 
 
-def cand(id: str, *, final_rank: int | None = None, reason: str = "context", kept: bool = True, tokens: int = 10,
-         rule: str = "score 0.700 >= 0.5", sc: dict | None = None, text: str | None = None) -> CandidateTrace:
+def cand(
+    id: str,
+    *,
+    final_rank: int | None = None,
+    reason: str = "context",
+    kept: bool = True,
+    tokens: int = 10,
+    rule: str = "score 0.700 >= 0.5",
+    sc: dict | None = None,
+    text: str | None = None,
+) -> CandidateTrace:
     return CandidateTrace(
-        id=id, kind="semantic", text=text or f"memory {id}", found_by="both", created_at="2026-11-26T12:00:00+00:00",
-        evergreen=False, stored_importance=0.5, success_count=0, failure_count=0, search_order=0,
-        scores=sc or scores(0.8, 0.5), verdicts={"relevance": "kept" if kept else "dropped", "rule": rule},
-        ranks={"hybrid": 1, "final": final_rank} if final_rank else {"hybrid": 1}, in_context=reason == "context",
-        context_reason=reason, tokens=tokens)
+        id=id,
+        kind="semantic",
+        text=text or f"memory {id}",
+        found_by="both",
+        created_at="2026-11-26T12:00:00+00:00",
+        evergreen=False,
+        stored_importance=0.5,
+        success_count=0,
+        failure_count=0,
+        search_order=0,
+        scores=sc or scores(0.8, 0.5),
+        verdicts={"relevance": "kept" if kept else "dropped", "rule": rule},
+        ranks={"hybrid": 1, "final": final_rank} if final_rank else {"hybrid": 1},
+        in_context=reason == "context",
+        context_reason=reason,
+        tokens=tokens,
+    )
 
 
 def hop(n: int, query: str, *cands: CandidateTrace) -> HopTrace:
     kept = sum(1 for c in cands if c.verdicts["relevance"] == "kept")
-    return HopTrace(hop=n, query=query, proposed_by="question" if n == 1 else "offline:bridge_entities",
-                    relevance_text=query, proposal={}, candidates=cands,
-                    counts={"found": len(cands), "kept": kept, "dropped": len(cands) - kept}, timings_ms={})
+    return HopTrace(
+        hop=n,
+        query=query,
+        proposed_by="question" if n == 1 else "offline:bridge_entities",
+        relevance_text=query,
+        proposal={},
+        candidates=cands,
+        counts={"found": len(cands), "kept": kept, "dropped": len(cands) - kept},
+        timings_ms={},
+    )
 
 
 def trace(hops: tuple[HopTrace, ...], ranking: list[dict], budget: int = 30, **settings) -> RetrievalTrace:
     return RetrievalTrace(
-        trace_id="tr_test", user_id="u", session_id=None, question="q?", created_at="2026-11-29T12:00:00+00:00",
-        settings={**SETTINGS, "budget_tokens": budget, **settings}, strategies={}, hops=hops, stop_reason="max_hops",
-        context="", context_ids=tuple(r["id"] for r in ranking if r["in_context"]),
-        context_tokens=sum(r["tokens"] for r in ranking if r["in_context"]), ranking=tuple(ranking), timings_ms={})
+        trace_id="tr_test",
+        user_id="u",
+        session_id=None,
+        question="q?",
+        created_at="2026-11-29T12:00:00+00:00",
+        settings={**SETTINGS, "budget_tokens": budget, **settings},
+        strategies={},
+        hops=hops,
+        stop_reason="max_hops",
+        context="",
+        context_ids=tuple(r["id"] for r in ranking if r["in_context"]),
+        context_tokens=sum(r["tokens"] for r in ranking if r["in_context"]),
+        ranking=tuple(ranking),
+        timings_ms={},
+    )
 
 
 def entry(id: str, rank: int, hop_n: int = 1, reason: str = "context", tokens: int = 10, **extra) -> dict:
-    return {"id": id, "kind": "semantic", "hop": hop_n, "final": 1.0 / rank, "rank": rank,
-            "in_context": reason == "context", "reason": reason, "tokens": tokens, **extra}
+    return {
+        "id": id,
+        "kind": "semantic",
+        "hop": hop_n,
+        "final": 1.0 / rank,
+        "rank": rank,
+        "in_context": reason == "context",
+        "reason": reason,
+        "tokens": tokens,
+        **extra,
+    }
 
 
 # A two-hop trace covering every way to be lost: a (context), b (budget), f (filtered at hop 1), m (merged: its hop-1
 # copy lost to the hop-2 copy), and "ghost" (never a candidate). Budget 30: a and m use 20, b needs 15.
 TWO_HOPS = trace(
-    (hop(1, "first query", cand("a", final_rank=1), cand("m", reason="merged"), cand("b", final_rank=3,
-                                                                                      reason="budget", tokens=15),
-         cand("f", reason="filtered", kept=False, rule="score 0.210 < 0.5 and no shared word")),
-     hop(2, "bridge", cand("m", final_rank=2))),
-    [entry("a", 1), entry("m", 2, hop_n=2), entry("b", 3, reason="budget", tokens=15)])
+    (
+        hop(
+            1,
+            "first query",
+            cand("a", final_rank=1),
+            cand("m", reason="merged"),
+            cand("b", final_rank=3, reason="budget", tokens=15),
+            cand("f", reason="filtered", kept=False, rule="score 0.210 < 0.5 and no shared word"),
+        ),
+        hop(2, "bridge", cand("m", final_rank=2)),
+    ),
+    [entry("a", 1), entry("m", 2, hop_n=2), entry("b", 3, reason="budget", tokens=15)],
+)
 
 
-# -- the score breakdown ----------------------------------------------------------------------------------------
+# -- the score breakdown ---------------------------------------------------------------------------------------------
 def test_score_parts_split_the_hybrid_and_show_each_factor_as_its_change():
     # sim 0.8, bm25_norm 0.5, w 0.3: vector 0.56, bm25 0.15, hybrid 0.71; decay 0.5 -> 0.355 (change -0.355);
     # importance 0.8 -> 0.284 (-0.071); feedback 1.2 -> 0.3408 (+0.0568).
@@ -144,14 +217,17 @@ def test_the_waterfall_figure_shows_the_top_candidates_each_from_zero():
 
 
 def test_rank_shift_figure_draws_one_line_per_memory():
-    ranking = [entry("a", 2, old_rank=1, context_change="stayed"), entry("b", 1, old_rank=2, context_change="stayed"),
-               {**entry("c", 3), "rank": None, "old_rank": 3, "context_change": "left"}]
+    ranking = [
+        entry("a", 2, old_rank=1, context_change="stayed"),
+        entry("b", 1, old_rank=2, context_change="stayed"),
+        {**entry("c", 3), "rank": None, "old_rank": 3, "context_change": "left"},
+    ]
     fig = rank_shift_figure(ranking)
     assert len(fig.data) == 3
     assert [list(t.y) for t in fig.data] == [[1, 2], [2, 1], [3, 4]]  # c fell out: drawn below the last rank
 
 
-# -- tables ------------------------------------------------------------------------------------------------------
+# -- tables ----------------------------------------------------------------------------------------------------------
 def test_candidate_rows_carry_every_score_and_the_rule():
     rows = candidate_rows(TWO_HOPS.hops[0])
     assert [r["id"] for r in rows] == ["a", "m", "b", "f"]
@@ -168,7 +244,7 @@ def test_dropped_rows_name_the_stage_and_rule_of_each_loss():
     assert rows["b"]["stage"] == "token budget" and rows["b"]["rule"] == "needs 15 tokens; 10 of 30 tokens were left"
 
 
-# -- why not? ----------------------------------------------------------------------------------------------------
+# -- why not? --------------------------------------------------------------------------------------------------------
 def test_why_not_tells_in_context_budget_filtered_and_never_apart():
     assert why_not(TWO_HOPS, "a").status == "context"
     budget = why_not(TWO_HOPS, "b")
@@ -195,7 +271,7 @@ def test_two_traces_of_one_question_in_the_same_minute_are_listed_apart():
     assert trace_label(a).startswith("2026-11-29T10:00 · 2 hops · Who?")
 
 
-# -- what-if -----------------------------------------------------------------------------------------------------
+# -- what-if ---------------------------------------------------------------------------------------------------------
 def test_untouched_whatif_controls_change_no_setting():
     values = {k: SETTINGS[k] for k in ("bm25_weight", "half_life_days", "mmr_enabled", "budget_tokens")}
     values["half_life_days"] = float(values["half_life_days"])
@@ -204,16 +280,28 @@ def test_untouched_whatif_controls_change_no_setting():
 
 
 def test_whatif_tables_put_old_and_new_order_side_by_side():
-    replayed = trace((), [entry("b", 1, old_rank=2, rank_change=1, old_in_context=True, context_change="stayed"),
-                          {**entry("a", 2, reason="budget"), "old_rank": 1, "rank_change": -1, "old_in_context": True,
-                           "context_change": "left"}])
+    replayed = trace(
+        (),
+        [
+            entry("b", 1, old_rank=2, rank_change=1, old_in_context=True, context_change="stayed"),
+            {
+                **entry("a", 2, reason="budget"),
+                "old_rank": 1,
+                "rank_change": -1,
+                "old_in_context": True,
+                "context_change": "left",
+            },
+        ],
+    )
     before, after = whatif_tables(replayed, {"a": "text a", "b": "text b"})
     assert [(r["rank"], r["id"]) for r in before] == [(1, "a"), (2, "b")]
-    assert [(r["rank"], r["id"], r["change"], r["context"]) for r in after] == [(1, "b", "↑1", "stayed"),
-                                                                              (2, "a", "↓1", "left")]
+    assert [(r["rank"], r["id"], r["change"], r["context"]) for r in after] == [
+        (1, "b", "↑1", "stayed"),
+        (2, "a", "↓1", "left"),
+    ]
 
 
-# -- feedback ----------------------------------------------------------------------------------------------------
+# -- feedback --------------------------------------------------------------------------------------------------------
 def test_feedback_factor_is_the_pipelines_formula():
     assert feedback_factor(0, SETTINGS) == 1.0
     assert feedback_factor(2, SETTINGS) == pytest.approx(1.2)  # 1 + 0.5 * 2/5
@@ -223,8 +311,10 @@ def test_feedback_factor_is_the_pipelines_formula():
 
 def test_queue_lists_unlabelled_context_memories_once_newest_trace_first():
     older = TWO_HOPS
-    newer = dataclasses.replace(trace((hop(1, "q", cand("a", final_rank=1), cand("z", final_rank=2)),),
-                                      [entry("z", 1), entry("a", 2)]), trace_id="tr_new")
+    newer = dataclasses.replace(
+        trace((hop(1, "q", cand("a", final_rank=1), cand("z", final_rank=2)),), [entry("z", 1), entry("a", 2)]),
+        trace_id="tr_new",
+    )
     traces = {"tr_new": newer, "tr_test": older}
     summaries = [{"trace_id": t.trace_id, "context_ids": list(t.context_ids)} for t in (newer, older)]
     fetched: list[str] = []
@@ -247,7 +337,7 @@ def test_rank_comparison_marks_moves_and_new_memories():
     assert rows["a"]["change"] == "↓1" and rows["c"]["change"] == "new"
 
 
-# -- a real trace ------------------------------------------------------------------------------------------------
+# -- a real trace ----------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def two_hop_trace(demo_store_template: Path, tmp_path_factory, embedder) -> RetrievalTrace:
     import shutil
@@ -264,7 +354,8 @@ def test_breakdown_adds_up_to_the_final_score_of_every_real_candidate(two_hop_tr
     for h in two_hop_trace.hops:
         for c in h.candidates:
             assert sum(v for _, v in score_parts(c.scores, two_hop_trace.settings)) == pytest.approx(
-                c.scores["final"], abs=1e-12)
+                c.scores["final"], abs=1e-12
+            )
             checked += 1
     assert checked > 10
 

@@ -10,13 +10,20 @@ from ui.url_state import slug, trace_params, trace_url
 
 def test_tab_labels_become_url_slugs():
     assert [slug(t) for t in ("Hops", "Context", "What-if", "Why not?", "Compare", "Timings")] == [
-        "hops", "context", "what-if", "why-not", "compare", "timings"]
+        "hops",
+        "context",
+        "what-if",
+        "why-not",
+        "compare",
+        "timings",
+    ]
     assert slug("Add a memory") == "add-a-memory"
 
 
 def test_trace_links_are_relative_and_escaped():
     assert trace_url("tr_1", "ada", "why-not", "ada-item-027") == (
-        "./retrieval?user=ada&trace=tr_1&tab=why-not&memory=ada-item-027")
+        "./retrieval?user=ada&trace=tr_1&tab=why-not&memory=ada-item-027"
+    )
     assert trace_url("tr_1", "a b&c") == "./retrieval?user=a+b%26c&trace=tr_1&tab=hops"
     assert trace_params("tr_1") == {"trace": "tr_1", "tab": "hops"}
 
@@ -41,7 +48,10 @@ def test_a_link_wins_once_then_the_session_is_the_truth_and_is_written_back():
     at.run()
     assert at.text[0].value == "open: Why not?; picked: m7"
     assert (at.query_params["memory"], at.query_params["tab"], at.query_params["unrelated"]) == (
-        "m7", "why-not", "kept")
+        "m7",
+        "why-not",
+        "kept",
+    )
     at.session_state["picked"] = "m9"  # the person picks another memory and tab
     at.session_state["demo_tab"] = "First"
     at.run()

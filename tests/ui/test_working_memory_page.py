@@ -117,10 +117,12 @@ def test_hostile_json_typed_into_the_editor_is_a_readable_error_and_changes_noth
     user, session = "ada", "ada-s06"
     before = snapshot(demo_app)
     at = open_page(PAGE, user=user, session=session)
-    for text, expected in [("[" * 5000 + "]" * 5000, "nested more than 64 levels"),
-                           ("9" * 5000, "invalid JSON for goals"),
-                           ('"tea \\ud800"', "lone surrogate"),
-                           ('{"budget": NaN}', "NaN is not allowed")]:
+    for text, expected in [
+        ("[" * 5000 + "]" * 5000, "nested more than 64 levels"),
+        ("9" * 5000, "invalid JSON for goals"),
+        ('"tea \\ud800"', "lone surrogate"),
+        ('{"budget": NaN}', "NaN is not allowed"),
+    ]:
         save(at, text)
         assert not at.exception, at.exception
         errors = values(at, "error")
