@@ -25,6 +25,7 @@ from .memory.transfer import Transfer
 from .providers.llm import LLM
 from .records import KIND_TABLES, KINDS, Page, StoreStats
 from .storage.database import one_row
+from .storage.purges import VectorPurges
 
 
 def _some(ids: Sequence[str], n: int = 5) -> str:
@@ -42,6 +43,7 @@ class StoreAdmin:
         episodic: EpisodicMemory,
         skills: SkillLibrary,
         transfer: Transfer,
+        purges: VectorPurges,
     ) -> None:
         self._b = backends
         self.path = path
@@ -51,6 +53,7 @@ class StoreAdmin:
         self.semantic = semantic
         self.episodic = episodic
         self.skills = skills
+        self.purges = purges  # LanceDB purges a forget still owes (a crashed process's are started at open)
 
     @property
     def embedder(self):

@@ -33,6 +33,7 @@ from .memory.working import WorkingMemory
 from .providers.embedders import Embedder, LocalMiniLM, OpenAIEmbedder
 from .providers.llm import LLM, NoLLM, OpenAIChat
 from .records import (
+    KINDS,
     Category,
     Episode,
     FeedbackEvent,
@@ -130,7 +131,7 @@ class MemoryEngine:
         self.reasoning = Reasoner(self.working, llm)
         self.retriever = Retriever(b, llm, self.traces.save)
         self.admin = StoreAdmin(
-            b, self.path, llm, self.sessions, self.semantic, self.episodic, self.skills, self.transfer
+            b, self.path, llm, self.sessions, self.semantic, self.episodic, self.skills, self.transfer, self.purges
         )
         self.evals = Evaluations(b, self)  # expectation sets, runs, comparisons (engine/evaluation)
         self.admin._recover_at_open()
@@ -623,6 +624,19 @@ class MemoryEngine:
 
     def disk_bytes(self) -> int:
         return self.admin.disk_bytes()
+
+    def orphans(self, kinds: Iterable[str] = KINDS) -> dict[str, dict[str, Any]]:
+        """Per memory kind, the ids the two stores disagree on (see StoreAdmin.orphans)."""
+        return self.admin.orphans(kinds)
+
+    def repair(self, progress: Callable[[str, int, int], None] | None = None) -> dict[str, dict[str, int]]:
+        """Make LanceDB agree with DuckDB again: orphans removed, missing vectors written, unreadable tables rebuilt."""
+        return self.admin.repair(progress)
+
+    def repair_ids(
+        self, kind: str, ids: Sequence[str], progress: Callable[[str, int, int], None] | None = None
+    ) -> dict[str, int]:
+        return self.admin.repair_ids(kind, ids, progress)
 
     def check(self) -> list[str]:
         """Applied migrations, for diagnostics."""

@@ -176,15 +176,21 @@ class Settings:
     session_stale_days: int = _s(30, "Stale pruning: sessions inactive longer than this many days.", lo=1)
     session_max_per_user: int = _s(500, "Max sessions kept per user (oldest evicted first).", lo=1)
     # --- retrieval (llmemory §6) --------------------------------------------------------------------------------
-    top_k: int = _s(20, "Candidates per source (semantic, episodic, procedural).", lo=1, hi=1000, retrieval=True)
+    top_k: int = _s(
+        50,
+        "Candidates per source (semantic, episodic, procedural) and per search (vector, full text).",
+        lo=1,
+        hi=1000,
+        retrieval=True,
+    )
     hops: int = _s(1, "Hops for retrieve() when not given; the CLI's --hops overrides.", lo=1, hi=5, retrieval=True)
     query_condense_chars: int = _s(
         100, "Messages longer than this are condensed into a search query.", lo=1, retrieval=True
     )
     hybrid_enabled: bool = _s(True, "Blend BM25 into the score (hybrid_search_enabled).", retrieval=True)
-    bm25_weight: float = _s(0.3, "w in hybrid = w*bm25_norm + (1-w)*vector_similarity.", lo=0, hi=1, retrieval=True)
+    bm25_weight: float = _s(0.5, "w, the lexical share of the hybrid score (see fusion).", lo=0, hi=1, retrieval=True)
     bm25_source: str = _s(
-        "candidates",
+        "index",
         "Where bm25_raw comes from: candidates (parity: BM25 over the candidate "
         "set with "
         "llmemory's tokenizer) or index ([memlens]: LanceDB's BM25 over the whole table, with "
@@ -203,8 +209,17 @@ class Settings:
         hi=5,
         retrieval=True,
     )
+    preceding_full_words: int = _s(
+        20,
+        "[memlens] An item's preceding text adds to its BM25 at the full preceding_bm25_weight when the item has at "
+        "most this many words, and at weight*this/words when longer: a short reply means little without the "
+        "message it answers, a long text stands on its own. 0: the full weight for every item (llmemory has none).",
+        lo=0,
+        hi=100_000,
+        retrieval=True,
+    )
     fusion: str = _s(
-        "weighted",
+        "zscore",
         "How the cosine and the lexical score (BM25 plus the preceding text's share) become the "
         "hybrid score: weighted (llmemory: bm25_weight*bm25_norm + (1-bm25_weight)*cosine), zscore "
         "([memlens] sigmoid(w*z_bm25 + (1-w)*z_vector), each standardised over the query's candidates, "
@@ -246,7 +261,7 @@ class Settings:
         retrieval=True,
     )
     relevance_protect_top: int = _s(
-        0,
+        5,
         "[memlens] The heuristic filter never drops a candidate ranked this high or "
         "higher by the vector or the full-text score among the candidates (0: off, "
         "llmemory).",
@@ -257,7 +272,7 @@ class Settings:
     relevance_judge_threshold: float = _s(0.7, "LLM judge: keep relevance >= this.", lo=0, hi=1, retrieval=True)
     half_life_days: float = _s(30.0, "Time-decay half-life in days.", lo=0.001, retrieval=True)
     decay_floor: float = _s(
-        0.0,
+        0.9,
         "[memlens] decay = floor + (1-floor)*exp(-ln2/half_life*age): above 0, recency "
         "is a bounded preference and an old memory keeps at least this share of its score "
         "(0: llmemory's decay towards zero).",
@@ -308,7 +323,7 @@ class Settings:
         retrieval=True,
     )
     hop_weight: float = _s(
-        1.0,
+        0.8,
         "[memlens] Factor on the final scores of hop n's candidates, hop_weight^(n-1), "
         "before the multi-hop merge: below 1 a reasoner-proposed query's results must outscore "
         "the question's own by that margin to displace them (1 = parity).",
@@ -317,7 +332,7 @@ class Settings:
         retrieval=True,
     )
     reasoner_query: str = _s(
-        "terms",
+        "question+terms",
         "Offline reasoner's next query: terms (only the new names/key terms) or "
         "question+terms (the question's words plus them, [memlens] query expansion).",
         choices=("terms", "question+terms"),

@@ -36,6 +36,7 @@ LLMEMORY: dict[str, Any] = {
     "mmr_similarity": "jaccard",
     "budget_tokens": 2000,
     "assembly_mode": "stop",
+    "preceding_full_words": 0,
     "context_max_items": 0,
     "hop_weight": 1.0,
     "reasoner_query": "terms",
@@ -43,21 +44,12 @@ LLMEMORY: dict[str, Any] = {
 
 PRESETS: dict[str, dict[str, Any]] = {
     "llmemory": LLMEMORY,
-    # The defaults: llmemory 0.2.x parity except the [memlens] 'skip' assembly mode.
+    # What a user gets without options (Settings' defaults), tuned on both dev halves (LoCoMo and LongMemEval-S):
+    # z-score fusion of the index's BM25 and the cosine at equal weight, 50 candidates per search, a bounded
+    # recency preference (decay_floor 0.9), each search's top 5 safe from the word filter, and a reply's preceding
+    # text counted for short replies. The former 'long-horizon' preset (no decay, index BM25, top_k 50, question
+    # words kept on later hops) is folded into it.
     "default": {},
-    # Long-horizon conversational memory (e.g. LoCoMo): months-old turns matter as much as recent ones, and exact
-    # words (names, places, dates) matter, so: no effective time decay, BM25 from the full-text index (whole-table
-    # IDF, stemming, stop words) instead of the candidate set, a larger candidate pool, and query expansion with the
-    # question's words on later hops, whose results count at 0.8 of their score in the merge (a proposed query is a
-    # guess: its finds must beat the question's own by 25% to displace them; any value in 0.6..0.85 did about as
-    # well on LoCoMo dev, 1.0 let hop 2 push good hop-1 results out).
-    "long-horizon": {
-        "half_life_days": 36500.0,
-        "bm25_source": "index",
-        "top_k": 50,
-        "reasoner_query": "question+terms",
-        "hop_weight": 0.8,
-    },
 }
 
 

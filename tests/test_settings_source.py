@@ -29,7 +29,7 @@ def test_each_environment_variable_is_declared_on_its_setting():
 @pytest.mark.parametrize("name", sorted(ENV_VARS))
 def test_from_env_reads_exactly_the_declared_variable(name):
     field = next(f for f in dataclasses.fields(Settings) if f.name == name)
-    value = {"str": "x-" + name, "int": "3", "float": "2.5"}[field.type]
+    value = {"str": "x-" + name, "int": "3", "float": "2.5", "bool": "True"}[field.type]
     if field.metadata["choices"]:
         value = field.metadata["choices"][-1]
     assert str(getattr(Settings.from_env({ENV_VARS[name]: value}), name)) == value

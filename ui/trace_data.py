@@ -18,6 +18,7 @@ SCORE_COLUMNS = (
     "fts_score",
     "bm25_raw",
     "bm25_preceding",
+    "preceding_weight",
     "bm25_norm",
     "rank_vector",
     "rank_bm25",

@@ -82,14 +82,19 @@ def score_hop(
         raw = bm25_scores(query, [s.inp.text for s in items])
     # A reply ("Me, on Saturday.") rarely repeats the words of the question it answers; the message it answers
     # (its preceding text) does, so those words count too, at their own weight.
+    # A long text stands on its own: its preceding text counts fully up to preceding_full_words words of its own
+    # and proportionally less above (an assistant's long answer is not found by the user's question before it).
     pw = float(_get(settings, "preceding_bm25_weight"))
+    full = int(_get(settings, "preceding_full_words"))
     before = [s.inp.preceding_text for s in items]
     preceding = bm25_scores(query, before) if any(before) else [0.0] * len(items)
-    combined = [r + pw * p for r, p in zip(raw, preceding)]
+    weights = [pw * min(1.0, full / max(len(_WORD_CHARS.findall(s.inp.text)), 1)) if full else pw for s in items]
+    combined = [r + v * p for r, v, p in zip(raw, weights, preceding)]
     top = max(combined) if combined and max(combined) > 0 else 1.0
-    for s, r, p, c in zip(items, raw, preceding, combined):
+    for s, r, p, c, v in zip(items, raw, preceding, combined, weights):
         s.scores["bm25_raw"] = r
         s.scores["bm25_preceding"] = p if s.inp.preceding_text else None  # None: it has no preceding text
+        s.scores["preceding_weight"] = v if s.inp.preceding_text else None
         s.scores["bm25_norm"] = c / top
     fuse(items, combined, settings)
     items = _order(items, "hybrid")

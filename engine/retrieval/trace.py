@@ -36,6 +36,7 @@ SCORE_KEYS = (
     "llm_relevance",
     "hybrid_vector_part",
     "hybrid_bm25_part",
+    "preceding_weight",
     "rank_vector",
     "rank_bm25",
     "z_vector",
@@ -50,6 +51,7 @@ OLDER_TRACE_SETTINGS = {
     "rrf_k": 60.0,
     "relevance_words": "raw",
     "relevance_protect_top": 0,
+    "preceding_full_words": 0,
     "decay_floor": 0.0,
     "clamp_future_age": False,
 }

@@ -1,5 +1,6 @@
 """The demo's two-hop questions (data/demo/two_hop.json, listed in data/demo/README.md) are answered by two hops
-with the offline reasoner: the bridging fact B reaches the context on hop 2 and not on hop 1."""
+with the offline reasoner. Under llmemory's rules (the `llmemory` preset: 20 candidates per source) the bridging fact
+B reaches the context on hop 2 and not on hop 1; under the default preset both facts reach the context with 2 hops."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def test_the_demo_has_two_hop_questions_and_the_readme_lists_them():
 
 @pytest.mark.parametrize("case", QUESTIONS, ids=[f"{q['user_id']}:{q['bridge']}" for q in QUESTIONS])
 def test_the_bridging_fact_enters_the_context_on_hop_two_and_not_on_hop_one(demo, case):
-    trace = demo.retrieve(case["user_id"], case["question"], hops=2)
+    trace = demo.retrieve(case["user_id"], case["question"], hops=2, preset="llmemory")
     assert trace.strategies["reasoner"] == "offline:bridge_entities"
     assert len(trace.hops) == 2, f"stopped after hop 1: {trace.stop_reason}"
     hop1 = {c.id: c for c in trace.hops[0].candidates}
@@ -44,9 +45,16 @@ def test_the_bridging_fact_enters_the_context_on_hop_two_and_not_on_hop_one(demo
 
 @pytest.mark.parametrize("case", QUESTIONS[:1], ids=["first"])
 def test_one_hop_alone_does_not_bring_the_bridging_fact(demo, case):
-    trace = demo.retrieve(case["user_id"], case["question"], save=False)
+    trace = demo.retrieve(case["user_id"], case["question"], save=False, preset="llmemory")
     assert case["fact_a"] in trace.context_ids
     assert case["fact_b"] not in trace.context_ids
+
+
+@pytest.mark.parametrize("case", QUESTIONS, ids=[f"{q['user_id']}:{q['bridge']}" for q in QUESTIONS])
+def test_the_default_preset_brings_both_facts_into_the_context_with_two_hops(demo, case):
+    trace = demo.retrieve(case["user_id"], case["question"], hops=2, save=False)
+    assert trace.settings["preset"] == "default"
+    assert case["fact_a"] in trace.context_ids and case["fact_b"] in trace.context_ids
 
 
 def test_the_trace_says_when_a_later_hop_searched_differently(demo_store_template, tmp_path, embedder):

@@ -42,7 +42,9 @@ def world(tmp_path_factory, embedder):
 
 
 def run(world, question: str = QUESTION, **kw):
+    """Multi-hop under llmemory's rules (the `llmemory` preset: no later-hop discount) unless a test says otherwise."""
     engine, _, now = world
+    kw.setdefault("preset", "llmemory")
     return engine.retrieve(USER, question, now=now, save=False, **kw)
 
 

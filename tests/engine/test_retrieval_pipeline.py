@@ -79,7 +79,10 @@ def base(world) -> RetrievalTrace:
 
 
 def run(world, question: str = QUESTION, **kw) -> RetrievalTrace:
+    """A retrieval under llmemory's formulas (the `llmemory` preset) unless the test names another preset: the
+    recorded scores are checked against the reference's arithmetic."""
     engine, _, now = world
+    kw.setdefault("preset", "llmemory")
     return engine.retrieve(USER, question, now=now, **kw)
 
 
@@ -130,6 +133,18 @@ def test_every_candidate_has_all_scores_ranks_verdicts_and_a_context_reason(base
             assert c.tokens == math.ceil(len(c.text) / 4)
         else:
             assert c.context_reason == "filtered"
+
+
+def test_the_default_preset_composes_the_hybrid_from_z_scores(world):
+    trace = run(world, preset=None)
+    assert trace.settings["fusion"] == "zscore" and trace.settings["preset"] == "default"
+    for c in candidates(trace):
+        s = c.scores
+        assert 0 < s["hybrid"] < 1
+        assert s["hybrid_vector_part"] + s["hybrid_bm25_part"] == pytest.approx(s["hybrid"])
+        w = trace.settings["bm25_weight"]
+        logit = w * s["z_bm25"] + (1 - w) * s["z_vector"]
+        assert s["hybrid"] == pytest.approx(1 / (1 + math.exp(-logit)))
 
 
 def test_recorded_scores_compose_by_the_documented_formulas(base):
@@ -228,7 +243,7 @@ def test_per_call_overrides_change_behaviour_and_are_recorded(world, base):
     assert trace.context_tokens <= 30 < base.context_tokens
     assert len(trace.context_ids) < len(base.context_ids)
     # the store's own settings are untouched by a per-call override
-    assert world[0].settings.bm25_weight == 0.3
+    assert world[0].settings.bm25_weight == Settings().bm25_weight
 
 
 def test_context_max_items_caps_the_context_and_says_so(world):

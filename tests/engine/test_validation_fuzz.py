@@ -419,6 +419,7 @@ def cli_case() -> st.SearchStrategy:
 
 
 def run_cli(point: str, engine: MemoryEngine, store: Path, argv: list[str], label: str, subprocess_run=False) -> str:
+    label = label.encode("utf-8", "backslashreplace").decode()  # a report xdist can send (no surrogates)
     before = snapshot(engine)
     engine.close()
     try:
@@ -466,6 +467,8 @@ def test_cli_refuses_an_empty_store_location(tmp_path, monkeypatch):
         ),
         (["reflect", "--user", USER, "--window", "9" * 5000], "--window"),
     ],
+    # ASCII ids: xdist sends test ids between processes as UTF-8, which a lone surrogate cannot be
+    ids=["date-0001", "lone-surrogate", "deep-json", "huge-window"],
 )
 def test_real_subprocess_refuses_hostile_arguments_with_one_line(engine, store, argv, expected):
     err = run_cli("cli-subprocess", engine, store, argv, " ".join(argv)[:60], subprocess_run=True)
