@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -30,8 +29,9 @@ from .memory.sessions import SessionStore
 from .memory.skill_mining import MiningResult, SkillMiner, SkillProposal
 from .memory.transfer import Transfer
 from .memory.working import WorkingMemory
-from .providers.embedders import Embedder, LocalMiniLM, OpenAIEmbedder
-from .providers.llm import LLM, NoLLM, OpenAIChat
+from .providers.backends import UsageRelay, configured_backends
+from .providers.embedders import Embedder
+from .providers.llm import LLM
 from .records import (
     KINDS,
     Category,
@@ -56,32 +56,16 @@ from .retrieval.search import plain_search
 from .retrieval.store import TraceStore, trace_from_dict
 from .retrieval.trace import RetrievalTrace
 from .retrieval.why_not import MemoryState, WhyNot, why_not
-from .storage.database import Database, release_under
+from .storage.database import Database
 from .storage.journal import WriteJournal
 from .storage.purges import VectorPurges
 from .storage.vectors import VectorIndex
-from .validation import check_int, check_optional_int, parse_json, text_problem
+from .store_location import store_path
+from .validation import check_int, check_optional_int, parse_json
 
 DB_FILE = "memlens.duckdb"
 VECTOR_DIR = "vectors"
 JOURNAL_DIR = "journal"
-
-
-def store_path(location: str | Path) -> Path:
-    text = str(location)
-    if not text.strip():  # "" would silently be the current directory
-        raise InvalidInput("store location is empty: give a folder path (or a file:// URI)")
-    problem = text_problem(text)
-    if problem:
-        raise InvalidInput(f"store location {problem}")
-    if text.startswith("file://"):
-        text = text[len("file://") :]
-    elif "://" in text:
-        raise InvalidInput(f"store {text[:60]!r}: only local folders (or file:// URIs) are supported so far")
-    path = Path(text).expanduser()
-    if path.exists() and not path.is_dir():
-        raise InvalidInput(f"store {path} is a file, not a folder")
-    return path
 
 
 class MemoryEngine:
@@ -149,37 +133,10 @@ class MemoryEngine:
         settings = settings or Settings.from_env()
         if path is not None:
             settings = settings.with_overrides({"store": str(path)})
-        client = None
-        if settings.llm_configured:
-            import openai
-
-            client = openai.OpenAI(
-                api_key=settings.openai_api_key,
-                base_url=settings.openai_base_url or None,
-                timeout=settings.llm_timeout_s,
-                max_retries=0,
-            )
-        holder: dict[str, MemoryEngine] = {}
-
-        def sink(user_id, operation, model, i, o):
-            if "engine" in holder:
-                holder["engine"].record_usage(user_id, operation, model, i, o)
-
-        if embedder is None:
-            # Embeddings use the openai client's own retries (429/5xx/connection, with backoff); chat retries itself.
-            embedder = (
-                OpenAIEmbedder(client.with_options(max_retries=settings.llm_retries), settings.embedding_model, sink)
-                if settings.embedder_choice == "openai" and client is not None
-                else LocalMiniLM(precision=settings.embed_precision)
-            )
-        if llm is None:
-            llm = (
-                OpenAIChat(client, settings.chat_model, settings.llm_retries, sink, settings.llm_backoff_s)
-                if client
-                else NoLLM()
-            )
+        relay = UsageRelay()
+        embedder, llm = configured_backends(settings, embedder, llm, relay)
         engine = cls(settings, embedder, llm)
-        holder["engine"] = engine
+        relay.target = engine
         return engine
 
     @contextmanager
@@ -641,9 +598,3 @@ class MemoryEngine:
     def check(self) -> list[str]:
         """Applied migrations, for diagnostics."""
         return self.admin.check()
-
-
-def remove_store(path: str | Path) -> None:
-    """Delete a store folder (tests and benchmarks)."""
-    release_under(store_path(path))
-    shutil.rmtree(store_path(path), ignore_errors=True)

@@ -89,6 +89,10 @@ with tab_runs:
         start = st.form_submit_button("Run evaluation", type="primary")
     if start:
         bar = st.progress(0.0, text=f"Running {current.cases} cases...")
+
+        def show_progress(n: int, total: int) -> None:
+            bar.progress(n / total, text=f"{n}/{total} cases")
+
         with engine_errors("The run failed"):
             run = engine.evaluate(
                 set_name,
@@ -97,7 +101,7 @@ with tab_runs:
                 hops=int(hops),
                 label=label.strip() or None,
                 method=method,
-                progress=lambda n, total: bar.progress(n / total, text=f"{n}/{total} cases"),
+                progress=show_progress,
             )
             st.session_state["ev_run"] = run.run_id
             flash("ev", f"Run {run.run_id} finished: {run.cases} cases.")
@@ -137,7 +141,7 @@ with tab_runs:
                 event = st.plotly_chart(
                     loss_bars(losses["losses"]), key="ev_losses", on_select="rerun", selection_mode="points"
                 )
-                points = (event or {}).get("selection", {}).get("points", []) if event else []
+                points = event.get("selection", {}).get("points", []) if event else []
                 if points and points[0].get("customdata"):
                     picked = tuple(points[0]["customdata"])
             else:

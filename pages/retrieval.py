@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine import InvalidInput, MemlensError
+from engine import InvalidInput, MemlensError, MemoryState
 from ui.components import need_user
 from ui.feedback import engine_errors, error_text
 from ui.pin_expectation import pin_expectation
@@ -203,6 +203,7 @@ def label_panel(selected: str | None, key: str) -> None:
         item = st.selectbox(
             "Memory to label", ids, key=key, format_func=lambda i: f"{i} · {shorten(texts_by_id.get(i, ''), 90)}"
         )
+        assert trace is not None  # the page stopped above when no trace is open
         label_controls(engine, trace, labels, item, label_hop[item], key)
     if st.session_state.get("trace_tab") in ("Hops", "Context"):
         write("memory", item)
@@ -291,6 +292,7 @@ with tab_whynot:
             exact = wanted
             options[wanted] = f"{wanted} · {shorten(texts[wanted], 90)}"
         else:  # an exact id of a stored (or forgotten) memory wins over the full-text hits for its words
+            state: MemoryState | None
             try:
                 state = engine.memory_states(user, [wanted])[wanted]
             except InvalidInput:  # search words, not an id
@@ -365,18 +367,18 @@ with tab_compare:
             other = None
         if other is not None and tab_compare.open is not False:
             comparison = compare_traces(trace, other)
-            summary = comparison.summary
+            cmp_summary = comparison.summary
             m1, m2, m3, m4 = st.columns(4)
             m1.metric("Rank changes", len(comparison.moved))
             m2.metric("Entered the context", len(comparison.entered))
             m3.metric("Left the context", len(comparison.left))
-            a_tok, b_tok = summary["context tokens"]
+            a_tok, b_tok = cmp_summary["context tokens"]
             m4.metric("Context tokens (B)", b_tok, delta=b_tok - a_tok)
-            if summary["question"][0] != summary["question"][1]:
+            if cmp_summary["question"][0] != cmp_summary["question"][1]:
                 st.caption("The two traces answer different questions:")
-                st.text(f"A: {shorten(summary['question'][0], 300)}\nB: {shorten(summary['question'][1], 300)}")
+                st.text(f"A: {shorten(cmp_summary['question'][0], 300)}\nB: {shorten(cmp_summary['question'][1], 300)}")
             table(
-                [{"": name, "A": a, "B": b} for name, (a, b) in summary.items() if name != "question"],
+                [{"": name, "A": a, "B": b} for name, (a, b) in cmp_summary.items() if name != "question"],
                 key="trace_cmp_summary",
             )
             if comparison.settings:

@@ -56,7 +56,7 @@ def compare_traces(a: RetrievalTrace, b: RetrievalTrace, text_chars: int = 120) 
     ranked_b = {r["id"]: r for r in b.ranking}
     cands_a, cands_b = _candidates(a), _candidates(b)
     ctx_a, ctx_b = set(a.context_ids), set(b.context_ids)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for memory_id in dict.fromkeys([*cands_a, *cands_b]):
         ra, rb = ranked_a.get(memory_id), ranked_b.get(memory_id)
         ca, cb = cands_a.get(memory_id), cands_b.get(memory_id)

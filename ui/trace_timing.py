@@ -10,6 +10,7 @@ shown as its own "untimed" span, so nothing is hidden.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from engine import RetrievalTrace
 
@@ -38,7 +39,7 @@ class Span:
 
 def timing_spans(trace: RetrievalTrace) -> list[Span]:
     """The trace's timings as spans in the order they ran; the first span is the whole retrieval."""
-    top = dict(trace.timings_ms or {})
+    top: dict[str, Any] = dict(trace.timings_ms or {})
     children: list[Span] = []
     clock = 0.0
 

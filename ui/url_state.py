@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -66,7 +67,7 @@ def write(name: str, value: str | None) -> None:
         st.query_params[name] = value
 
 
-def url_tabs(labels: Sequence[str], key: str) -> tuple:
+def url_tabs(labels: Sequence[str], key: str) -> Sequence[Any]:
     """``st.tabs`` that keep their open tab across reruns and in the URL (``tab=<slug>``).
 
     Stateful tabs (a key and ``on_change="rerun"``): the server knows the open tab and sends it with every run, so

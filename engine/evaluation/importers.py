@@ -63,7 +63,7 @@ def locomo_units(data: Any) -> Iterator[Conversation]:
         try:
             c = conv["conversation"]
             user = safe_id(conv.get("sample_id") or f"locomo-{n}")
-            turns = []
+            turns: list[dict[str, Any]] = []
             keys = sorted((k for k in c if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1]))
             for key in keys:
                 when = locomo_date(c[f"{key}_date_time"])

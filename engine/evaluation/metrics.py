@@ -19,7 +19,7 @@ def case_scores(expected: Sequence[str], ranking: Sequence[str], context_ids: It
     gold = set(expected)
     if not gold:
         raise ValueError("a case needs at least one expected memory")
-    position = {}
+    position: dict[str, int] = {}
     for n, item_id in enumerate(ranking, 1):
         position.setdefault(item_id, n)
     ranks = [position[g] for g in gold if g in position]
@@ -91,7 +91,7 @@ def funnel(results: Iterable[Any]) -> list[dict]:
     """Expected memories through the pipeline: expected, in the store, found by search, past the relevance filter
     (ranked), in the context. Each step holds the ones of the step before it (for the baselines, which have no
     filter and no context, 'past the relevance filter' means ranked in their top 25)."""
-    steps = Counter()
+    steps: Counter[str] = Counter()
     for r in results:
         for item_id in r.expected:
             lost = r.lost.get(item_id)

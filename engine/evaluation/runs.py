@@ -7,6 +7,7 @@ stored like any other trace and linked from its result; deleting a run deletes t
 
 from __future__ import annotations
 
+import builtins
 import json
 import subprocess
 import time
@@ -338,7 +339,7 @@ class Evaluator:
             raise NotFound(f"no evaluation run {run_id!r}")
         return _run(row)
 
-    def results(self, run_id: str) -> list[CaseResult]:
+    def results(self, run_id: str) -> builtins.list[CaseResult]:
         self.get(run_id)
         with self.b.db.read() as conn:
             rows = conn.execute(

@@ -8,6 +8,7 @@ benchmark imports idempotent.
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -152,7 +153,7 @@ class ExpectationSets:
             optional_time(added_at, "added_at") or utcnow(),
         )
 
-    def add(self, cases: Sequence[EvalCase], create_set: bool = False) -> list[EvalCase]:
+    def add(self, cases: Sequence[EvalCase], create_set: bool = False) -> builtins.list[EvalCase]:
         """Write prepared cases in one transaction; a case id already in its set is replaced."""
         if not cases:
             return []
@@ -193,7 +194,7 @@ class ExpectationSets:
             )
         return list(cases)
 
-    def cases(self, set_name: str, category: str | None = None) -> list[EvalCase]:
+    def cases(self, set_name: str, category: str | None = None) -> builtins.list[EvalCase]:
         check_set_name(set_name)
         sql, params = f"SELECT {CASE_COLUMNS} FROM eval_cases WHERE set_name=?", [set_name]
         if category is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from .. import validation
@@ -61,7 +62,11 @@ class FeedbackLog:
         )
 
     def record(
-        self, rows: Sequence[tuple], conn=None, check_traces: bool = True, forgotten: set[tuple[str, str]] = frozenset()
+        self,
+        rows: Sequence[tuple],
+        conn=None,
+        check_traces: bool = True,
+        forgotten: AbstractSet[tuple[str, str]] = frozenset(),
     ) -> list[FeedbackEvent]:
         """Append prepared events after checking every item (and trace) exists for that user.
 
@@ -75,7 +80,7 @@ class FeedbackLog:
         return self._insert(conn, rows, check_traces, forgotten)
 
     def _insert(
-        self, conn, rows: Sequence[tuple], check_traces: bool, forgotten: set[tuple[str, str]] = frozenset()
+        self, conn, rows: Sequence[tuple], check_traces: bool, forgotten: AbstractSet[tuple[str, str]] = frozenset()
     ) -> list[FeedbackEvent]:
         by_user: dict[str, set[str]] = {}
         for r in rows:

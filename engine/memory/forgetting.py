@@ -70,11 +70,13 @@ class Forgetter:
                         conn.execute(
                             f"DELETE FROM {table} WHERE user_id=? AND id IN (SELECT unnest(?))", [user_id, affected]
                         )
-                log_id = conn.execute(
+                inserted = conn.execute(
                     "INSERT INTO forget_log (user_id, memory_type, ids, count, mode, reason, actor, occurred_at) "
                     "VALUES (?,?,?,?,?,?,?,?) RETURNING id",
                     [user_id, kind, dumps(affected), len(affected), mode, reason.strip(), actor.strip(), now],
-                ).fetchone()[0]
+                ).fetchone()
+                assert inserted is not None  # INSERT ... RETURNING always yields the new row
+                log_id = inserted[0]
                 if affected and self.mark_traces is not None:
                     self.mark_traces(conn, user_id, affected, tombstone(log_id, mode, now, actor, reason, kind))
                 if affected and mode == "hard" and self.purges is not None:

@@ -125,7 +125,9 @@ def _quotes(details: Any, texts: Sequence[str]) -> bool:
     if not isinstance(details, dict):
         return False
     quoted = details.get("from_text")
-    return bool(quoted) and any(quoted in t or t.startswith(str(quoted)) for t in texts)
+    if not quoted:
+        return False
+    return any(quoted in t or t.startswith(str(quoted)) for t in texts)
 
 
 def _redacted_context(data: dict[str, Any], texts: Mapping[str, str]) -> str:

@@ -58,7 +58,7 @@ class WriteJournal:
     def leftovers(self) -> list[tuple[Path, str, list[str]]]:
         """Intents of processes that are gone: (file, kind, ids). An unreadable file (cut short by the crash
         before it was renamed into place cannot happen; garbage can) is reported with no ids."""
-        out = []
+        out: list[tuple[Path, str, list[str]]] = []
         if not self.folder.is_dir():
             return out
         for path in sorted(self.folder.glob("*.json")):

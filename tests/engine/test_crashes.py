@@ -54,6 +54,7 @@ def open_store(path: Path, embedder) -> MemoryEngine:
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess
 def test_kill_9_during_ingest_leaves_all_or_nothing_and_no_orphans(tmp_path, embedder):
     rng = random.Random(int(os.environ.get("MEMLENS_CRASH_SEED", "17")))
     lines = [
@@ -94,6 +95,7 @@ def test_kill_9_during_ingest_leaves_all_or_nothing_and_no_orphans(tmp_path, emb
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess
 def test_kill_9_during_multi_slot_working_memory_updates_leaves_no_half_update(tmp_path, embedder):
     rng = random.Random(int(os.environ.get("MEMLENS_CRASH_SEED", "17")) + 1)
     for run in range(3):

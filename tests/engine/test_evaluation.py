@@ -9,6 +9,7 @@ import pytest
 from engine import InvalidInput, MemoryEngine, NotFound
 from engine.evaluation.compare import bootstrap_interval, sign_test
 from engine.evaluation.metrics import aggregate, case_scores
+from engine.presets import PRESETS
 
 NOW = "2026-11-29T00:00:00+00:00"
 ITEMS = {
@@ -36,7 +37,15 @@ CASES = {
     "c-forgotten": (DRINK, ["k-tea", "k-gone", "k-old"], "found"),
 }
 # A small candidate pool (4 per source), a filter that always applies, and room for one memory in the context.
-TIGHT = {"top_k": 4, "relevance_keep_all_max": 0, "budget_tokens": 16}
+# llmemory's scoring (weighted fusion, the raw word filter) with the [memlens] skip assembly, on a tight budget:
+# the hand-computed losses below are under these rules.
+TIGHT = {
+    **PRESETS["llmemory"],
+    "assembly_mode": "skip",
+    "top_k": 4,
+    "relevance_keep_all_max": 0,
+    "budget_tokens": 16,
+}
 
 
 @pytest.fixture

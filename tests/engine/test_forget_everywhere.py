@@ -10,6 +10,9 @@ import pytest
 from engine import MemoryEngine, Settings
 from ui.trace_data import candidate_rows, forgotten_rows, ranking_rows
 
+# Some tests here start real processes (the CLI, the MCP server).
+pytestmark = pytest.mark.subprocess
+
 SECRET = "Zorblax keeps the vault code 4471 under the blue lamp"
 
 

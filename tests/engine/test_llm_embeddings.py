@@ -68,7 +68,7 @@ def test_switching_between_local_and_openai_embedders_keeps_both_usable(server, 
     first.remember(U, "Alpha fact about the lighthouse keeper")
 
     local = local_engine(store, embedder)
-    assert any("no all-MiniLM-L6-v2 vectors" in w and MODEL in w for w in local.stats().warnings)
+    assert any("have no all-MiniLM-L6-v2 vector" in w and MODEL in w for w in local.stats().warnings)
     assert local.search(U, "lighthouse keeper", kind="semantic", mode="vector") == []
     assert local.reindex()["semantic"] == 1
     assert local.stats().warnings == ()
@@ -82,7 +82,7 @@ def test_switching_between_local_and_openai_embedders_keeps_both_usable(server, 
     assert meta[table_name("semantic", "all-MiniLM-L6-v2")]["dim"] == "384"
 
     back = openai_engine(server, store)
-    assert any("no test-embed-8 vectors" in w for w in back.stats().warnings)
+    assert any("have no test-embed-8 vector" in w for w in back.stats().warnings)
     back.reindex()
     assert back.stats().warnings == ()
     [hit] = back.search(U, "Beta fact about the orchard in spring", kind="semantic", mode="vector", limit=1)

@@ -23,6 +23,9 @@ from tests.support.mcp_client import free_port, start_http_server, stop, wait_fo
 from tests.support.mcp_raw import RawHttp, RawStdio, refused_text, tool_call
 from tests.support.store_snapshot import snapshot
 
+# Some tests here start real processes (the CLI, the MCP server).
+pytestmark = pytest.mark.subprocess
+
 USER = "mcp-hostile"
 TOKEN = "a-token-of-at-least-16-characters"
 FUZZ_EXAMPLES = 25  # per transport; ~1-2 s each on a 2-core machine (a request plus two store snapshots)

@@ -241,13 +241,14 @@ def test_search_returns_hits_of_every_kind_with_id_kind_text_and_score(kinds):
     assert all(h.created_at is not None for h in hits)
 
 
-def test_search_score_is_70_percent_cosine_plus_30_percent_bm25_normalised_by_the_best(kinds):
+def test_search_score_blends_cosine_and_bm25_normalised_by_the_best_at_the_bm25_weight(kinds):
+    w = kinds.settings.bm25_weight
     hits = kinds.search(U, "staging database password")
     top_bm25 = max(h.fts_score or 0.0 for h in hits)
     assert top_bm25 > 0
     for h in hits:
         assert -1.0 <= h.vector_similarity <= 1.0
-        assert h.score == pytest.approx(0.7 * h.vector_similarity + 0.3 * (h.fts_score or 0.0) / top_bm25, abs=2e-6)
+        assert h.score == pytest.approx((1 - w) * h.vector_similarity + w * (h.fts_score or 0.0) / top_bm25, abs=2e-6)
 
 
 def test_search_can_be_limited_to_one_kind_and_a_number_of_hits(kinds):

@@ -18,6 +18,9 @@ from engine.mcp_http import check_http_binding
 from tests.support.mcp_client import ROOT, clean_env, free_port
 from tests.support.store_snapshot import snapshot
 
+# Some tests here run the CLI in a real process (the MCP bind, a read-only mount).
+pytestmark = pytest.mark.subprocess
+
 USER = "small"
 
 

@@ -112,6 +112,7 @@ def run(tmp_path_factory, embedder) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess
 def test_the_survivors_saw_no_error_and_the_run_lasted_a_minute(run):
     for name in ("agent", "dashboard"):
         assert run[name]["code"] == 0, f"{name} failed:\n{run[name]['stderr'][-4000:]}"
@@ -121,6 +122,7 @@ def test_the_survivors_saw_no_error_and_the_run_lasted_a_minute(run):
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess
 def test_nothing_a_survivor_or_the_killed_writer_reported_is_lost(run):
     engine, agent, dash = run["engine"], run["agent"]["result"], run["dashboard"]["result"]
     kept = set(agent["items"]) - set(dash["forgotten"])
@@ -137,6 +139,7 @@ def test_nothing_a_survivor_or_the_killed_writer_reported_is_lost(run):
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess
 def test_the_killed_writer_left_no_half_write_and_no_orphan(run):
     engine = run["engine"]
     assert all(v == CLEAN for v in engine.stats().orphans.values()), engine.stats().orphans

@@ -32,6 +32,9 @@ from tests.support.cli import ROOT, Run, cli, cli_subprocess
 from tests.support.mcp_client import clean_env
 from tests.support.store_snapshot import snapshot
 
+# Some tests here start real processes (the CLI, the MCP server).
+pytestmark = pytest.mark.subprocess
+
 USER, SESSION, ITEM = "fuzz-user", "fuzz-s1", "fuzz-item"
 API_EXAMPLES = 150
 CLI_EXAMPLES = 40

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from engine import CandidateTrace, HopTrace, MemoryEngine, RetrievalTrace, Settings
+from engine.presets import PRESETS
 from ui.trace_data import (
     candidate_rows,
     changed_overrides,
@@ -28,7 +29,8 @@ from ui.trace_data import (
 from ui.trace_figures import rank_shift_figure, score_waterfall, waterfall_steps
 
 ROOT = Path(__file__).resolve().parents[2]
-SETTINGS = {**Settings().retrieval_dict(), "now": "2026-11-29T12:00:00+00:00"}
+# Traces under llmemory's weighted fusion (w = 0.3), whose parts the breakdown computes from the settings.
+SETTINGS = {**Settings().with_overrides(PRESETS["llmemory"]).retrieval_dict(), "now": "2026-11-29T12:00:00+00:00"}
 
 
 def scores(
@@ -276,7 +278,7 @@ def test_untouched_whatif_controls_change_no_setting():
     values = {k: SETTINGS[k] for k in ("bm25_weight", "half_life_days", "mmr_enabled", "budget_tokens")}
     values["half_life_days"] = float(values["half_life_days"])
     assert changed_overrides(SETTINGS, values) == {}
-    assert changed_overrides(SETTINGS, {**values, "bm25_weight": 0.5}) == {"bm25_weight": 0.5}
+    assert changed_overrides(SETTINGS, {**values, "bm25_weight": 0.6}) == {"bm25_weight": 0.6}
 
 
 def test_whatif_tables_put_old_and_new_order_side_by_side():
