@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from engine import PRESETS
-from ui.components import confirmed, flash, show_flash
+from ui.components import confirmed, flash, kept_choice, show_flash
 from ui.eval_data import FOUND, TABLE_METRICS, case_rows, delta_rows, metric_rows, parse_overrides, run_label
 from ui.eval_figures import ab_scatter, category_bars, funnel_figure, loss_bars, loss_label
 from ui.feedback import engine_errors
@@ -36,12 +36,12 @@ if not sets:
             st.rerun()
     st.stop()
 
-if st.session_state.get("ev_set") not in sets:
-    st.session_state["ev_set"] = next(iter(sets))
-set_name = st.selectbox(
+set_name = kept_choice(
+    st.selectbox,
     "Expectation set",
     list(sets),
     key="ev_set",
+    default=next(iter(sets)),
     format_func=lambda n: f"{n} · {sets[n].cases} cases · {sets[n].runs} runs",
 )
 current = sets[set_name]

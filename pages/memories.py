@@ -8,7 +8,7 @@ from typing import Any
 import streamlit as st
 
 from engine import Item, MemoryEngine, NotFound
-from ui.components import fetch_page, flash, need_user, pager, reset_page_on_change, show_flash
+from ui.components import fetch_page, flash, kept_choice, need_user, pager, reset_page_on_change, show_flash
 from ui.feedback import engine_errors
 from ui.resources import get_engine
 from ui.text import counted, md_escape, one_line, when
@@ -23,13 +23,13 @@ PREVIEW_LIMIT = 50
 def browse_filters(engine: MemoryEngine, user: str) -> tuple[str | None, str | None, bool, int, dict]:
     categories = {c.name: c for c in engine.categories(user)}
     options = [ALL, *categories]
-    if st.session_state.get("memories_category") not in options:
-        st.session_state["memories_category"] = ALL
     c1, c2, c3, c4 = st.columns([2, 3, 1.3, 1], vertical_alignment="bottom")
-    category = c1.selectbox(
+    category = kept_choice(
+        c1.selectbox,
         "Category",
         options,
         key="memories_category",
+        default=ALL,
         persist_state="session",
         format_func=lambda n: n if n == ALL else f"{n} ({categories[n].item_count})",
     )

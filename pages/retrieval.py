@@ -340,6 +340,9 @@ with tab_compare:
         others.insert(0, linked_b)  # an older trace, outside the 50 newest listed
     if linked_b in others:
         st.session_state["trace_b_pick"] = linked_b
+    elif st.session_state.get("trace_b_for") != trace.trace_id:
+        st.session_state.pop("trace_b_pick", None)  # a new A: B defaults again, to this question's other trace
+    st.session_state["trace_b_for"] = trace.trace_id
     if st.session_state.get("trace_b_pick") not in others and others:
         same = [i for i in others if summaries.get(i, {}).get("question") == trace.question]
         st.session_state["trace_b_pick"] = (same or others)[0]  # the same question asked another time, if any

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import streamlit as st
 
@@ -90,3 +91,24 @@ def confirmed(form_key: str, sure_key: str, sure_label: str, button_label: str) 
     if go and not sure:
         st.error("Tick the confirmation box first; nothing was deleted.")
     return bool(go and sure)
+
+
+def kept_choice(
+    widget: Callable[..., Any], label: str, options: Sequence[Any], *, key: str, default: Any, **kwargs: Any
+) -> Any:
+    """A choice widget (``st.selectbox``, ``st.pills``) whose pick survives its option labels changing.
+
+    With counts in the labels ("lab (3)" becoming "lab (2)" after a forget) Streamlit sees a new widget; inside a
+    tab the browser has not drawn it yet, so the next run arrives without its value and the pick fell back to the
+    first option. The last pick is kept beside the widget's own state and put back before the widget is drawn.
+    """
+    kept = f"{key}__kept"
+    value = st.session_state.get(key)
+    if value not in options:
+        value = st.session_state.get(kept)
+    if value not in options:
+        value = default
+    st.session_state[key] = value
+    chosen = widget(label, options, key=key, **kwargs)
+    st.session_state[kept] = chosen
+    return chosen

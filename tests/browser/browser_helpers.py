@@ -114,6 +114,8 @@ def seed_lab_user(engine: MemoryEngine) -> None:
             {"user_id": u, "content": "The lab printer is on the second floor.", "category": "lab"},
             {"user_id": u, "content": "Bench 4 has a broken gas tap.", "category": "lab"},
             {"user_id": u, "content": f"{HOSTILE} {'w' * 5000}", "category": "lab"},
+            # another category: a filter that fell back to "all categories" shows one memory more than "lab"
+            {"user_id": u, "content": "The coffee machine is in room 2.", "category": "kitchen"},
         ]
     )
     steps = [{"observation": "bench 4 smells of gas", "action": "close the main valve", "result": "smell gone"}]
@@ -245,3 +247,13 @@ def no_markup_rendered(page: Page) -> None:
 def grid_cells(page: Page, text: str):
     """Dataframe cells whose text is exactly ``text`` (the grid is a canvas; it mirrors cells in a hidden table)."""
     return page.locator("[data-testid='stDataFrame'] td", has_text=re.compile(rf"^{re.escape(text)}$"))
+
+
+def click_tab(page: Page, name: str) -> None:
+    """Open the tab ``name`` and wait for the run it starts (tabs are stateful: the server reruns on a change), so
+    the next click does not land in a page that is about to redraw. An already open tab starts no run."""
+    tab = page.get_by_role("tab", name=name, exact=True)
+    if tab.get_attribute("aria-selected") != "true":
+        with rerun(page):
+            tab.click()
+    expect(tab).to_have_attribute("aria-selected", "true")

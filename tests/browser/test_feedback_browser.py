@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_helpers import LAB_USER, no_markup_rendered, pick_user, settle
+from browser_helpers import LAB_USER, click_tab, no_markup_rendered, pick_user, settle
 from playwright.sync_api import expect
 from test_retrieval_browser import ask, open_from_sidebar
 
@@ -41,7 +41,7 @@ def test_labelling_a_candidate_shows_it_in_the_ledger(page, app_url: str, screen
     page.get_by_text(re.compile(rf"Labelled {re.escape(item_id)} useful")).wait_for(timeout=60_000)
     settle(page)
 
-    page.get_by_role("tab", name="Label ledger").click()
+    click_tab(page, "Label ledger")
     expect(page.get_by_text(re.compile(rf"^{re.escape(item_id)}: 1 label\(s\), net \+1"))).to_be_visible()
     line = page.get_by_text(re.compile(r"useful \(\+1\) · trace tr_\w+ · hop 1 · note: " + re.escape(NOTE)))
     expect(line).to_be_visible()

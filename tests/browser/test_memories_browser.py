@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_helpers import HOSTILE, LAB_USER, grid_cells, no_markup_rendered, open_page, pick_user, settle
+from browser_helpers import HOSTILE, LAB_USER, click_tab, grid_cells, no_markup_rendered, open_page, pick_user, settle
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -27,7 +27,7 @@ def test_forgetting_an_item_after_its_preview_lands_in_the_forget_log(page, app_
     expect(page.locator("[data-testid='stText']", has_text=HOSTILE)).to_be_visible()  # stored markup as text
     no_markup_rendered(page)
 
-    page.get_by_role("tab", name="Forget", exact=True).click()
+    click_tab(page, "Forget")
     page.get_by_role("combobox", name="Items from the list on the Browse tab").click()
     page.get_by_role("option", name=ITEM, exact=False).click()
     page.keyboard.press("Escape")
@@ -42,12 +42,10 @@ def test_forgetting_an_item_after_its_preview_lands_in_the_forget_log(page, app_
     settle(page)
     expect(page.get_by_text("Forgot 1 semantic item (soft)", exact=False)).to_be_visible()
     expect(page.get_by_role("tab", name="Forget", exact=True)).to_have_attribute("aria-selected", "true")  # kept
-    page.get_by_role("tab", name="Browse", exact=True).click()
-    settle(page)
+    click_tab(page, "Browse")
     expect(page.get_by_text("memories 1–2 of 2")).to_be_visible()
 
-    page.get_by_role("tab", name="Forget log").click()
-    settle(page)
+    click_tab(page, "Forget log")
     expect(grid_cells(page, REASON)).to_have_count(1)
     expect(grid_cells(page, "ui").first).to_be_attached()
     screenshot("memories_forget_log")

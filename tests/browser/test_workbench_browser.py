@@ -12,7 +12,7 @@ import re
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from browser_helpers import LAB_USER, open_page, pick_user, save_screenshot, settle
+from browser_helpers import LAB_USER, click_tab, open_page, pick_user, save_screenshot, settle
 from playwright.sync_api import expect
 from test_retrieval_browser import QUESTION, ask, open_from_sidebar
 
@@ -30,6 +30,16 @@ def wait_for_param(page, name: str, value: str | None = None) -> str:
     return url_params(page)[name]
 
 
+def wait_for_new_trace(page, previous: str) -> str:
+    """The URL's ``trace`` once it names a trace other than ``previous`` (the page writes it after the run)."""
+    page.wait_for_function(
+        "prev => { const t = new URLSearchParams(location.search).get('trace'); return t && t !== prev; }",
+        arg=previous,
+        timeout=60_000,
+    )
+    return url_params(page)["trace"]
+
+
 def selected_tab(page, name: str):
     return expect(page.get_by_role("tab", name=name, exact=True)).to_have_attribute("aria-selected", "true")
 
@@ -41,8 +51,7 @@ def test_a_link_to_a_trace_opens_on_its_tab_in_a_fresh_browser_and_survives_a_re
     pick_user(page, QUESTION["user_id"])
     ask(page, QUESTION["question"], hops=2)
     trace_id = wait_for_param(page, "trace")
-    page.get_by_role("tab", name="Why not?", exact=True).click()
-    settle(page)
+    click_tab(page, "Why not?")
     wait_for_param(page, "tab", "why-not")
     link = page.url
     assert url_params(page)["user"] == QUESTION["user_id"]
@@ -76,12 +85,10 @@ def test_label_from_the_trace_compare_two_traces_and_see_where_the_time_went(pag
     ask(page, question, hops=1)
     first = wait_for_param(page, "trace")
     ask(page, question, hops=2)
-    second = wait_for_param(page, "trace")
-    assert second != first
+    wait_for_new_trace(page, first)
 
     # Label a memory of the open trace from its Context tab, see the label, undo it.
-    page.get_by_role("tab", name="Context", exact=True).click()
-    settle(page)
+    click_tab(page, "Context")
     panel = page.get_by_role("tabpanel", name="Context", exact=True)
     panel.get_by_role("button", name=re.compile("Useful")).first.click()
     settle(page)
@@ -96,8 +103,7 @@ def test_label_from_the_trace_compare_two_traces_and_see_where_the_time_went(pag
     screenshot("workbench_label_undone")
 
     # Two traces side by side: B defaults to the other trace of the same question.
-    page.get_by_role("tab", name="Compare", exact=True).click()
-    settle(page)
+    click_tab(page, "Compare")
     wait_for_param(page, "trace_b", first)
     compare = page.get_by_role("tabpanel", name="Compare", exact=True)
     expect(compare.get_by_text("Settings that differ")).to_be_visible()
@@ -106,8 +112,7 @@ def test_label_from_the_trace_compare_two_traces_and_see_where_the_time_went(pag
     screenshot("workbench_compare")
 
     # Where the time went.
-    page.get_by_role("tab", name="Timings", exact=True).click()
-    settle(page)
+    click_tab(page, "Timings")
     timings = page.get_by_role("tabpanel", name="Timings", exact=True)
     expect(timings.locator(".js-plotly-plot").first).to_be_visible()
     expect(timings.get_by_text("Where the time went", exact=False).first).to_be_attached()
@@ -141,8 +146,7 @@ def test_labelling_a_selected_candidate_from_a_link_and_undoing_it(page, app_url
 def test_tabs_stay_put_when_a_message_appears_above_them(page, app_url, screenshot):
     open_page(page, app_url, "memories", "Memories & forgetting")
     pick_user(page, LAB_USER)
-    page.get_by_role("tab", name="Add a memory", exact=True).click()
-    settle(page)
+    click_tab(page, "Add a memory")
     wait_for_param(page, "tab", "add-a-memory")
     text = page.get_by_role("textbox", name="Memory text")
     text.fill("The lab's spare keys hang behind the door.")
