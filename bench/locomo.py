@@ -26,7 +26,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from _common import table
+from _common import CachedEmbedder, table
 
 from engine import MemoryEngine, Settings
 from engine.config import parse_assignments
@@ -34,6 +34,9 @@ from engine.evaluation.metrics import aggregate
 from engine.presets import PRESETS
 from engine.providers.embedders import LocalMiniLM
 
+EMBEDDING_CACHE_HELP = (
+    "a pickled {text: vector} file of this model's vectors: reused, topped up, written back (reruns skip the encoder)"
+)
 METHODS = {
     "vector": ("vector", None),
     "bm25": ("bm25", None),
@@ -52,10 +55,11 @@ def run_units(
     extra: dict | None,
     preceding: bool,
     label: str,
+    embedding_cache: Path | None = None,
 ) -> dict:
     """Import each unit (conversation or question) into its own store, run every method on its set, and aggregate
     the per-case scores of all stores as the API does."""
-    embedder = LocalMiniLM()
+    embedder = CachedEmbedder(embedding_cache, LocalMiniLM()) if embedding_cache else LocalMiniLM()
     rows: dict[str, list] = defaultdict(list)
     skipped, import_s, turns = 0, 0.0, 0
     workdir = Path(tempfile.mkdtemp(prefix=f"memlens-{label}-"))
@@ -91,6 +95,8 @@ def run_units(
             )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+        if isinstance(embedder, CachedEmbedder):
+            embedder.save()
     result: dict = {
         "methods": {},
         "skipped_no_evidence": skipped,
@@ -141,6 +147,7 @@ def main() -> None:
         metavar="KEY=VALUE",
         help="extra retrieval overrides on top of the preset (for exploring, not for reporting)",
     )
+    ap.add_argument("--embedding-cache", type=Path, help=EMBEDDING_CACHE_HELP)
     args = ap.parse_args()
     methods = args.methods.split(",")
     units = json.loads(args.path.read_text())[: args.limit_convs or None]
@@ -153,6 +160,7 @@ def main() -> None:
         parse_assignments(args.set) or None,
         args.preceding == "previous-turn",
         "locomo",
+        args.embedding_cache,
     )
     result.pop("_results")
     print_table(result, methods)

@@ -17,7 +17,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from locomo import METHODS, print_table, run_units
+from locomo import EMBEDDING_CACHE_HELP, METHODS, print_table, run_units
 
 from engine.config import parse_assignments
 from engine.presets import PRESETS
@@ -55,6 +55,7 @@ def main() -> None:
     ap.add_argument("--preceding", choices=("previous-turn", "none"), default="previous-turn")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--embedding-cache", type=Path, help=EMBEDDING_CACHE_HELP)
     args = ap.parse_args()
     methods = args.methods.split(",")
     units = json.loads(args.path.read_text())[: args.limit or None]
@@ -72,6 +73,7 @@ def main() -> None:
         parse_assignments(args.set) or None,
         args.preceding == "previous-turn",
         "longmemeval",
+        args.embedding_cache,
     )
     rows = result.pop("_results")
     for m in methods:
