@@ -21,13 +21,13 @@ from ..presets import preset_overrides
 from ..providers.llm import LLM
 from ..providers.llm_output import parse_number_list
 from ..records import KINDS
-from .assembly import assemble, merge, mmr, similarity_function, with_final_ranks
+from .assembly import Assembly, assemble, merge, mmr, similarity_function, with_final_ranks
 from .candidates import build_inputs, search_sources
 from .hop_run import HopRun, StageTimer, elapsed_ms, hop_trace, placement_key, ranking_entry
 from .reasoners import DONE, CallableReasoner, LLMReasoner, OfflineBridgeReasoner, Proposal, Reasoner
 from .replay import replay_ranking, replay_runs, replay_settings, tombstones
 from .similarity import CandidateCosines, cosine_lookup
-from .stages import score_hop
+from .stages import Scored, score_hop
 from .text import condense_offline
 from .trace import CandidateInput, RetrievalTrace
 
@@ -256,26 +256,13 @@ class Retriever:
         preset: str | None = None,
     ) -> RetrievalTrace:
         """Merge the hops, reorder by MMR, assemble the context, and write it all down as the trace."""
-        settings = req.settings
         with timer.stage("merge_and_assembly"):
-            ranked = merge([r.scored for r in runs])
-            if settings.mmr_enabled and ranked:
-                embedding = settings.mmr_similarity == "embedding"
-                cosine = cosine_lookup([r.similarity for r in runs]) if embedding else None
-                ranked = mmr(ranked, settings.mmr_lambda, similarity_function(ranked, settings.mmr_similarity, cosine))
-            ranked = with_final_ranks(ranked)
-            assembly = assemble(ranked, settings.budget_tokens, settings.assembly_mode, settings.context_max_items)
+            ranked, assembly = rank_and_assemble(req.settings, runs)
         placed = {placement_key(s): (s, p) for s, p in zip(ranked, assembly.placements)}
-        used_settings = {
-            **settings.retrieval_dict(),
-            "now": req.now.isoformat(),
-            "embedder": self.b.embedder.name,
-            "embedding_dim": self.b.embedder.dim,
-            "llm": self.llm.name,
-        }
-        if preset is not None:  # replays keep the original trace's preset name
-            used_settings["preset"] = preset
-        timer.since_start("pipeline")
+        hops = tuple(hop_trace(r, placed) for r in runs)
+        ranking = tuple(ranking_entry(s, p) for s, p in zip(ranked, assembly.placements))
+        used_settings = self._used_settings(req, preset)
+        timer.since_start("pipeline")  # everything but the trace's write
         return RetrievalTrace(
             trace_id=trace_id or new_id("tr"),
             user_id=req.user_id,
@@ -284,15 +271,28 @@ class Retriever:
             created_at=utcnow().isoformat(),
             settings=used_settings,
             strategies=strategies,
-            hops=tuple(hop_trace(r, placed) for r in runs),
+            hops=hops,
             stop_reason=stop,
             context=assembly.context,
             context_ids=tuple(s.inp.id for s in assembly.chosen),
             context_tokens=assembly.tokens_used,
-            ranking=tuple(ranking_entry(s, p) for s, p in zip(ranked, assembly.placements)),
+            ranking=ranking,
             timings_ms=timer.timings().as_dict(),
             replay_of=replay_of,
         )
+
+    def _used_settings(self, req: Request, preset: str | None) -> dict[str, Any]:
+        """The trace's record of what ran: every retrieval setting, the clock, the models, the preset's name."""
+        used = {
+            **req.settings.retrieval_dict(),
+            "now": req.now.isoformat(),
+            "embedder": self.b.embedder.name,
+            "embedding_dim": self.b.embedder.dim,
+            "llm": self.llm.name,
+        }
+        if preset is not None:  # replays keep the original trace's preset name
+            used["preset"] = preset
+        return used
 
     # -- replay ---------------------------------------------------------------------------------------------------
     def replay(
@@ -342,3 +342,14 @@ def record_search_modes(
             strategies[search] = searched
         elif searched != strategies[search]:  # e.g. a small table became resident meanwhile
             strategies[f"{search}_hop{hop}"] = searched
+
+
+def rank_and_assemble(settings: Settings, runs: Sequence[HopRun]) -> tuple[list[Scored], Assembly]:
+    """The hops' kept candidates merged into one ranking (reordered by MMR when on, each with its final rank), and
+    the context assembled from it."""
+    ranked = merge([r.scored for r in runs])
+    if settings.mmr_enabled and ranked:
+        cosine = cosine_lookup([r.similarity for r in runs]) if settings.mmr_similarity == "embedding" else None
+        ranked = mmr(ranked, settings.mmr_lambda, similarity_function(ranked, settings.mmr_similarity, cosine))
+    ranked = with_final_ranks(ranked)
+    return ranked, assemble(ranked, settings.budget_tokens, settings.assembly_mode, settings.context_max_items)
