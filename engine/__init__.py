@@ -44,6 +44,7 @@ from .records import (
     to_plain,
 )
 from .retrieval.reasoners import CallableReasoner, OfflineBridgeReasoner, Proposal
+from .retrieval.scores import RANK_STAGES, SCORE_KEYS, CandidateScores, StageRanks, Verdict
 from .retrieval.trace import CandidateTrace, HopTrace, RetrievalTrace
 from .retrieval.why_not import STAGE_NAMES, MemoryState, WhyNot, drop_rule, why_not
 
@@ -86,6 +87,11 @@ __all__ = [
     "OfflineBridgeReasoner",
     "Proposal",
     "CandidateTrace",
+    "CandidateScores",
+    "StageRanks",
+    "Verdict",
+    "SCORE_KEYS",
+    "RANK_STAGES",
     "HopTrace",
     "RetrievalTrace",
     "MemorizeResult",

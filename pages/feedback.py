@@ -248,7 +248,7 @@ with tab_effect:
         then = {
             r["id"]: next(
                 (
-                    c.scores.get("feedback_net") or 0
+                    c.scores.feedback_net or 0
                     for h in trace.hops
                     for c in h.candidates
                     if c.id == r["id"] and h.hop == r["hop"]

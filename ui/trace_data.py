@@ -7,41 +7,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
-from engine import STAGE_NAMES, HopTrace, MemoryState, RetrievalTrace, WhyNot, drop_rule
+from engine import SCORE_KEYS, STAGE_NAMES, CandidateScores, HopTrace, MemoryState, RetrievalTrace, WhyNot, drop_rule
 from engine import why_not as engine_why_not
 
 from .text import one_line
-
-# The columns of the candidates table, in pipeline order (scores keep the names the trace gives them).
-SCORE_COLUMNS = (
-    "vector_similarity",
-    "fts_score",
-    "bm25_raw",
-    "bm25_preceding",
-    "preceding_weight",
-    "bm25_norm",
-    "rank_vector",
-    "rank_bm25",
-    "z_vector",
-    "z_bm25",
-    "hybrid_vector_part",
-    "hybrid_bm25_part",
-    "hybrid",
-    "age_days",
-    "decay",
-    "importance",
-    "importance_factor",
-    "temporal",
-    "feedback_net",
-    "feedback_factor",
-    "hop_factor",
-    "final",
-    "mmr_relevance",
-    "mmr_max_similarity",
-    "mmr_value",
-    "llm_relevance",
-)
-RANK_STAGES = ("hybrid", "filter", "temporal", "feedback", "final", "mmr")
 
 
 def shorten(text: str, limit: int = 160) -> str:
@@ -58,16 +27,15 @@ def candidate_rows(hop: HopTrace, text_chars: int = 200) -> list[dict[str, Any]]
             "id": c.id,
             "kind": c.kind,
             "found_by": c.found_by,
-            "relevance": c.verdicts.get("relevance", ""),
-            "rule": c.verdicts.get("rule", ""),
+            "relevance": c.verdicts.relevance,
+            "rule": c.verdicts.rule,
             "outcome": STAGE_NAMES.get(c.context_reason, c.context_reason),
             "in_context": c.in_context,
             "tokens": c.tokens,
         }
-        for key in SCORE_COLUMNS:
-            row[key] = c.scores.get(key)
-        for stage in RANK_STAGES:
-            row[f"rank_{stage}"] = c.ranks.get(stage)
+        # The table's columns are the records' fields, in pipeline order: every score, then the rank after each stage.
+        row.update(c.scores.to_dict())
+        row.update({f"rank_{stage}": rank for stage, rank in c.ranks.to_dict().items()})
         row["text"] = forgotten_label(c.forgotten) if c.forgotten and not c.text else shorten(c.text, text_chars)
         row["preceded_by"] = shorten(c.preceding_text, text_chars) if c.preceding_text else ""
         row["forgotten"] = forgotten_label(c.forgotten) if c.forgotten else ""
@@ -105,7 +73,7 @@ def forgotten_rows(trace: RetrievalTrace) -> list[dict[str, Any]]:
 
 def used_score_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """Score columns that have a value somewhere (MMR and LLM columns are empty unless those stages ran)."""
-    return [k for k in SCORE_COLUMNS if any(r.get(k) is not None for r in rows)]
+    return [k for k in SCORE_KEYS if any(r.get(k) is not None for r in rows)]
 
 
 def ranking_rows(trace: RetrievalTrace) -> list[dict[str, Any]]:
@@ -157,8 +125,8 @@ def dropped_rows(trace: RetrievalTrace, hop: HopTrace) -> list[dict[str, Any]]:
                 "kind": c.kind,
                 "stage": STAGE_NAMES.get(c.context_reason, c.context_reason),
                 "rule": drop_rule(trace, c, winner_hop),
-                "hybrid": c.scores.get("hybrid"),
-                "final": c.scores.get("final"),
+                "hybrid": c.scores.hybrid,
+                "final": c.scores.final,
                 "text": forgotten_label(c.forgotten) if c.forgotten and not c.text else shorten(c.text, 160),
             }
         )
@@ -186,36 +154,31 @@ def trace_label(summary: Mapping[str, Any]) -> str:
 
 
 # -- the score breakdown ----------------------------------------------------------------------------------------
-def score_parts(scores: Mapping[str, Any], settings: Mapping[str, Any]) -> list[tuple[str, float]]:
+def score_parts(scores: CandidateScores | Mapping[str, Any], settings: Mapping[str, Any]) -> list[tuple[str, float]]:
     """How a final score was built, as parts that add up to it.
 
     The hybrid score is split into its vector part and its BM25 part (as the fusion recorded them; for older traces
-    ``(1-w)*similarity`` and ``w*bm25_norm``); decay,
-    importance, feedback and the later-hop discount are multiplicative, so each is shown as the signed change it
-    made to the running score.
+    ``(1-w)*similarity`` and ``w*bm25_norm``); decay, importance, feedback and the later-hop discount are
+    multiplicative, so each is shown as the signed change it made to the running score. A score the trace lacks
+    (an older trace, or a stage that did not run) changes nothing.
     """
-    hybrid = float(scores.get("hybrid") or 0.0)
-    if scores.get("hybrid_bm25_part") is not None:  # recorded by the fusion stage (any fusion) since it has existed
-        bm25_part = float(scores["hybrid_bm25_part"])
+    s = CandidateScores.from_dict(scores)
+    hybrid = float(s.hybrid or 0.0)
+    if s.hybrid_bm25_part is not None:  # recorded by the fusion stage (any fusion) since it has existed
+        bm25_part = float(s.hybrid_bm25_part)
         vector_part = hybrid - bm25_part
     elif settings.get("hybrid_enabled", True):
         w = float(settings.get("bm25_weight", 0.3))
-        bm25_part = w * float(scores.get("bm25_norm") or 0.0)
+        bm25_part = w * float(s.bm25_norm or 0.0)
         vector_part = hybrid - bm25_part  # == (1-w)*similarity, taken from the stored hybrid so the sum is exact
     else:
         bm25_part, vector_part = 0.0, hybrid
-
-    def stored(name: str, missing: float) -> float:
-        value = scores.get(name)
-        return missing if value is None else float(value)
-
-    decayed = hybrid * stored("decay", 1.0)
-    temporal = stored("temporal", decayed)
-    final = stored("final", temporal)
+    decayed = hybrid * _or(s.decay, 1.0)
+    temporal = _or(s.temporal, decayed)
+    final = _or(s.final, temporal)
     # From the stored factor, not final / hop_factor: a hop_weight of 0 would otherwise book the hop's discount
     # as feedback.
-    feedback = scores.get("feedback_factor")
-    after_feedback = temporal * float(feedback if feedback is not None else 1.0)
+    after_feedback = temporal * _or(s.feedback_factor, 1.0)
     return [
         ("vector", vector_part),
         ("bm25", bm25_part),
@@ -224,6 +187,10 @@ def score_parts(scores: Mapping[str, Any], settings: Mapping[str, Any]) -> list[
         ("feedback", after_feedback - temporal),
         ("hop", final - after_feedback),
     ]
+
+
+def _or(value: float | None, missing: float) -> float:
+    return missing if value is None else float(value)
 
 
 def feedback_factor(net: int, settings: Mapping[str, Any]) -> float:

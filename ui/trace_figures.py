@@ -77,7 +77,7 @@ def score_waterfall(
     title: str = "How the final score was built",
 ) -> go.Figure:
     """A waterfall per candidate (top ``top_n`` by final score), side by side on a grouped axis."""
-    chosen = sorted(candidates, key=lambda c: -(c.scores.get("final") or 0.0))[:top_n]
+    chosen = sorted(candidates, key=lambda c: -(c.scores.final or 0.0))[:top_n]
     groups: list[str] = []
     steps: list[str] = []
     measures: list[str] = []

@@ -16,7 +16,7 @@ from engine import MemoryEngine, RetrievalTrace, Settings
 
 from .text import md_escape
 from .trace_data import (
-    SCORE_COLUMNS,
+    SCORE_KEYS,
     budget_share,
     candidate_rows,
     dropped_rows,
@@ -30,7 +30,7 @@ from .trace_figures import score_waterfall
 _FLOAT = st.column_config.NumberColumn(format="%.4f")
 _TEXT = st.column_config.TextColumn(width="large")
 _INT_COLUMNS = {"tokens", "age_days", "feedback_net", "hop", "net_then", "net_now", "delta"}
-_FLOAT_COLUMNS = (set(SCORE_COLUMNS) - _INT_COLUMNS) | {"final_before", "final_after", "factor_then", "factor_now"}
+_FLOAT_COLUMNS = (set(SCORE_KEYS) - _INT_COLUMNS) | {"final_before", "final_after", "factor_then", "factor_now"}
 
 
 def cached_trace(engine: MemoryEngine, trace_id: str, key: str) -> RetrievalTrace:
@@ -185,7 +185,7 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int, labels: Any =
     selected = table(
         rows, key=f"trace_cands_{hop.hop}", columns=columns, pinned=("id", "text"), selectable=labels is not None
     )
-    kept = [c for c in hop.candidates if c.verdicts.get("relevance") != "dropped"]
+    kept = [c for c in hop.candidates if c.verdicts.relevance != "dropped"]
     if kept:
         st.plotly_chart(
             score_waterfall(

@@ -84,7 +84,7 @@ def pipeline_ranking(trace: RetrievalTrace) -> list[str]:
     for hop in trace.hops:
         for c in hop.candidates:
             if c.id not in seen and c.context_reason == "filtered":
-                dropped.append((c.scores["hybrid"], c.id))
+                dropped.append((c.scores.hybrid or 0.0, c.id))
                 seen.add(c.id)
     return ranked + [i for _, i in sorted(dropped, key=lambda t: -t[0])]
 

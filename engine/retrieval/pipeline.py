@@ -1,10 +1,14 @@
-"""The retriever: query generation, hops of search + scoring, reasoners, merge, MMR, assembly, the trace, replay."""
+"""The retriever: query generation, hops of search + scoring, reasoners, merge, MMR, assembly, the trace.
+
+The logic is here; how long each stage took is measured around it (hop_run.StageTimer), and what a hop ran on and
+produced is a record (hop_run.HopRun), not a dict. Replay's own steps are in replay.py.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -17,12 +21,15 @@ from ..presets import preset_overrides
 from ..providers.llm import LLM
 from ..providers.llm_output import parse_number_list
 from ..records import KINDS
+from .assembly import Assembly, assemble, merge, mmr, similarity_function, with_final_ranks
 from .candidates import build_inputs, search_sources
-from .reasoners import DONE, CallableReasoner, LLMReasoner, OfflineBridgeReasoner, Proposal
+from .hop_run import HopRun, StageTimer, elapsed_ms, hop_trace, placement_key, ranking_entry
+from .reasoners import DONE, CallableReasoner, LLMReasoner, OfflineBridgeReasoner, Proposal, Reasoner
+from .replay import replay_ranking, replay_runs, replay_settings, tombstones
 from .similarity import CandidateCosines, cosine_lookup
-from .stages import Scored, assemble, merge, mmr, score_hop, similarity_function
+from .stages import Scored, score_hop
 from .text import condense_offline
-from .trace import CandidateInput, CandidateTrace, HopTrace, RetrievalTrace
+from .trace import CandidateInput, RetrievalTrace
 
 SOURCES = KINDS
 JUDGE_PROMPT = (
@@ -36,8 +43,27 @@ QUERY_PROMPT = (
 )
 
 
-def _ms(start: float) -> float:
-    return round((time.perf_counter() - start) * 1000, 3)
+@dataclass(frozen=True)
+class Request:
+    """What one retrieval (or replay) answers: whose memories, which question, under which settings and clock."""
+
+    user_id: str
+    session_id: str | None
+    question: str
+    settings: Settings
+    now: datetime
+    sources: tuple[str, ...] = SOURCES
+
+
+def stop_reason(query: str, seen: Sequence[str]) -> str | None:
+    """Why the hops end before running ``query``, or None to run it."""
+    if not query.strip():
+        return "blank_query"
+    if query.strip().upper() == DONE:
+        return "done"
+    if query in seen:
+        return "repeated_query"
+    return None
 
 
 class Retriever:
@@ -64,7 +90,7 @@ class Retriever:
             )
         return settings
 
-    def _reasoner(self, settings: Settings, reasoner: Any, user_id: str | None = None):
+    def _reasoner(self, settings: Settings, reasoner: Any, user_id: str | None = None) -> Reasoner:
         if reasoner is not None:
             if hasattr(reasoner, "propose"):
                 return reasoner
@@ -90,7 +116,7 @@ class Retriever:
         save: bool = True,
         preset: str | None = None,
     ) -> RetrievalTrace:
-        t_start = time.perf_counter()
+        timer = StageTimer()
         check_id(user_id, "user id")
         if session_id is not None:
             check_id(session_id, "session id")
@@ -98,116 +124,110 @@ class Retriever:
         if save:  # the trace is written at the end: refuse before the work, not after
             self.b.db.refuse_if_read_only()
         settings = self.settings_for(overrides, hops, budget, preset)
-        now = parse_time(now) if now is not None else utcnow()
-        strategies: dict[str, Any] = {}
-        timings: dict[str, float] = {}
-
-        t = time.perf_counter()
-        query, proposed_by, proposal = self._generate_query(question, settings, user_id)
-        strategies["query_generation"] = proposed_by
-        timings["query_generation"] = _ms(t)
+        when = parse_time(now) if now is not None else utcnow()
+        req = Request(user_id, session_id, question, settings, when, tuple(sources))
+        with timer.stage("query_generation"):
+            first = self._generate_query(question, settings, user_id)
         reasoner_obj = self._reasoner(settings, reasoner, user_id) if settings.hops > 1 else None
-        strategies["reasoner"] = reasoner_obj.name if reasoner_obj else "none (1 hop)"
-        strategies["relevance"] = settings.relevance_filter
-        strategies["vector_search"] = strategies["full_text_search"] = "none (no search ran)"
-
-        hop_scored: list[list[Scored]] = []
-        hop_meta: list[dict] = []
-        seen: list[str] = []
-        cosines = CandidateCosines()
-        stop_reason = "max_hops"
-        stop_details: dict = {}
+        strategies: dict[str, Any] = {
+            "query_generation": first.proposed_by,
+            "reasoner": reasoner_obj.name if reasoner_obj else "none (1 hop)",
+            "relevance": settings.relevance_filter,
+            "vector_search": "none (no search ran)",
+            "full_text_search": "none (no search ran)",
+        }
         with self.b.db.hold() as conn:
-            for hop in range(1, settings.hops + 1):
-                if not query.strip():
-                    stop_reason = "blank_query"
-                    break
-                if query.strip().upper() == DONE:
-                    stop_reason = "done"
-                    break
-                if query in seen:
-                    stop_reason = "repeated_query"
-                    break
-                seen.append(query)
-                hop_t: dict[str, float] = {}
-                t = time.perf_counter()
-                qvec = self.b.embedder.embed([query])[0]
-                hop_t["embed_query"] = _ms(t)
-                t = time.perf_counter()
-                hits, modes = search_sources(self.b, user_id, query, qvec, sources, settings.top_k)
-                hop_t["search"] = _ms(t)
-                for search, by_kind in modes.items():
-                    searched = ", ".join(f"{kind}: {by_kind[kind]}" for kind in sources)
-                    if hop == 1:
-                        strategies[search] = searched
-                    elif searched != strategies[search]:  # e.g. a small table became resident meanwhile
-                        strategies[f"{search}_hop{hop}"] = searched
-                t = time.perf_counter()
-                inputs, vectors = build_inputs(self.b, conn, user_id, qvec, hits)
-                pairs = cosines.add_hop([i.id for i in inputs], vectors) if inputs else {}
-                hop_t["candidates"] = _ms(t)
-                relevance_text = question if hop == 1 else query
-                if settings.relevance_filter == "llm":
-                    t = time.perf_counter()
-                    inputs, judge = self._judge(inputs, relevance_text, user_id)
-                    strategies[f"relevance_hop{hop}"] = judge
-                    hop_t["llm_judge"] = _ms(t)
-                t = time.perf_counter()
-                scored = score_hop(inputs, query, relevance_text, settings, now, hop)
-                hop_t["scoring"] = _ms(t)
-                hop_scored.append(scored)
-                hop_meta.append(
-                    {
-                        "query": query,
-                        "proposed_by": proposed_by,
-                        "proposal": proposal,
-                        "relevance_text": relevance_text,
-                        "timings": hop_t,
-                        "pairs": pairs,
-                        "inputs": inputs,
-                    }
-                )
-                if hop >= settings.hops:
-                    break
-                t = time.perf_counter()
-                accumulated = [s.inp.text for s in merge(hop_scored)]
-                prop: Proposal = reasoner_obj.propose(question, accumulated, hop, seen)  # type: ignore[union-attr]
-                timings[f"reasoner_hop{hop}"] = _ms(t)
-                query, proposed_by, proposal = prop.query.strip(), prop.proposed_by, prop.details
-                stop_details = {"proposed_by": proposed_by, "query": query, **proposal}
-            trace = self._finish(
-                user_id,
-                session_id,
-                question,
-                settings,
-                now,
-                strategies,
-                hop_scored,
-                hop_meta,
-                stop_reason,
-                timings,
-                t_start,
-                preset=preset or "default",
-            )
-            if stop_reason != "max_hops":  # keep the reasoner's explanation of why it stopped
+            runs, stop, stop_details = self._run_hops(conn, req, first, reasoner_obj, strategies, timer)
+            trace = self._finish(req, strategies, runs, stop, timer, preset=preset or "default")
+            if stop != "max_hops":  # keep the reasoner's explanation of why it stopped
                 trace = dataclasses.replace(trace, stop_details=stop_details)
             if save:
-                t = time.perf_counter()
-                self.store_trace(trace, conn)
-                timings["trace_write"] = _ms(t)
-        timings["total"] = _ms(t_start)
-        return dataclasses.replace(trace, timings_ms=dict(timings))
+                with timer.stage("trace_write"):
+                    self.store_trace(trace, conn)
+        timer.since_start("total")
+        return dataclasses.replace(trace, timings_ms=timer.timings().as_dict())
 
-    def _generate_query(self, message: str, settings: Settings, user_id: str) -> tuple[str, str, dict]:
+    def _run_hops(
+        self,
+        conn: Any,
+        req: Request,
+        first: Proposal,
+        reasoner: Reasoner | None,
+        strategies: dict[str, Any],
+        timer: StageTimer,
+    ) -> tuple[list[HopRun], str, dict[str, Any]]:
+        """Run hops until ``settings.hops`` or a stop reason; returns the hops, the stop reason and the reasoner's
+        last proposal."""
+        runs: list[HopRun] = []
+        seen: list[str] = []
+        cosines = CandidateCosines()
+        proposal = first
+        stop_details: dict[str, Any] = {}
+        for hop in range(1, req.settings.hops + 1):
+            stop = stop_reason(proposal.query, seen)
+            if stop is not None:
+                return runs, stop, stop_details
+            seen.append(proposal.query)
+            runs.append(self._run_hop(conn, req, hop, proposal, cosines, strategies))
+            if hop >= req.settings.hops or reasoner is None:
+                break
+            with timer.stage(f"reasoner_hop{hop}"):
+                accumulated = [s.inp.text for s in merge([r.scored for r in runs])]
+                proposed = reasoner.propose(req.question, accumulated, hop, seen)
+            proposal = Proposal(proposed.query.strip(), proposed.proposed_by, proposed.details)
+            stop_details = {"proposed_by": proposal.proposed_by, "query": proposal.query, **proposal.details}
+        return runs, "max_hops", stop_details
+
+    def _run_hop(
+        self,
+        conn: Any,
+        req: Request,
+        hop: int,
+        proposal: Proposal,
+        cosines: CandidateCosines,
+        strategies: dict[str, Any],
+    ) -> HopRun:
+        """Embed the query, search every source, join the hits with DuckDB, (judge them,) and score them."""
+        timer = StageTimer()
+        query = proposal.query
+        with timer.stage("embed_query"):
+            qvec = self.b.embedder.embed([query])[0]
+        with timer.stage("search"):
+            hits, modes = search_sources(self.b, req.user_id, query, qvec, req.sources, req.settings.top_k)
+        record_search_modes(strategies, modes, hop, req.sources)
+        with timer.stage("candidates"):
+            inputs, vectors = build_inputs(self.b, conn, req.user_id, qvec, hits)
+            pairs = cosines.add_hop([i.id for i in inputs], vectors) if inputs else {}
+        relevance_text = req.question if hop == 1 else query
+        if req.settings.relevance_filter == "llm":
+            with timer.stage("llm_judge"):
+                inputs, strategies[f"relevance_hop{hop}"] = self._judge(inputs, relevance_text, req.user_id)
+        with timer.stage("scoring"):
+            scored = score_hop(inputs, query, relevance_text, req.settings, req.now, hop)
+        return HopRun(
+            hop,
+            query,
+            proposal.proposed_by,
+            proposal.details,
+            relevance_text,
+            tuple(inputs),
+            tuple(scored),
+            pairs,
+            timer.timings(),
+        )
+
+    def _generate_query(self, message: str, settings: Settings, user_id: str) -> Proposal:
+        """The first hop's query: the question itself when short, else a condensed form of it."""
         if len(message) <= settings.query_condense_chars:
-            return message, "question", {"strategy": "as_is", "why": f"<= {settings.query_condense_chars} chars"}
+            why = f"<= {settings.query_condense_chars} chars"
+            return Proposal(message, "question", {"strategy": "as_is", "why": why})
         if settings.query_generator == "llm" or (settings.query_generator == "auto" and self.llm.available):
             result = self.llm.complete(QUERY_PROMPT.format(message=message), "query_generation", user_id)
             if result.ok and result.text.strip():
-                return result.text.strip().splitlines()[0][:300], "llm:query", {"strategy": "llm"}
+                return Proposal(result.text.strip().splitlines()[0][:300], "llm:query", {"strategy": "llm"})
             fallback = condense_offline(message) or message[:201]
-            return fallback, "offline:keywords", {"strategy": "offline", "fallback": result.error}
-        return condense_offline(message) or message[:201], "offline:keywords", {"strategy": "offline"}
+            return Proposal(fallback, "offline:keywords", {"strategy": "offline", "fallback": result.error})
+        return Proposal(condense_offline(message) or message[:201], "offline:keywords", {"strategy": "offline"})
 
     def _judge(self, inputs: list[CandidateInput], text: str, user_id: str) -> tuple[list[CandidateInput], str]:
         if not inputs or not self.llm.available:
@@ -226,111 +246,53 @@ class Retriever:
     # -- shared by retrieve and replay ------------------------------------------------------------------------------
     def _finish(
         self,
-        user_id,
-        session_id,
-        question,
-        settings: Settings,
-        now: datetime,
-        strategies: dict,
-        hop_scored: list[list[Scored]],
-        hop_meta: list[dict],
-        stop_reason: str,
-        timings: dict,
-        t_start: float,
+        req: Request,
+        strategies: dict[str, Any],
+        runs: Sequence[HopRun],
+        stop: str,
+        timer: StageTimer,
         trace_id: str | None = None,
         replay_of: str | None = None,
         preset: str | None = None,
     ) -> RetrievalTrace:
-        t = time.perf_counter()
-        ranked = merge(hop_scored)
-        if settings.mmr_enabled and ranked:
-            cosine = cosine_lookup([m["pairs"] for m in hop_meta]) if settings.mmr_similarity == "embedding" else None
-            ranked = mmr(ranked, settings.mmr_lambda, similarity_function(ranked, settings.mmr_similarity, cosine))
-        context, chosen, used = assemble(
-            ranked, settings.budget_tokens, settings.assembly_mode, settings.context_max_items
+        """Merge the hops, reorder by MMR, assemble the context, and write it all down as the trace."""
+        with timer.stage("merge_and_assembly"):
+            ranked, assembly = rank_and_assemble(req.settings, runs)
+        placed = {placement_key(s): (s, p) for s, p in zip(ranked, assembly.placements)}
+        hops = tuple(hop_trace(r, placed) for r in runs)
+        ranking = tuple(ranking_entry(s, p) for s, p in zip(ranked, assembly.placements))
+        used_settings = self._used_settings(req, preset)
+        timer.since_start("pipeline")  # everything but the trace's write
+        return RetrievalTrace(
+            trace_id=trace_id or new_id("tr"),
+            user_id=req.user_id,
+            session_id=req.session_id,
+            question=req.question,
+            created_at=utcnow().isoformat(),
+            settings=used_settings,
+            strategies=strategies,
+            hops=hops,
+            stop_reason=stop,
+            context=assembly.context,
+            context_ids=tuple(s.inp.id for s in assembly.chosen),
+            context_tokens=assembly.tokens_used,
+            ranking=ranking,
+            timings_ms=timer.timings().as_dict(),
+            replay_of=replay_of,
         )
-        for n, s in enumerate(ranked, 1):
-            s.ranks["final"] = n
-        timings["merge_and_assembly"] = _ms(t)
-        hops = tuple(self._hop_trace(n, scored, meta) for n, (scored, meta) in enumerate(zip(hop_scored, hop_meta), 1))
-        ranking = tuple(
-            {
-                "id": s.inp.id,
-                "kind": s.inp.kind,
-                "hop": s.hop,
-                "final": s.final,
-                "rank": s.ranks["final"],
-                "in_context": s.in_context,
-                "reason": s.reason,
-                "tokens": s.tokens,
-            }
-            for s in ranked
-        )
-        used_settings = {
-            **settings.retrieval_dict(),
-            "now": now.isoformat(),
+
+    def _used_settings(self, req: Request, preset: str | None) -> dict[str, Any]:
+        """The trace's record of what ran: every retrieval setting, the clock, the models, the preset's name."""
+        used = {
+            **req.settings.retrieval_dict(),
+            "now": req.now.isoformat(),
             "embedder": self.b.embedder.name,
             "embedding_dim": self.b.embedder.dim,
             "llm": self.llm.name,
         }
         if preset is not None:  # replays keep the original trace's preset name
-            used_settings["preset"] = preset
-        timings["pipeline"] = _ms(t_start)
-        return RetrievalTrace(
-            trace_id=trace_id or new_id("tr"),
-            user_id=user_id,
-            session_id=session_id,
-            question=question,
-            created_at=utcnow().isoformat(),
-            settings=used_settings,
-            strategies=strategies,
-            hops=hops,
-            stop_reason=stop_reason,
-            context=context,
-            context_ids=tuple(s.inp.id for s in chosen),
-            context_tokens=used,
-            ranking=ranking,
-            timings_ms=timings,
-            replay_of=replay_of,
-        )
-
-    @staticmethod
-    def _hop_trace(n: int, scored: list[Scored], meta: dict) -> HopTrace:
-        order = {inp.id: k for k, inp in enumerate(meta["inputs"])}
-        cands = tuple(
-            CandidateTrace(
-                id=s.inp.id,
-                kind=s.inp.kind,
-                text=s.inp.text,
-                found_by=s.inp.found_by,
-                created_at=s.inp.created_at,
-                evergreen=s.inp.evergreen,
-                stored_importance=s.inp.importance,
-                success_count=s.inp.success_count,
-                failure_count=s.inp.failure_count,
-                search_order=order[s.inp.id],
-                scores=dict(s.scores),
-                verdicts=dict(s.verdicts),
-                ranks=dict(s.ranks),
-                in_context=s.in_context,
-                context_reason=s.reason or "filtered",
-                tokens=s.tokens,
-                preceding_text=s.inp.preceding_text,
-            )
-            for s in scored
-        )
-        kept = sum(1 for s in scored if s.kept)
-        return HopTrace(
-            hop=n,
-            query=meta["query"],
-            proposed_by=meta["proposed_by"],
-            relevance_text=meta["relevance_text"],
-            proposal=meta["proposal"],
-            candidates=cands,
-            counts={"found": len(scored), "kept": kept, "dropped": len(scored) - kept},
-            timings_ms=meta["timings"],
-            similarity=meta["pairs"],
-        )
+            used["preset"] = preset
+        return used
 
     # -- replay ---------------------------------------------------------------------------------------------------
     def replay(
@@ -344,111 +306,50 @@ class Retriever:
         A forgotten memory never enters the replayed context: the candidates the trace marks as forgotten and those
         in ``forgotten`` (id -> tombstone: the store's current state) are left out, and the ranking reports each of
         them with reason ``forgotten`` and its tombstone."""
-        gone = {c.id: c.forgotten for h in trace.hops for c in h.candidates if c.forgotten}
-        gone.update(trace.forgotten or {})
-        gone.update(forgotten or {})
-        t_start = time.perf_counter()
-        base = {k: trace.settings[k] for k in Settings.retrieval_keys() if k in trace.settings}
-        settings = self.b.settings.with_overrides({**base, **dict(overrides or {})})
-        bad = [k for k in (overrides or {}) if k not in Settings.retrieval_keys()]
-        if bad:
-            raise InvalidInput(f"{bad[0]} is not a retrieval setting")
-        now = parse_time(trace.settings["now"])
-        hop_scored, hop_meta = [], []
-        for hop in trace.hops[: settings.hops]:
-            inputs = [
-                candidate_input(c) for c in sorted(hop.candidates, key=lambda c: c.search_order) if c.id not in gone
-            ]
-            hop_scored.append(score_hop(inputs, hop.query, hop.relevance_text, settings, now, hop.hop))
-            hop_meta.append(
-                {
-                    "query": hop.query,
-                    "proposed_by": hop.proposed_by,
-                    "proposal": hop.proposal,
-                    "relevance_text": hop.relevance_text,
-                    "timings": {},
-                    "pairs": hop.similarity,
-                    "inputs": inputs,
-                }
-            )
+        gone = tombstones(trace, forgotten)
+        timer = StageTimer()
+        settings = replay_settings(self.b.settings, trace, overrides)
+        req = Request(trace.user_id, trace.session_id, trace.question, settings, parse_time(trace.settings["now"]))
+        runs = replay_runs(trace, req.settings, req.now, gone)
         stop = trace.stop_reason if settings.hops >= len(trace.hops) else "max_hops"
         new = self._finish(
-            trace.user_id,
-            trace.session_id,
-            trace.question,
-            settings,
-            now,
+            req,
             dict(trace.strategies),
-            hop_scored,
-            hop_meta,
+            runs,
             stop,
-            {},
-            t_start,
+            timer,
             trace_id=f"{trace.trace_id}.replay",
             replay_of=trace.trace_id,
             preset=trace.settings.get("preset"),
         )
-        old = {r["id"]: r for r in trace.ranking}
-        ranking = []
-        for r in new.ranking:
-            o = old.get(r["id"])
-            ranking.append(
-                {
-                    **r,
-                    "old_rank": o["rank"] if o else None,
-                    "rank_change": (o["rank"] - r["rank"]) if o else None,
-                    "old_in_context": bool(o and o["in_context"]),
-                    "context_change": _context_change(bool(o and o["in_context"]), r["in_context"]),
-                }
-            )
-        new_ids = {r["id"] for r in new.ranking}
-        for o in trace.ranking:
-            if o["id"] not in new_ids:
-                reason = (
-                    "forgotten" if o["id"] in gone else "hop_not_replayed" if o["hop"] > settings.hops else "filtered"
-                )
-                ranking.append(
-                    {
-                        "id": o["id"],
-                        "kind": o["kind"],
-                        "hop": o["hop"],
-                        "final": None,
-                        "rank": None,
-                        "in_context": False,
-                        "reason": reason,
-                        "tokens": o.get("tokens", 0),
-                        "old_rank": o["rank"],
-                        "rank_change": None,
-                        "old_in_context": o["in_context"],
-                        "context_change": _context_change(o["in_context"], False),
-                        **({"forgotten": gone[o["id"]]} if o["id"] in gone else {}),
-                    }
-                )
-        timings = {"replay": _ms(t_start)}
+        ranking = replay_ranking(trace, new, gone, settings.hops)
         seen = {c.id for h in trace.hops for c in h.candidates}
         return dataclasses.replace(
-            new, ranking=tuple(ranking), timings_ms=timings, forgotten={i: t for i, t in gone.items() if i in seen}
+            new,
+            ranking=ranking,
+            timings_ms={"replay": elapsed_ms(timer.start)},
+            forgotten={i: t for i, t in gone.items() if i in seen},
         )
 
 
-def _context_change(before: bool, after: bool) -> str:
-    return {(False, True): "entered", (True, False): "left", (True, True): "stayed"}.get((before, after), "out")
+def record_search_modes(
+    strategies: dict[str, Any], modes: Mapping[str, Mapping[str, str]], hop: int, sources: Sequence[str]
+) -> None:
+    """How each source was searched, in the trace's strategies: hop 1's, and a later hop's where it differs."""
+    for search, by_kind in modes.items():
+        searched = ", ".join(f"{kind}: {by_kind[kind]}" for kind in sources)
+        if hop == 1:
+            strategies[search] = searched
+        elif searched != strategies[search]:  # e.g. a small table became resident meanwhile
+            strategies[f"{search}_hop{hop}"] = searched
 
 
-def candidate_input(c: CandidateTrace) -> CandidateInput:
-    return CandidateInput(
-        id=c.id,
-        kind=c.kind,
-        text=c.text,
-        created_at=c.created_at,
-        importance=c.stored_importance,
-        evergreen=c.evergreen,
-        success_count=c.success_count,
-        failure_count=c.failure_count,
-        feedback_net=int(c.scores.get("feedback_net") or 0),
-        vector_similarity=c.scores["vector_similarity"],
-        fts_score=c.scores.get("fts_score"),
-        found_by=c.found_by,
-        llm_relevance=c.scores.get("llm_relevance"),
-        preceding_text=c.preceding_text,
-    )
+def rank_and_assemble(settings: Settings, runs: Sequence[HopRun]) -> tuple[list[Scored], Assembly]:
+    """The hops' kept candidates merged into one ranking (reordered by MMR when on, each with its final rank), and
+    the context assembled from it."""
+    ranked = merge([r.scored for r in runs])
+    if settings.mmr_enabled and ranked:
+        cosine = cosine_lookup([r.similarity for r in runs]) if settings.mmr_similarity == "embedding" else None
+        ranked = mmr(ranked, settings.mmr_lambda, similarity_function(ranked, settings.mmr_similarity, cosine))
+    ranked = with_final_ranks(ranked)
+    return ranked, assemble(ranked, settings.budget_tokens, settings.assembly_mode, settings.context_max_items)

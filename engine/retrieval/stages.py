@@ -1,197 +1,262 @@
-"""The scoring stages of one hop, multi-hop merge, MMR and context assembly, as pure functions.
+"""The scoring stages of one hop as pure functions, one per stage: lexical (BM25), fusion, relevance filter,
+temporal decay and importance, feedback and the later-hop discount. :func:`score_hop` runs them in order.
 
-Live retrieval and replay both run these on :class:`CandidateInput` records, which is why replaying a trace with its
-own settings gives exactly its result. Formulas and defaults follow llmemory 0.2.x (reference §6).
+Each stage reads the candidates (:class:`CandidateInput`) and the earlier stages' results, and returns its own frozen
+record of per-candidate columns, in the candidates' order; :func:`score_hop` then orders and ranks the candidates
+and gives each its :class:`Scored` record. Live retrieval and replay both run these on the same inputs, which is why
+replaying a trace with its own settings gives exactly its result. Formulas and defaults follow llmemory 0.2.x
+(reference §6). Merge, MMR and assembly, which work across hops, are in assembly.py.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from ..clock import parse_time
+from ..config import Settings
 from ..memory.procedural import wilson_interval
-from .text import bm25_scores, jaccard
+from .scores import CandidateScores, StageRanks, Verdict
+from .text import bm25_scores
 from .trace import CandidateInput
 
-Similarity = Callable[[str, str], float]
+_WORD_CHARS = re.compile(r"[^\W_]+")
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class Scored:
-    """A candidate moving through the stages of one hop (mutable while scoring, frozen into the trace after)."""
+    """A candidate after the stages of one hop: its input, scores, verdict and ranks (compared by identity: the
+    same memory found at two hops is two candidates)."""
 
     inp: CandidateInput
     hop: int
-    scores: dict
-    verdicts: dict
-    ranks: dict
-    kept: bool = True
-    in_context: bool = False
-    reason: str = ""
-    tokens: int = 0
+    scores: CandidateScores
+    verdicts: Verdict = Verdict()
+    ranks: StageRanks = StageRanks()
+
+    @property
+    def kept(self) -> bool:
+        return self.verdicts.kept
+
+    @property
+    def reason(self) -> str:
+        """What the hop's stages decided: "" (kept, for the merge and assembly to place), or "filtered"."""
+        return "" if self.kept else "filtered"
 
     @property
     def final(self) -> float:
-        return self.scores["final"] if self.scores.get("final") is not None else self.scores["hybrid"]
+        final = self.scores.final if self.scores.final is not None else self.scores.hybrid
+        return float(final or 0.0)
 
 
-def _get(settings: Any, key: str) -> Any:
-    return settings[key] if isinstance(settings, Mapping) else getattr(settings, key)
+@dataclass(frozen=True)
+class LexicalScores:
+    """BM25 of each candidate's text (over the candidate set, or the index's) and of its preceding text."""
+
+    raw: tuple[float, ...]
+    preceding: tuple[float | None, ...]  # None: the candidate has no preceding text
+    weight: tuple[float | None, ...]  # the preceding text's weight for this candidate
+    combined: tuple[float, ...]  # raw + weight * preceding: what the fusion ranks and standardises
+    norm: tuple[float, ...]  # combined over the set's maximum
 
 
-def _rank(items: Sequence[Scored], stage: str) -> None:
-    for n, s in enumerate(items, 1):
-        s.ranks[stage] = n
+@dataclass(frozen=True)
+class FusionScores:
+    """The hybrid score and its vector and BM25 parts (they add up to it); ranks under rrf, z-scores under zscore."""
+
+    hybrid: tuple[float, ...]
+    vector_part: tuple[float, ...]
+    bm25_part: tuple[float, ...]
+    rank_vector: tuple[int | None, ...]
+    rank_bm25: tuple[int | None, ...]
+    z_vector: tuple[float | None, ...]
+    z_bm25: tuple[float | None, ...]
 
 
-def _order(items: Sequence[Scored], key: str) -> list[Scored]:
-    # Stable: equal scores keep search order, so a replay can never shuffle ties.
-    return sorted(items, key=lambda s: -s.scores[key])
+@dataclass(frozen=True)
+class TemporalScores:
+    age_days: tuple[int, ...]
+    decay: tuple[float, ...]
+    importance: tuple[float | None, ...]
+    importance_factor: tuple[float, ...]
+    temporal: tuple[float, ...]  # hybrid * decay * importance_factor
 
 
+@dataclass(frozen=True)
+class FeedbackScores:
+    net: tuple[int, ...]
+    factor: tuple[float, ...]
+    hop_factor: float  # the later-hop discount, one factor for the whole hop
+    final: tuple[float, ...]  # temporal * factor * hop_factor
+
+
+# -- the hop ------------------------------------------------------------------------------------------------------
 def score_hop(
-    inputs: Sequence[CandidateInput], query: str, relevance_text: str, settings: Any, now: datetime, hop: int = 1
+    inputs: Sequence[CandidateInput],
+    query: str,
+    relevance_text: str,
+    settings: Settings,
+    now: datetime,
+    hop: int = 1,
 ) -> list[Scored]:
     """Hybrid score, relevance filter, temporal and importance, feedback, later-hop discount. Returns kept
     candidates first, ordered by final score, then the dropped ones (ordered by hybrid score)."""
-    items = [
-        Scored(
-            inp,
-            hop,
-            {
-                "vector_similarity": inp.vector_similarity,
-                "fts_score": inp.fts_score,
-                "llm_relevance": inp.llm_relevance,
-            },
-            {},
-            {},
-        )
-        for inp in inputs
-    ]
-    if not items:
+    if not inputs:
         return []
-    # 1. BM25 (over the candidate set, or the index's), the preceding text's words, then the fusion with the cosine.
-    if _get(settings, "bm25_source") == "index":
-        raw = [s.inp.fts_score or 0.0 for s in items]
+    lexical = lexical_scores(inputs, query, settings)
+    fusion = fuse(inputs, lexical, settings)
+    verdicts = relevance_filter(inputs, lexical, fusion, relevance_text, settings)
+    temporal = temporal_scores(inputs, fusion, settings, now)
+    feedback = feedback_scores(inputs, temporal, settings, hop)
+    ranks, order = hop_ranks(fusion, verdicts, temporal, feedback)
+    scores = [candidate_scores(inp, i, lexical, fusion, temporal, feedback) for i, inp in enumerate(inputs)]
+    return [Scored(inputs[i], hop, scores[i], verdicts[i], ranks[i]) for i in order]
+
+
+def hop_ranks(
+    fusion: FusionScores, verdicts: Sequence[Verdict], temporal: TemporalScores, feedback: FeedbackScores
+) -> tuple[list[StageRanks], list[int]]:
+    """Each candidate's rank after each stage, and the hop's order: kept ones by final score, then the dropped
+    ones by hybrid score. Sorting is stable: equal scores keep search order, so a replay can never shuffle ties."""
+    by_hybrid = _order(range(len(verdicts)), fusion.hybrid)
+    kept = [i for i in by_hybrid if verdicts[i].kept]
+    by_temporal = _order(kept, temporal.temporal)
+    by_final = _order(by_temporal, feedback.final)
+    hybrid, filtered, temporal_rank, final = (_positions(o) for o in (by_hybrid, kept, by_temporal, by_final))
+    ranks = [
+        StageRanks(hybrid=hybrid[i], filter=filtered.get(i), temporal=temporal_rank.get(i), feedback=final.get(i))
+        for i in range(len(verdicts))
+    ]
+    return ranks, by_final + [i for i in by_hybrid if not verdicts[i].kept]
+
+
+def candidate_scores(
+    inp: CandidateInput,
+    i: int,
+    lexical: LexicalScores,
+    fusion: FusionScores,
+    temporal: TemporalScores,
+    feedback: FeedbackScores,
+) -> CandidateScores:
+    """Candidate ``i``'s record of every stage's scores.
+
+    In the record's field order, by position: this runs for every candidate of every hop, and a frozen record of
+    26 fields takes about twice as long from keywords (tests/engine/test_trace_records.py checks the order)."""
+    return CandidateScores(
+        inp.vector_similarity,  # vector_similarity
+        inp.fts_score,  # fts_score
+        lexical.raw[i],  # bm25_raw
+        lexical.preceding[i],  # bm25_preceding
+        lexical.weight[i],  # preceding_weight
+        lexical.norm[i],  # bm25_norm
+        fusion.rank_vector[i],  # rank_vector
+        fusion.rank_bm25[i],  # rank_bm25
+        fusion.z_vector[i],  # z_vector
+        fusion.z_bm25[i],  # z_bm25
+        fusion.vector_part[i],  # hybrid_vector_part
+        fusion.bm25_part[i],  # hybrid_bm25_part
+        fusion.hybrid[i],  # hybrid
+        temporal.age_days[i],  # age_days
+        temporal.decay[i],  # decay
+        temporal.importance[i],  # importance
+        temporal.importance_factor[i],  # importance_factor
+        temporal.temporal[i],  # temporal
+        feedback.net[i],  # feedback_net
+        feedback.factor[i],  # feedback_factor
+        feedback.hop_factor,  # hop_factor
+        feedback.final[i],  # final
+        None,  # mmr_relevance (MMR runs after the merge)
+        None,  # mmr_max_similarity
+        None,  # mmr_value
+        inp.llm_relevance,  # llm_relevance
+    )
+
+
+def _order(indices: Sequence[int], values: Sequence[float]) -> list[int]:
+    return sorted(indices, key=lambda i: -values[i])
+
+
+def _positions(order: Sequence[int]) -> dict[int, int]:
+    return {i: n for n, i in enumerate(order, 1)}
+
+
+# -- 1. lexical -----------------------------------------------------------------------------------------------------
+def lexical_scores(inputs: Sequence[CandidateInput], query: str, settings: Settings) -> LexicalScores:
+    """BM25 (over the candidate set, or the index's) plus the preceding text's words at their own weight.
+
+    A reply ("Me, on Saturday.") rarely repeats the words of the question it answers; the message it answers (its
+    preceding text) does, so those words count too. A long text stands on its own: its preceding text counts fully
+    up to preceding_full_words words of its own and proportionally less above (an assistant's long answer is not
+    found by the user's question before it)."""
+    if settings.bm25_source == "index":
+        raw = [i.fts_score or 0.0 for i in inputs]
     else:
-        raw = bm25_scores(query, [s.inp.text for s in items])
-    # A reply ("Me, on Saturday.") rarely repeats the words of the question it answers; the message it answers
-    # (its preceding text) does, so those words count too, at their own weight.
-    # A long text stands on its own: its preceding text counts fully up to preceding_full_words words of its own
-    # and proportionally less above (an assistant's long answer is not found by the user's question before it).
-    pw = float(_get(settings, "preceding_bm25_weight"))
-    full = int(_get(settings, "preceding_full_words"))
-    before = [s.inp.preceding_text for s in items]
-    preceding = bm25_scores(query, before) if any(before) else [0.0] * len(items)
-    weights = [pw * min(1.0, full / max(len(_WORD_CHARS.findall(s.inp.text)), 1)) if full else pw for s in items]
+        raw = bm25_scores(query, [i.text for i in inputs])
+    pw = float(settings.preceding_bm25_weight)
+    full = int(settings.preceding_full_words)
+    before = [i.preceding_text for i in inputs]
+    preceding = bm25_scores(query, before) if any(before) else [0.0] * len(inputs)
+    weights = [pw * min(1.0, full / max(len(_WORD_CHARS.findall(i.text)), 1)) if full else pw for i in inputs]
     combined = [r + v * p for r, v, p in zip(raw, weights, preceding)]
     top = max(combined) if combined and max(combined) > 0 else 1.0
-    for s, r, p, c, v in zip(items, raw, preceding, combined, weights):
-        s.scores["bm25_raw"] = r
-        s.scores["bm25_preceding"] = p if s.inp.preceding_text else None  # None: it has no preceding text
-        s.scores["preceding_weight"] = v if s.inp.preceding_text else None
-        s.scores["bm25_norm"] = c / top
-    fuse(items, combined, settings)
-    items = _order(items, "hybrid")
-    _rank(items, "hybrid")
-    # 2. Relevance filter.
-    relevance_filter(items, relevance_text, settings)
-    kept = [s for s in items if s.kept]
-    _rank(kept, "filter")
-    # 3. Temporal decay and importance.
-    half_life = float(_get(settings, "half_life_days"))
-    lam = math.log(2) / half_life
-    floor = float(_get(settings, "decay_floor"))
-    # A memory stamped after `now` (clock skew, an imported future date) is as fresh as one from today, never fresher.
-    clamp = bool(_get(settings, "clamp_future_age"))
-    weight = max(float(_get(settings, "importance_weight")), 0.0)
-    skill_mode = _get(settings, "skill_importance")
-    for s in items:
-        age = math.floor((now - parse_time(s.inp.created_at)).total_seconds() / 86400)
-        if clamp:
-            age = max(age, 0)
-        decay = 1.0 if s.inp.evergreen else floor + (1.0 - floor) * math.exp(-lam * age)
-        importance = candidate_importance(s.inp, skill_mode)
-        factor = 1.0 if importance is None else min(max(importance, 0.0), 1.0) ** weight
-        s.scores.update(
-            age_days=age,
-            decay=decay,
-            importance=importance,
-            importance_factor=factor,
-            temporal=s.scores["hybrid"] * decay * factor,
-        )
-    kept = _order(kept, "temporal")
-    _rank(kept, "temporal")
-    # 4. Feedback, and the later-hop discount: a reasoner-proposed query is a guess, so its candidates must
-    # outscore the question's own by that margin to displace them in the max-merge (one factor per hop, so the
-    # order inside the hop is unchanged).
-    wf = float(_get(settings, "feedback_weight"))
-    cap = int(_get(settings, "feedback_cap"))
-    hop_factor = float(_get(settings, "hop_weight")) ** (hop - 1)
-    for s in items:
-        net = s.inp.feedback_net
-        factor = 1.0 + wf * max(-cap, min(cap, net)) / cap if (wf > 0 and net) else 1.0
-        s.scores.update(
-            feedback_net=net,
-            feedback_factor=factor,
-            hop_factor=hop_factor,
-            final=s.scores["temporal"] * factor * hop_factor,
-        )
-    kept = _order(kept, "final")
-    _rank(kept, "feedback")
-    dropped = [s for s in items if not s.kept]
-    for s in dropped:
-        s.reason = "filtered"
-    return kept + dropped
+    has = [bool(i.preceding_text) for i in inputs]
+    return LexicalScores(
+        raw=tuple(raw),
+        preceding=tuple(p if h else None for p, h in zip(preceding, has)),
+        weight=tuple(v if h else None for v, h in zip(weights, has)),
+        combined=tuple(combined),
+        norm=tuple(c / top for c in combined),
+    )
 
 
-def fuse(items: Sequence[Scored], lexical: Sequence[float], settings: Any) -> None:
+# -- 2. fusion ------------------------------------------------------------------------------------------------------
+def fuse(inputs: Sequence[CandidateInput], lexical: LexicalScores, settings: Settings) -> FusionScores:
     """The hybrid score from the cosine and the lexical score (BM25 plus the preceding text's share).
 
     ``weighted`` (llmemory): ``w*bm25_norm + (1-w)*cosine``. ``zscore`` ([memlens]): see :func:`_fuse_zscores`.
-    ``rrf`` ([memlens]): reciprocal rank fusion over the
-    candidates, ``(1-w)*(k+1)/(k+rank_vector) + w*(k+1)/(k+rank_bm25)`` (1 for a candidate first on both; a
-    candidate without any of the query's words has no BM25 rank and gets no BM25 part). Ranks rather than scores,
-    because a cosine of 0.45 and a BM25 of 12 are on scales that vary per query; ties share the better rank.
-    Both parts are recorded (``hybrid_vector_part``, ``hybrid_bm25_part``) so the breakdown adds up exactly.
+    ``rrf`` ([memlens]): see :func:`_fuse_rrf`. Without ``hybrid_enabled``: the cosine alone. Both parts are
+    recorded (``hybrid_vector_part``, ``hybrid_bm25_part``) so the breakdown adds up exactly.
     """
-    w = float(_get(settings, "bm25_weight"))
-    if not bool(_get(settings, "hybrid_enabled")):
-        for s in items:
-            s.scores.update(
-                hybrid=s.inp.vector_similarity, hybrid_vector_part=s.inp.vector_similarity, hybrid_bm25_part=0.0
-            )
-        return
-    if _get(settings, "fusion") == "weighted":
-        for s in items:
-            vector_part = (1 - w) * s.inp.vector_similarity
-            bm25_part = w * s.scores["bm25_norm"]
-            s.scores.update(hybrid=bm25_part + vector_part, hybrid_vector_part=vector_part, hybrid_bm25_part=bm25_part)
-        return
-    if _get(settings, "fusion") == "zscore":
-        _fuse_zscores(items, lexical, w)
-        return
-    k = float(_get(settings, "rrf_k"))
-    vector_rank = _shared_ranks([s.inp.vector_similarity for s in items])
+    w = float(settings.bm25_weight)
+    cosines = [i.vector_similarity for i in inputs]
+    nothing = (None,) * len(inputs)
+    if not settings.hybrid_enabled:
+        return FusionScores(tuple(cosines), tuple(cosines), (0.0,) * len(inputs), nothing, nothing, nothing, nothing)
+    if settings.fusion == "weighted":
+        vector = [(1 - w) * v for v in cosines]
+        bm25 = [w * n for n in lexical.norm]
+        hybrid = tuple(b + v for b, v in zip(bm25, vector))
+        return FusionScores(hybrid, tuple(vector), tuple(bm25), nothing, nothing, nothing, nothing)
+    if settings.fusion == "zscore":
+        return _fuse_zscores(cosines, lexical.combined, w)
+    return _fuse_rrf(cosines, lexical.combined, w, float(settings.rrf_k))
+
+
+def _fuse_rrf(cosines: Sequence[float], lexical: Sequence[float], w: float, k: float) -> FusionScores:
+    """Reciprocal rank fusion over the candidates, ``(1-w)*(k+1)/(k+rank_vector) + w*(k+1)/(k+rank_bm25)`` (1 for
+    a candidate first on both; a candidate without any of the query's words has no BM25 rank and gets no BM25 part).
+    Ranks rather than scores, because a cosine of 0.45 and a BM25 of 12 are on scales that vary per query; ties
+    share the better rank."""
+    vector_rank = _shared_ranks(cosines)
     lexical_rank = _shared_ranks(lexical)
-    for s, vr, lr, lex in zip(items, vector_rank, lexical_rank, lexical):
-        vector_part = (1 - w) * (k + 1) / (k + vr)
-        bm25_part = w * (k + 1) / (k + lr) if lex > 0 else 0.0
-        s.scores.update(
-            hybrid=vector_part + bm25_part,
-            hybrid_vector_part=vector_part,
-            hybrid_bm25_part=bm25_part,
-            rank_vector=vr,
-            rank_bm25=lr if lex > 0 else None,
-        )
+    vector = [(1 - w) * (k + 1) / (k + vr) for vr in vector_rank]
+    bm25 = [w * (k + 1) / (k + lr) if lex > 0 else 0.0 for lr, lex in zip(lexical_rank, lexical)]
+    nothing = (None,) * len(cosines)
+    return FusionScores(
+        hybrid=tuple(v + b for v, b in zip(vector, bm25)),
+        vector_part=tuple(vector),
+        bm25_part=tuple(bm25),
+        rank_vector=tuple(vector_rank),
+        rank_bm25=tuple(lr if lex > 0 else None for lr, lex in zip(lexical_rank, lexical)),
+        z_vector=nothing,
+        z_bm25=nothing,
+    )
 
 
-def _fuse_zscores(items: Sequence[Scored], lexical: Sequence[float], w: float) -> None:
+def _fuse_zscores(cosines: Sequence[float], lexical: Sequence[float], w: float) -> FusionScores:
     """``sigmoid(w*z_bm25 + (1-w)*z_vector)``, each score standardised over this query's candidates.
 
     A cosine of 0.45 is excellent for one query and poor for another, and BM25 has no fixed scale at all: their
@@ -199,14 +264,20 @@ def _fuse_zscores(items: Sequence[Scored], lexical: Sequence[float], w: float) -
     candidate on both), so decay, importance and feedback still multiply a positive score. The vector part is what
     the hybrid would be with an average BM25 (``sigmoid((1-w)*z_vector)``), the BM25 part the rest.
     """
-    z_vec = _zscores([s.inp.vector_similarity for s in items])
+    z_vec = _zscores(cosines)
     z_lex = _zscores(lexical)
-    for s, zv, zl in zip(items, z_vec, z_lex):
-        hybrid = _sigmoid(w * zl + (1 - w) * zv)
-        vector_part = _sigmoid((1 - w) * zv)
-        s.scores.update(
-            hybrid=hybrid, hybrid_vector_part=vector_part, hybrid_bm25_part=hybrid - vector_part, z_vector=zv, z_bm25=zl
-        )
+    hybrid = [_sigmoid(w * zl + (1 - w) * zv) for zv, zl in zip(z_vec, z_lex)]
+    vector = [_sigmoid((1 - w) * zv) for zv in z_vec]
+    nothing = (None,) * len(cosines)
+    return FusionScores(
+        hybrid=tuple(hybrid),
+        vector_part=tuple(vector),
+        bm25_part=tuple(h - v for h, v in zip(hybrid, vector)),
+        rank_vector=nothing,
+        rank_bm25=nothing,
+        z_vector=tuple(z_vec),
+        z_bm25=tuple(z_lex),
+    )
 
 
 def _zscores(values: Sequence[float]) -> list[float]:
@@ -230,75 +301,78 @@ def _shared_ranks(values: Sequence[float]) -> list[int]:
     return ranks
 
 
-def candidate_importance(inp: CandidateInput, skill_mode: str) -> float | None:
-    """Stored importance for items and episodes; for skills the success rate (parity) or its Wilson lower bound."""
-    if inp.kind != "procedural":
-        return inp.importance
-    trials = inp.success_count + inp.failure_count
-    if skill_mode == "wilson":
-        return wilson_interval(inp.success_count, trials)[0] if trials else 0.5
-    return inp.success_count / trials if trials else 0.5
-
-
-def relevance_filter(items: Sequence[Scored], relevance_text: str, settings: Any) -> None:
+# -- 3. relevance filter --------------------------------------------------------------------------------------------
+def relevance_filter(
+    inputs: Sequence[CandidateInput],
+    lexical: LexicalScores,
+    fusion: FusionScores,
+    relevance_text: str,
+    settings: Settings,
+) -> list[Verdict]:
     """llmemory's heuristic (keep all when few; else score >= 0.5 or a shared word longer than 3 characters in the
-    memory's text or, [memlens], its preceding text), or the [memlens] LLM judge's stored 0..1 verdicts, or nothing."""
-    mode = _get(settings, "relevance_filter")
-    n = len(items)
+    memory's text or, [memlens], its preceding text), or the [memlens] LLM judge's stored 0..1 verdicts, or nothing.
+    One verdict per candidate, in the candidates' order."""
+    mode = settings.relevance_filter
+    n = len(inputs)
     if mode == "off":
-        for s in items:
-            s.verdicts.update(relevance="kept", rule="filter_off")
-        return
-    if mode == "llm" and all(s.inp.llm_relevance is not None for s in items):
-        threshold = float(_get(settings, "relevance_judge_threshold"))
-        for s in items:
-            ok = (s.inp.llm_relevance or 0.0) >= threshold  # not None: checked above
-            s.kept = ok
-            s.verdicts.update(
-                relevance="kept" if ok else "dropped",
-                rule=f"llm_judge {s.inp.llm_relevance:.2f} {'>=' if ok else '<'} {threshold}",
-            )
-        return
-    if n <= int(_get(settings, "relevance_keep_all_max")):
-        for s in items:
-            keep_all_max = _get(settings, "relevance_keep_all_max")
-            s.verdicts.update(relevance="kept", rule=f"few_candidates ({n} <= {keep_all_max})")
-        return
-    min_score = float(_get(settings, "relevance_min_score"))
-    min_chars = int(_get(settings, "relevance_min_word_chars"))
-    raw_words = _get(settings, "relevance_words") == "raw"
-    words = _filter_words(relevance_text, min_chars, raw_words)
-    protect = int(_get(settings, "relevance_protect_top"))
-    vector_rank = _shared_ranks([s.inp.vector_similarity for s in items]) if protect else [0] * n
-    lexical_rank = _shared_ranks([s.scores["bm25_norm"] for s in items]) if protect else [0] * n
-    for s, vr, lr in zip(items, vector_rank, lexical_rank):
-        if s.scores["hybrid"] >= min_score:
-            s.verdicts.update(relevance="kept", rule=f"score {s.scores['hybrid']:.3f} >= {min_score}")
-            continue
+        return [Verdict("kept", "filter_off")] * n
+    if mode == "llm" and all(i.llm_relevance is not None for i in inputs):
+        return _judge_verdicts(inputs, float(settings.relevance_judge_threshold))
+    keep_all_max = int(settings.relevance_keep_all_max)
+    if n <= keep_all_max:
+        return [Verdict("kept", f"few_candidates ({n} <= {settings.relevance_keep_all_max})")] * n
+    verdicts = _heuristic_verdicts(inputs, lexical, fusion, relevance_text, settings)
+    if mode == "llm":
+        return [Verdict(v.relevance, v.rule, "llm judge unavailable: heuristic used") for v in verdicts]
+    return verdicts
+
+
+def _judge_verdicts(inputs: Sequence[CandidateInput], threshold: float) -> list[Verdict]:
+    out = []
+    for i in inputs:
+        ok = (i.llm_relevance or 0.0) >= threshold  # not None: checked by the caller
+        out.append(
+            Verdict("kept" if ok else "dropped", f"llm_judge {i.llm_relevance:.2f} {'>=' if ok else '<'} {threshold}")
+        )
+    return out
+
+
+def _heuristic_verdicts(
+    inputs: Sequence[CandidateInput],
+    lexical: LexicalScores,
+    fusion: FusionScores,
+    relevance_text: str,
+    settings: Settings,
+) -> list[Verdict]:
+    min_score = float(settings.relevance_min_score)
+    words = _filter_words(relevance_text, int(settings.relevance_min_word_chars), settings.relevance_words == "raw")
+    protect = int(settings.relevance_protect_top)
+    n = len(inputs)
+    vector_rank = _shared_ranks([i.vector_similarity for i in inputs]) if protect else [0] * n
+    lexical_rank = _shared_ranks(lexical.norm) if protect else [0] * n
+    out = []
+    for i, hybrid, norm, vr, lr in zip(inputs, fusion.hybrid, lexical.norm, vector_rank, lexical_rank):
+        if hybrid >= min_score:
+            out.append(Verdict("kept", f"score {hybrid:.3f} >= {min_score}"))
         # [memlens] A search's own top results are never second-guessed by a word heuristic: a turn ranked 2nd by
         # full-text search (or by its vector) is what that search thinks answers the question.
-        if protect and (vr <= protect or (lr <= protect and s.scores["bm25_norm"] > 0)):
+        elif protect and (vr <= protect or (lr <= protect and norm > 0)):
             which, rank = ("vector", vr) if vr <= protect else ("full-text", lr)
-            s.verdicts.update(relevance="kept", rule=f"top_{protect} of {which} search (rank {rank})")
-            continue
-        hit, where = _shared_word(words, s.inp.text), ""
-        if hit is None and s.inp.preceding_text:
-            # [memlens] An item's preceding text is part of what its vector matched, so the word check reads it too:
-            # a reply ("Me, every Monday.") shares its words with the question it answered, not the one asked now.
-            hit, where = _shared_word(words, s.inp.preceding_text), " (in its preceding text)"
-        if hit is not None:
-            s.verdicts.update(relevance="kept", rule=f"word_overlap {hit!r}{where}")
+            out.append(Verdict("kept", f"top_{protect} of {which} search (rank {rank})"))
         else:
-            s.kept = False
-            s.verdicts.update(
-                relevance="dropped", rule=f"score {s.scores['hybrid']:.3f} < {min_score} and no shared word"
-            )
-    if mode == "llm":
-        for s in items:
-            s.verdicts["note"] = "llm judge unavailable: heuristic used"
+            out.append(_word_verdict(words, i, f"score {hybrid:.3f} < {min_score} and no shared word"))
+    return out
 
 
-_WORD_CHARS = re.compile(r"[^\W_]+")
+def _word_verdict(words: Sequence[str], inp: CandidateInput, dropped_rule: str) -> Verdict:
+    hit, where = _shared_word(words, inp.text), ""
+    if hit is None and inp.preceding_text:
+        # [memlens] An item's preceding text is part of what its vector matched, so the word check reads it too:
+        # a reply ("Me, every Monday.") shares its words with the question it answered, not the one asked now.
+        hit, where = _shared_word(words, inp.preceding_text), " (in its preceding text)"
+    if hit is not None:
+        return Verdict("kept", f"word_overlap {hit!r}{where}")
+    return Verdict("dropped", dropped_rule)
 
 
 def _filter_words(text: str, min_chars: int, raw: bool) -> list[str]:
@@ -315,92 +389,54 @@ def _shared_word(words: Sequence[str], text: str) -> str | None:
     return next((w for w in words if w in lowered), None)
 
 
-def mmr(items: list[Scored], lam: float, similarity: Similarity, stage: str = "mmr") -> list[Scored]:
-    """Greedy MMR over all items (reorders, never drops): argmax lam*rel - (1-lam)*max_sim (llmemory §6.6)."""
-    remaining = list(items)
-    chosen: list[Scored] = []
-    while remaining:
-        best, best_val, best_sim = None, -math.inf, 0.0
-        for s in remaining:
-            max_sim = max((similarity(s.inp.id, c.inp.id) for c in chosen), default=0.0)
-            value = lam * s.final - (1 - lam) * max_sim
-            if value > best_val:
-                best, best_val, best_sim = s, value, max_sim
-        assert best is not None
-        best.scores.update(mmr_relevance=best.final, mmr_max_similarity=best_sim, mmr_value=best_val)
-        chosen.append(best)
-        remaining.remove(best)
-    _rank(chosen, stage)
-    return chosen
+# -- 4. temporal decay and importance -------------------------------------------------------------------------------
+def temporal_scores(
+    inputs: Sequence[CandidateInput], fusion: FusionScores, settings: Settings, now: datetime
+) -> TemporalScores:
+    """``hybrid * decay * importance_factor``: decay ``floor + (1-floor)*exp(-ln2/half_life * age_days)`` (1 for
+    evergreen memories), importance clamped to 0..1 to the power ``importance_weight`` (1 without importance)."""
+    lam = math.log(2) / float(settings.half_life_days)
+    floor = float(settings.decay_floor)
+    # A memory stamped after `now` (clock skew, an imported future date) is as fresh as one from today, never fresher.
+    clamp = bool(settings.clamp_future_age)
+    weight = max(float(settings.importance_weight), 0.0)
+    ages, decays, importances, factors = [], [], [], []
+    for i in inputs:
+        age = math.floor((now - parse_time(i.created_at)).total_seconds() / 86400)
+        if clamp:
+            age = max(age, 0)
+        importance = candidate_importance(i, settings.skill_importance)
+        ages.append(age)
+        decays.append(1.0 if i.evergreen else floor + (1.0 - floor) * math.exp(-lam * age))
+        importances.append(importance)
+        factors.append(1.0 if importance is None else min(max(importance, 0.0), 1.0) ** weight)
+    temporal = tuple(h * d * f for h, d, f in zip(fusion.hybrid, decays, factors))
+    return TemporalScores(tuple(ages), tuple(decays), tuple(importances), tuple(factors), temporal)
 
 
-def similarity_function(items: Sequence[Scored], mode: str, cosine: Similarity | None) -> Similarity:
-    """Jaccard of token sets (parity) or the recorded embedding cosine between candidates (see similarity.py)."""
-    texts = {s.inp.id: s.inp.text for s in items}
-    if mode == "embedding" and cosine is not None:
-        return cosine
-
-    def jac(a: str, b: str) -> float:
-        return jaccard(texts[a], texts[b])
-
-    return jac
+def candidate_importance(inp: CandidateInput, skill_mode: str) -> float | None:
+    """Stored importance for items and episodes; for skills the success rate (parity) or its Wilson lower bound."""
+    if inp.kind != "procedural":
+        return inp.importance
+    trials = inp.success_count + inp.failure_count
+    if skill_mode == "wilson":
+        return wilson_interval(inp.success_count, trials)[0] if trials else 0.5
+    return inp.success_count / trials if trials else 0.5
 
 
-def merge(hops: Sequence[list[Scored]]) -> list[Scored]:
-    """Union of the hops' kept candidates by id, keeping the higher final score; the other copies are 'merged'."""
-    best: dict[str, Scored] = {}
-    for hop_items in hops:
-        for s in hop_items:
-            if not s.kept:
-                continue
-            key = s.inp.id or s.inp.text
-            current = best.get(key)
-            if current is None or s.final > current.final:
-                if current is not None:
-                    current.reason = "merged"
-                best[key] = s
-            else:
-                s.reason = "merged"
-    return sorted(best.values(), key=lambda s: (-s.final, s.hop))
+# -- 5. feedback and the later-hop discount -------------------------------------------------------------------------
+def feedback_scores(
+    inputs: Sequence[CandidateInput], temporal: TemporalScores, settings: Settings, hop: int
+) -> FeedbackScores:
+    """``temporal * (1 + w_f*clamp(net, -cap, cap)/cap) * hop_weight**(hop-1)``.
 
-
-def token_cost(text: str) -> int:
-    """ceil(characters / 4), llmemory's assembler estimate."""
-    return math.ceil(len(text) / 4)
-
-
-def assemble(ranked: Sequence[Scored], budget: int, mode: str, max_items: int = 0) -> tuple[str, list[Scored], int]:
-    """Walk the ranking and fill the budget. ``stop`` (parity) ends at the first memory that does not fit; ``skip``
-    ([memlens] default) passes over it and keeps going. Returns the context text, the chosen, and tokens used."""
-    used = 0
-    chosen: list[Scored] = []
-    stopped = False
-    for s in ranked:
-        s.tokens = token_cost(s.inp.text)
-        if stopped:
-            s.reason = "budget_stop"
-            continue
-        if max_items and len(chosen) >= max_items:
-            s.reason = "cap"
-            continue
-        if used + s.tokens > budget:
-            s.reason = "budget"
-            if mode == "stop":
-                stopped = True
-            continue
-        used += s.tokens
-        s.in_context = True
-        s.reason = "context"
-        chosen.append(s)
-    return render_context(chosen), chosen, used
-
-
-def render_context(chosen: Sequence[Scored]) -> str:
-    """llmemory's block format; [memlens] an empty context is an empty string, not an empty header block."""
-    if not chosen:
-        return ""
-    parts = ["=== RELEVANT MEMORIES ===", ""]
-    for s in chosen:
-        parts += [f"[{s.inp.created_at}] (confidence: {s.final:.2f})", s.inp.text, ""]
-    parts.append("=== END MEMORIES ===")
-    return "\n".join(parts)
+    The later-hop discount: a reasoner-proposed query is a guess, so its candidates must outscore the question's own
+    by that margin to displace them in the max-merge (one factor per hop, so the order inside the hop is unchanged).
+    """
+    wf = float(settings.feedback_weight)
+    cap = int(settings.feedback_cap)
+    hop_factor = float(settings.hop_weight) ** (hop - 1)
+    nets = [i.feedback_net for i in inputs]
+    factors = [1.0 + wf * max(-cap, min(cap, net)) / cap if (wf > 0 and net) else 1.0 for net in nets]
+    final = tuple(t * f * hop_factor for t, f in zip(temporal.temporal, factors))
+    return FeedbackScores(tuple(nets), tuple(factors), hop_factor, final)

@@ -1,10 +1,7 @@
 """The retrieval trace: records of everything that went into every decision, and their JSON form.
 
-Scores keep their direction and scale in their names: ``vector_similarity`` is cosine similarity (higher is closer,
--1..1), ``bm25_raw`` is unbounded BM25 of the text (over the candidate set, or the index's ``fts_score``),
-``bm25_preceding`` the same over the candidates' preceding texts, ``bm25_norm`` is ``bm25_raw + preceding_bm25_weight
-* bm25_preceding`` divided by the set's maximum of that sum (0..1), ``fts_score`` is LanceDB's BM25 over the whole
-table. Everything else is a factor or product of these.
+A candidate's scores, ranks and verdict are typed records (scores.py); the trace stores them as JSON objects, and
+reads back every earlier stored form (older traces lack some scores and settings: see OLDER_TRACE_SETTINGS).
 """
 
 from __future__ import annotations
@@ -13,35 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..records import to_plain
+from .scores import SCORE_KEYS, CandidateScores, StageRanks, Verdict
 
-SCORE_KEYS = (
-    "vector_similarity",
-    "fts_score",
-    "bm25_raw",
-    "bm25_preceding",
-    "bm25_norm",
-    "hybrid",
-    "age_days",
-    "decay",
-    "importance",
-    "importance_factor",
-    "temporal",
-    "feedback_net",
-    "feedback_factor",
-    "hop_factor",
-    "final",
-    "mmr_relevance",
-    "mmr_max_similarity",
-    "mmr_value",
-    "llm_relevance",
-    "hybrid_vector_part",
-    "hybrid_bm25_part",
-    "preceding_weight",
-    "rank_vector",
-    "rank_bm25",
-    "z_vector",
-    "z_bm25",
-)
+__all__ = ["SCORE_KEYS", "CandidateInput", "CandidateTrace", "HopTrace", "RetrievalTrace", "OLDER_TRACE_SETTINGS"]
 
 # Settings added after traces were first stored, with the value that reproduces what an older trace did: a trace
 # without the key is read as having run with that value (so replaying it with its own settings stays exact).
@@ -89,9 +60,9 @@ class CandidateTrace:
     success_count: int
     failure_count: int
     search_order: int  # position in the search results (ties keep this order, so replays are exact)
-    scores: dict  # see SCORE_KEYS
-    verdicts: dict  # relevance: kept|dropped, rule, (llm verdict)
-    ranks: dict  # stage -> 1-based rank after that stage (None when the candidate did not reach it)
+    scores: CandidateScores  # (a stored trace's plain mapping is read into the record)
+    verdicts: Verdict  # relevance: kept|dropped, rule, (why the LLM judge did not decide)
+    ranks: StageRanks  # 1-based rank after each stage (None when the candidate did not reach it)
     in_context: bool
     context_reason: str  # context | filtered | budget | budget_stop | cap | merged
     tokens: int
@@ -99,6 +70,15 @@ class CandidateTrace:
     # Set when the memory was forgotten after this trace was stored: the forget log's entry (mode, at, actor, reason,
     # forget_log_id). A hard forget also blanks ``text`` and ``preceding_text`` (see store.py).
     forgotten: dict | None = None
+
+    def __post_init__(self) -> None:
+        # Built from a stored trace (or by hand), these arrive as plain mappings: keep the typed records.
+        if not isinstance(self.scores, CandidateScores):
+            object.__setattr__(self, "scores", CandidateScores.from_dict(self.scores))
+        if not isinstance(self.verdicts, Verdict):
+            object.__setattr__(self, "verdicts", Verdict.from_dict(self.verdicts))
+        if not isinstance(self.ranks, StageRanks):
+            object.__setattr__(self, "ranks", StageRanks.from_dict(self.ranks))
 
 
 @dataclass(frozen=True)

@@ -65,12 +65,12 @@ def drop_rule(trace: RetrievalTrace, c: CandidateTrace, winner_hop: Mapping[str,
     """The rule that kept a candidate out of the context, as a sentence fragment."""
     reason = c.context_reason
     if reason == "filtered":
-        return c.verdicts.get("rule", "dropped by the relevance filter")
+        return c.verdicts.rule or "dropped by the relevance filter"
     if reason == "merged":
         winners = winner_hop if winner_hop is not None else {r["id"]: r["hop"] for r in trace.ranking}
         other = winners.get(c.id)
         return f"the copy found at hop {other} scored higher" if other else "another copy scored higher"
-    rank = c.ranks.get("final")
+    rank = c.ranks.final
     if reason == "budget":
         budget = int(trace.settings.get("budget_tokens") or 0)
         used = _used_before(trace, rank) if rank else None
@@ -103,20 +103,20 @@ def _hop_rows(trace: RetrievalTrace, item_id: str, winner_hop: Mapping[str, int]
                 }
             )
             continue
-        rank_h = c.ranks.get("hybrid")
-        if c.verdicts.get("relevance") == "dropped":
-            rule = c.verdicts.get("rule", "")
+        rank_h = c.ranks.hybrid
+        if c.verdicts.relevance == "dropped":
+            rule = c.verdicts.rule
             what = f"found by {c.found_by} (hybrid rank {rank_h}), dropped: {rule}"
             stage = "relevance filter"
         elif c.context_reason == "merged":
             rule = drop_rule(trace, c, winner_hop)
-            what = f"kept (final {c.scores.get('final', 0):.4f}) but {rule}"
+            what = f"kept (final {c.scores.final or 0:.4f}) but {rule}"
             stage = "multi-hop merge"
         else:
             stage = STAGE_NAMES.get(c.context_reason, c.context_reason)
             rule = "" if c.in_context else drop_rule(trace, c, winner_hop)
             detail = f": {rule}" if rule else ""
-            what = f"found by {c.found_by}, final rank {c.ranks.get('final')}{detail}"
+            what = f"found by {c.found_by}, final rank {c.ranks.final}{detail}"
         rows.append({**row, "stage": stage, "rule": rule, "what happened": what})
     return rows
 

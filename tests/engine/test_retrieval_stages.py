@@ -12,16 +12,9 @@ import pytest
 from engine import Settings
 from engine.errors import InvalidInput
 from engine.presets import PRESETS
-from engine.retrieval.stages import (
-    Scored,
-    assemble,
-    merge,
-    mmr,
-    render_context,
-    score_hop,
-    similarity_function,
-    token_cost,
-)
+from engine.retrieval.assembly import assemble, merge, mmr, render_context, similarity_function, token_cost
+from engine.retrieval.scores import CandidateScores, Verdict
+from engine.retrieval.stages import Scored, score_hop
 from engine.retrieval.text import bm25_scores, bm25_tokens, jaccard
 from engine.retrieval.trace import CandidateInput
 
@@ -71,7 +64,7 @@ def by_id(scored: list[Scored]) -> dict[str, Scored]:
 
 def plain(text: str, final: float, id: str | None = None) -> Scored:
     """A candidate that has been through the hop stages with the given final score."""
-    return Scored(inp(id or text, text), 1, {"hybrid": final, "final": final}, {}, {})
+    return Scored(inp(id or text, text), 1, CandidateScores(hybrid=final, final=final))
 
 
 # --- parity defaults ---------------------------------------------------------------------------------------------
@@ -460,7 +453,7 @@ def test_mmr_greedy_with_lambda_0_7_and_jaccard_hand_checked():
 def test_mmr_with_lambda_1_keeps_the_relevance_order_and_never_drops():
     items = [plain("red apple pie", 1.0), plain("red apple tart", 0.9), plain("red apple pie too", 0.8)]
     order = mmr(list(items), 1.0, similarity_function(items, "jaccard", None))
-    assert order == items
+    assert [s.inp.id for s in order] == [s.inp.id for s in items]
 
 
 def test_mmr_embedding_similarity_uses_the_recorded_cosines_and_jaccard_otherwise():
@@ -477,14 +470,12 @@ def test_mmr_embedding_similarity_uses_the_recorded_cosines_and_jaccard_otherwis
 
 def test_merge_keeps_the_higher_final_score_and_marks_the_other_copy_merged():
     h1 = [plain("x", 0.4, "X"), plain("y", 0.3, "Y"), plain("z", 0.9, "Z")]
-    h1[2].kept = False
-    h2 = [plain("x", 0.6, "X"), plain("w", 0.5, "W")]
-    for s in h2:
-        s.hop = 2
+    h1[2] = dataclasses.replace(h1[2], verdicts=Verdict("dropped", "filtered"))
+    h2 = [dataclasses.replace(s, hop=2) for s in (plain("x", 0.6, "X"), plain("w", 0.5, "W"))]
     ranked = merge([h1, h2])
     assert [(s.inp.id, s.hop) for s in ranked] == [("X", 2), ("W", 2), ("Y", 1)]
-    assert h1[0].reason == "merged"
-    assert h2[0].reason == ""
+    assert h1[0] not in ranked and h1[0].kept  # merged: kept, but the other copy scored higher
+    assert h2[0] in ranked
 
 
 def test_merge_keeps_the_earlier_copy_when_it_scored_higher_and_keys_by_text_without_an_id():
@@ -492,7 +483,7 @@ def test_merge_keeps_the_earlier_copy_when_it_scored_higher_and_keys_by_text_wit
     h2 = [plain("same text", 0.2, "")]
     ranked = merge([h1, h2])
     assert ranked == [h1[0]]
-    assert h2[0].reason == "merged"
+    assert h2[0] not in ranked  # merged
 
 
 def test_hop_weight_discounts_later_hops_final_scores_by_its_power_and_keeps_their_order():
@@ -532,7 +523,7 @@ def test_hop_weight_keeps_the_questions_results_ahead_unless_a_later_hop_beats_t
     ranked = merge([h1, h2])
     assert [(s.inp.id, s.hop) for s in ranked] == [("V", 2), ("X", 1), ("Y", 1), ("W", 2)]
     assert [s.final for s in ranked] == pytest.approx([0.56, 0.5, 0.45, 0.44])
-    assert by_id(h2)["X"].reason == "merged"
+    assert by_id(h2)["X"] not in ranked  # merged
 
 
 def test_hop_weight_is_validated():
@@ -553,46 +544,42 @@ def budget_items() -> list[Scored]:
     return [plain("a" * 40, 0.9), plain("b" * 100, 0.8), plain("c" * 20, 0.7), plain("d", 0.6)]  # 10, 25, 5, 1
 
 
-def reasons(items: list[Scored]) -> list[str]:
-    return [s.reason for s in items]
+def reasons(assembly) -> list[str]:
+    return [p.reason for p in assembly.placements]
 
 
 def test_skip_assembly_passes_over_a_memory_that_does_not_fit():
-    items = budget_items()
-    _, chosen, used = assemble(items, 20, "skip")
-    assert reasons(items) == ["context", "budget", "context", "context"]
-    assert [s.tokens for s in items] == [10, 25, 5, 1]
-    assert (len(chosen), used) == (3, 16)
+    done = assemble(budget_items(), 20, "skip")
+    assert reasons(done) == ["context", "budget", "context", "context"]
+    assert [p.tokens for p in done.placements] == [10, 25, 5, 1]
+    assert (len(done.chosen), done.tokens_used) == (3, 16)
 
 
 def test_stop_assembly_ends_at_the_first_memory_that_does_not_fit():
-    items = budget_items()
-    _, chosen, used = assemble(items, 20, "stop")
-    assert reasons(items) == ["context", "budget", "budget_stop", "budget_stop"]
-    assert (len(chosen), used) == (1, 10)
-    assert [s.in_context for s in items] == [True, False, False, False]
+    done = assemble(budget_items(), 20, "stop")
+    assert reasons(done) == ["context", "budget", "budget_stop", "budget_stop"]
+    assert (len(done.chosen), done.tokens_used) == (1, 10)
+    assert [p.in_context for p in done.placements] == [True, False, False, False]
 
 
 def test_a_memory_exactly_filling_the_budget_fits():
-    items = budget_items()
-    assemble(items, 10, "stop")
-    assert reasons(items)[:2] == ["context", "budget"]
+    assert reasons(assemble(budget_items(), 10, "stop"))[:2] == ["context", "budget"]
 
 
 def test_context_max_items_caps_the_context():
-    items = budget_items()
-    _, chosen, _ = assemble(items, 20, "skip", max_items=2)
-    assert reasons(items) == ["context", "budget", "context", "cap"]
-    assert len(chosen) == 2
+    done = assemble(budget_items(), 20, "skip", max_items=2)
+    assert reasons(done) == ["context", "budget", "context", "cap"]
+    assert len(done.chosen) == 2
 
 
 def test_context_uses_llmemorys_block_format_and_is_empty_without_memories():
-    s = Scored(inp("f", "Priya works in Bangalore."), 1, {"hybrid": 0.45, "final": 0.45}, {}, {})
+    s = plain("Priya works in Bangalore.", 0.45, "f")
     assert render_context([s]) == (
         "=== RELEVANT MEMORIES ===\n\n[2025-06-01T12:00:00+00:00] (confidence: 0.45)\n"
         "Priya works in Bangalore.\n\n=== END MEMORIES ==="
     )
-    assert assemble([], 2000, "skip") == ("", [], 0)
+    empty = assemble([], 2000, "skip")
+    assert (empty.context, empty.chosen, empty.tokens_used, empty.placements) == ("", (), 0, ())
 
 
 def test_scores_are_finite_everywhere_for_a_realistic_mix():

@@ -1,0 +1,133 @@
+"""Records of a retrieval in progress, kept apart from the pipeline's logic: how long each stage took
+(:class:`StageTimer`, :class:`StageTimings`), what one hop ran on and produced (:class:`HopRun`), and how a finished
+run becomes the trace's records (:func:`hop_trace`, :func:`ranking_entry`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from .assembly import Placement
+from .stages import Scored
+from .trace import CandidateInput, CandidateTrace, HopTrace
+
+# What a candidate that reached no placement became: a kept copy that lost the merge, or one the filter dropped.
+MERGED = Placement("merged", 0)
+FILTERED = Placement("filtered", 0)
+
+
+def elapsed_ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 3)
+
+
+@dataclass(frozen=True)
+class StageTimings:
+    """Milliseconds per stage, in the order the stages ran (stored in the trace as a plain mapping)."""
+
+    stages: tuple[tuple[str, float], ...] = ()
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(self.stages)
+
+
+class StageTimer:
+    """Times the stages of a run without the stages knowing: ``with timer.stage("search"): ...``. A stage that
+    raises is not recorded (the run fails, and so does its trace)."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self._ms: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        self._ms[name] = elapsed_ms(start)
+
+    def since_start(self, name: str) -> None:
+        """Record the time from the timer's creation to now under ``name`` (e.g. the whole pipeline)."""
+        self._ms[name] = elapsed_ms(self.start)
+
+    def timings(self) -> StageTimings:
+        return StageTimings(tuple(self._ms.items()))
+
+
+@dataclass(frozen=True)
+class HopRun:
+    """One hop: the query it ran (and how it was made), its candidates in search order, their scored records (kept
+    ones by final score, then the dropped ones), the cosines between them, and the hop's stage timings."""
+
+    hop: int
+    query: str
+    proposed_by: str
+    proposal: Mapping[str, Any]
+    relevance_text: str
+    inputs: tuple[CandidateInput, ...]
+    scored: tuple[Scored, ...]
+    similarity: Mapping[str, Any] = field(default_factory=dict)
+    timings: StageTimings = StageTimings()
+
+
+def placement_key(s: Scored) -> tuple[int, str]:
+    """A ranked copy's identity across records: its hop and its memory (by text when it has no id)."""
+    return s.hop, s.inp.id or s.inp.text
+
+
+def hop_trace(run: HopRun, ranked: Mapping[tuple[int, str], tuple[Scored, Placement]]) -> HopTrace:
+    """The trace of a hop. ``ranked`` holds the final record and placement of every ranked copy (by
+    :func:`placement_key`); any other candidate was merged away (kept) or filtered."""
+    order = {inp.id: k for k, inp in enumerate(run.inputs)}
+    candidates = []
+    for s in run.scored:
+        final, placement = ranked.get(placement_key(s), (s, MERGED if s.kept else FILTERED))
+        candidates.append(
+            CandidateTrace(
+                id=s.inp.id,
+                kind=s.inp.kind,
+                text=s.inp.text,
+                found_by=s.inp.found_by,
+                created_at=s.inp.created_at,
+                evergreen=s.inp.evergreen,
+                stored_importance=s.inp.importance,
+                success_count=s.inp.success_count,
+                failure_count=s.inp.failure_count,
+                search_order=order[s.inp.id],
+                scores=final.scores,
+                verdicts=final.verdicts,
+                ranks=final.ranks,
+                in_context=placement.in_context,
+                context_reason=placement.reason,
+                tokens=placement.tokens,
+                preceding_text=s.inp.preceding_text,
+            )
+        )
+    kept = sum(1 for s in run.scored if s.kept)
+    return HopTrace(
+        hop=run.hop,
+        query=run.query,
+        proposed_by=run.proposed_by,
+        relevance_text=run.relevance_text,
+        proposal=dict(run.proposal),
+        candidates=tuple(candidates),
+        counts={"found": len(run.scored), "kept": kept, "dropped": len(run.scored) - kept},
+        timings_ms=run.timings.as_dict(),
+        similarity=dict(run.similarity),
+    )
+
+
+def ranking_entry(s: Scored, placement: Placement) -> dict[str, Any]:
+    """One memory of the trace's final merged order."""
+    return {
+        "id": s.inp.id,
+        "kind": s.inp.kind,
+        "hop": s.hop,
+        "final": s.final,
+        "rank": s.ranks.final,
+        "in_context": placement.in_context,
+        "reason": placement.reason,
+        "tokens": placement.tokens,
+    }

@@ -1,0 +1,123 @@
+"""Replay's own steps: a stored trace's candidates back as scoring inputs, the settings it replays under, and the
+replayed ranking beside the old one. The re-ranking itself is the live pipeline's (Retriever.replay), which is why a
+replay with the trace's own settings gives exactly its result."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from ..config import Settings
+from ..errors import InvalidInput
+from .hop_run import HopRun
+from .stages import score_hop
+from .trace import CandidateInput, CandidateTrace, RetrievalTrace
+
+
+def tombstones(trace: RetrievalTrace, forgotten: Mapping[str, dict] | None) -> dict[str, Any]:
+    """Memory id -> tombstone for every memory of the trace known to be forgotten: marked in the trace, or in
+    ``forgotten`` (the store's current state)."""
+    gone: dict[str, Any] = {c.id: c.forgotten for h in trace.hops for c in h.candidates if c.forgotten}
+    gone.update(trace.forgotten or {})
+    gone.update(forgotten or {})
+    return gone
+
+
+def replay_settings(base: Settings, trace: RetrievalTrace, overrides: Mapping[str, Any] | None) -> Settings:
+    """The trace's own retrieval settings, with ``overrides`` (retrieval settings only) on top."""
+    own = {k: trace.settings[k] for k in Settings.retrieval_keys() if k in trace.settings}
+    settings = base.with_overrides({**own, **dict(overrides or {})})
+    bad = [k for k in (overrides or {}) if k not in Settings.retrieval_keys()]
+    if bad:
+        raise InvalidInput(f"{bad[0]} is not a retrieval setting")
+    return settings
+
+
+def replay_runs(trace: RetrievalTrace, settings: Settings, now: datetime, gone: Mapping[str, Any]) -> list[HopRun]:
+    """The trace's hops (up to ``settings.hops``) scored again from their recorded candidates, in search order,
+    without the forgotten ones."""
+    runs = []
+    for hop in trace.hops[: settings.hops]:
+        ordered = sorted(hop.candidates, key=lambda c: c.search_order)
+        inputs = tuple(candidate_input(c) for c in ordered if c.id not in gone)
+        scored = score_hop(inputs, hop.query, hop.relevance_text, settings, now, hop.hop)
+        runs.append(
+            HopRun(
+                hop=hop.hop,
+                query=hop.query,
+                proposed_by=hop.proposed_by,
+                proposal=hop.proposal,
+                relevance_text=hop.relevance_text,
+                inputs=inputs,
+                scored=tuple(scored),
+                similarity=hop.similarity,
+            )
+        )
+    return runs
+
+
+def candidate_input(c: CandidateTrace) -> CandidateInput:
+    """What search found for a traced candidate, as scoring takes it."""
+    return CandidateInput(
+        id=c.id,
+        kind=c.kind,
+        text=c.text,
+        created_at=c.created_at,
+        importance=c.stored_importance,
+        evergreen=c.evergreen,
+        success_count=c.success_count,
+        failure_count=c.failure_count,
+        feedback_net=int(c.scores.feedback_net or 0),
+        vector_similarity=c.scores["vector_similarity"],
+        fts_score=c.scores.fts_score,
+        found_by=c.found_by,
+        llm_relevance=c.scores.llm_relevance,
+        preceding_text=c.preceding_text,
+    )
+
+
+def replay_ranking(
+    old: RetrievalTrace, new: RetrievalTrace, gone: Mapping[str, Any], hops: int
+) -> tuple[dict[str, Any], ...]:
+    """The replayed ranking, each memory with its old rank and whether it entered or left the context; then the
+    memories of the old ranking that the replay did not rank (forgotten, filtered, or of a hop not replayed)."""
+    before = {r["id"]: r for r in old.ranking}
+    ranking = []
+    for r in new.ranking:
+        o = before.get(r["id"])
+        ranking.append(
+            {
+                **r,
+                "old_rank": o["rank"] if o else None,
+                "rank_change": (o["rank"] - r["rank"]) if o else None,
+                "old_in_context": bool(o and o["in_context"]),
+                "context_change": _context_change(bool(o and o["in_context"]), r["in_context"]),
+            }
+        )
+    new_ids = {r["id"] for r in new.ranking}
+    ranking += [_unranked(o, gone, hops) for o in old.ranking if o["id"] not in new_ids]
+    return tuple(ranking)
+
+
+def _unranked(o: Mapping[str, Any], gone: Mapping[str, Any], hops: int) -> dict[str, Any]:
+    reason = "forgotten" if o["id"] in gone else "hop_not_replayed" if o["hop"] > hops else "filtered"
+    return {
+        "id": o["id"],
+        "kind": o["kind"],
+        "hop": o["hop"],
+        "final": None,
+        "rank": None,
+        "in_context": False,
+        "reason": reason,
+        "tokens": o.get("tokens", 0),
+        "old_rank": o["rank"],
+        "rank_change": None,
+        "old_in_context": o["in_context"],
+        "context_change": _context_change(o["in_context"], False),
+        **({"forgotten": gone[o["id"]]} if o["id"] in gone else {}),
+    }
+
+
+def _context_change(before: bool, after: bool) -> str:
+    return {(False, True): "entered", (True, False): "left", (True, True): "stayed"}.get((before, after), "out")

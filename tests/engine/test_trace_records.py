@@ -1,0 +1,116 @@
+"""The typed records a candidate carries from scoring into the trace, and the stage timer: what they hold, how they
+read by name, and that they are stored as the same JSON objects as before."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+
+from engine import RANK_STAGES, SCORE_KEYS, CandidateScores, MemoryEngine, StageRanks, Verdict
+from engine.retrieval.hop_run import StageTimer
+from ui.trace_data import candidate_rows
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "traces"
+
+
+def test_the_score_keys_are_the_records_fields_in_pipeline_order():
+    assert SCORE_KEYS == tuple(f.name for f in dataclasses.fields(CandidateScores))
+    assert SCORE_KEYS[:2] == ("vector_similarity", "fts_score") and SCORE_KEYS.index("hybrid") < SCORE_KEYS.index(
+        "temporal"
+    ) < SCORE_KEYS.index("final") < SCORE_KEYS.index("mmr_value")
+    assert RANK_STAGES == ("hybrid", "filter", "temporal", "feedback", "final", "mmr")
+
+
+def test_scores_read_by_field_and_by_name_and_are_frozen():
+    s = CandidateScores(vector_similarity=0.5, hybrid=0.4, final=0.3)
+    assert (s.hybrid, s["hybrid"], s.get("final"), s.get("mmr_value")) == (0.4, 0.4, 0.3, None)
+    assert set(s) == set(SCORE_KEYS)  # every score is a key; None where no stage computed it
+    with pytest.raises(KeyError):
+        s["distance"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.hybrid = 1.0  # type: ignore[misc]
+
+
+def test_ranks_and_verdicts_have_keys_only_for_what_happened():
+    ranks = StageRanks(hybrid=3, filter=2)
+    assert dict(ranks) == {"hybrid": 3, "filter": 2} and "temporal" not in ranks and ranks.get("final") is None
+    verdict = Verdict("dropped", "score 0.100 < 0.5 and no shared word")
+    assert not verdict.kept and dict(verdict) == {"relevance": "dropped", "rule": verdict.rule}
+    assert verdict == {"relevance": "dropped", "rule": verdict.rule}  # equal to its stored form
+
+
+def test_a_stored_form_reads_back_into_the_same_record_and_unknown_keys_are_left_out():
+    s = CandidateScores(vector_similarity=0.5, bm25_preceding=None, hybrid=0.4, rank_bm25=None)
+    stored = json.loads(orjson.dumps(s))
+    assert list(stored) == list(SCORE_KEYS)
+    assert CandidateScores.from_dict(stored) == s
+    assert CandidateScores.from_dict({**stored, "from_a_newer_version": 1}) == s
+    assert CandidateScores.from_dict({"hybrid": 0.4}) == {"hybrid": 0.4}
+
+
+@pytest.mark.parametrize("name", ["default_2hop", "older_llmemory_1hop"])
+def test_a_loaded_trace_keeps_every_value_it_stored_under_the_same_key(name):
+    data = json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
+    trace = MemoryEngine.trace_from_json(json.dumps(data))
+    again = json.loads(orjson.dumps(trace))
+    for hop_before, hop_after in zip(data["hops"], again["hops"], strict=True):
+        for before, after in zip(hop_before["candidates"], hop_after["candidates"], strict=True):
+            for part in ("scores", "ranks", "verdicts"):
+                assert {k: after[part][k] for k in before[part]} == before[part], (before["id"], part)
+                assert all(after[part][k] is None for k in set(after[part]) - set(before[part]))
+
+
+def test_the_candidates_table_has_a_column_per_score_and_per_stage_rank():
+    trace = MemoryEngine.trace_from_json((FIXTURES / "default_1hop.json").read_text(encoding="utf-8"))
+    row = candidate_rows(trace.hops[0])[0]
+    assert [k for k in row if k in SCORE_KEYS] == list(SCORE_KEYS)
+    assert [k for k in row if k.startswith("rank_") and k[5:] in RANK_STAGES] == [f"rank_{s}" for s in RANK_STAGES]
+    first = trace.hops[0].candidates[0]
+    assert row["final"] == first.scores.final and row["rank_hybrid"] == first.ranks.hybrid
+
+
+def test_the_stage_timer_records_each_stage_in_the_order_they_ran():
+    timer = StageTimer()
+    with timer.stage("search"):
+        pass
+    with timer.stage("scoring"):
+        pass
+    with pytest.raises(ValueError), timer.stage("failed"):
+        raise ValueError("a stage that raises is not recorded")
+    timer.since_start("total")
+    timings = timer.timings().as_dict()
+    assert list(timings) == ["search", "scoring", "total"]
+    assert all(isinstance(v, float) and v >= 0 for v in timings.values())
+    assert timings["total"] >= timings["search"]
+
+
+def test_the_hop_stages_fill_each_score_under_its_own_name():
+    # candidate_scores builds the record by position (it runs per candidate): each value must land in its field.
+    from datetime import UTC, datetime
+
+    from engine import Settings
+    from engine.retrieval.stages import score_hop
+    from engine.retrieval.trace import CandidateInput
+
+    now = datetime(2026, 1, 10, tzinfo=UTC)
+    inputs = [
+        CandidateInput(
+            f"m{n}", "semantic", f"apple {'pie ' * n}", "2026-01-01T00:00:00+00:00", 0.5, False, 0, 0, n - 1,
+            0.1 * n, 2.0 + n, "both", 0.3, "before apple" if n == 2 else "",
+        )
+        for n in range(1, 4)
+    ]
+    settings = Settings().with_overrides({"fusion": "zscore", "feedback_weight": 0.5, "hop_weight": 0.5})
+    for s in score_hop(inputs, "apple pie", "apple pie", settings, now, hop=2):
+        sc, inp = s.scores, s.inp
+        assert (sc.vector_similarity, sc.fts_score, sc.llm_relevance) == (inp.vector_similarity, inp.fts_score, 0.3)
+        assert (sc.age_days, sc.importance, sc.feedback_net, sc.hop_factor) == (9, 0.5, inp.feedback_net, 0.5)
+        assert (sc.bm25_preceding is None) == (not inp.preceding_text)
+        assert sc.z_vector is not None and sc.rank_vector is None and sc.mmr_value is None
+        assert sc.hybrid == pytest.approx(sc.hybrid_vector_part + sc.hybrid_bm25_part)
+        assert sc.temporal == pytest.approx(sc.hybrid * sc.decay * sc.importance_factor)
+        assert sc.final == pytest.approx(sc.temporal * sc.feedback_factor * 0.5)
