@@ -99,8 +99,20 @@ def test_the_hop_stages_fill_each_score_under_its_own_name():
     now = datetime(2026, 1, 10, tzinfo=UTC)
     inputs = [
         CandidateInput(
-            f"m{n}", "semantic", f"apple {'pie ' * n}", "2026-01-01T00:00:00+00:00", 0.5, False, 0, 0, n - 1,
-            0.1 * n, 2.0 + n, "both", 0.3, "before apple" if n == 2 else "",
+            f"m{n}",
+            "semantic",
+            f"apple {'pie ' * n}",
+            "2026-01-01T00:00:00+00:00",
+            0.5,
+            False,
+            0,
+            0,
+            n - 1,
+            0.1 * n,
+            2.0 + n,
+            "both",
+            0.3,
+            "before apple" if n == 2 else "",
         )
         for n in range(1, 4)
     ]
