@@ -171,6 +171,8 @@ class Evaluator:
             u: self.engine.memory_states(u, sorted({e for c in cases if c.user_id == u for e in c.expected}))
             for u in users
         }
+        if method == "memlens":  # one batched encoder call for every question (a short one is its own first query)
+            self.engine.retriever.query_vectors.prime([c.question for c in cases])
         run_id = new_id("run")
         with self.b.db.write() as conn:
             conn.execute(

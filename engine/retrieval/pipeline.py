@@ -24,6 +24,7 @@ from ..records import KINDS
 from .assembly import Assembly, assemble, merge, mmr, similarity_function, with_final_ranks
 from .candidates import build_inputs, search_sources
 from .hop_run import HopRun, StageTimer, elapsed_ms, hop_trace, placement_key, ranking_entry
+from .query_vectors import QueryVectors
 from .reasoners import DONE, CallableReasoner, LLMReasoner, OfflineBridgeReasoner, Proposal, Reasoner
 from .replay import replay_ranking, replay_runs, replay_settings, tombstones
 from .similarity import CandidateCosines, cosine_lookup
@@ -71,6 +72,7 @@ class Retriever:
         self.b = b
         self.llm = llm
         self.store_trace = store_trace
+        self.query_vectors = QueryVectors(b.embedder)
 
     # -- configuration ---------------------------------------------------------------------------------------------
     def settings_for(
@@ -191,7 +193,7 @@ class Retriever:
         timer = StageTimer()
         query = proposal.query
         with timer.stage("embed_query"):
-            qvec = self.b.embedder.embed([query])[0]
+            qvec = self.query_vectors.vector(query)
         with timer.stage("search"):
             hits, modes = search_sources(self.b, req.user_id, query, qvec, req.sources, req.settings.top_k)
         record_search_modes(strategies, modes, hop, req.sources)
