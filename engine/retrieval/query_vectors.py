@@ -45,6 +45,11 @@ class QueryVectors:
             self._keep(chunk, self.embedder.embed(chunk))
         return len(missing)
 
+    def clear(self) -> None:
+        """Forget every kept vector (a benchmark timing first-time questions starts each from here)."""
+        with self._lock:
+            self._vectors.clear()
+
     def _keep(self, texts: Sequence[str], vectors: np.ndarray) -> list[np.ndarray]:
         vectors = check_vectors(vectors, self.embedder.dim, len(texts))  # a NaN query would rank at random
         kept = []
