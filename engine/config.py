@@ -75,7 +75,19 @@ def _s(
 @dataclass(frozen=True)
 class Settings:
     # --- store and backends -------------------------------------------------------------------------------------
-    store: str = _s(str(DEFAULT_STORE), "Store location (folder path or URI).", env="MEMLENS_STORE")
+    store: str = _s(
+        str(DEFAULT_STORE),
+        "Store location: a folder (or file:// URI), or a team store's PostgreSQL DSN "
+        "(postgresql://user:password@host:port/db; the password is never displayed).",
+        env="MEMLENS_STORE",
+    )
+    vectors: str = _s(
+        "",
+        "Where the LanceDB vector tables live: empty for the store folder's vectors/; s3://bucket/prefix "
+        "for a team store (endpoint, region and keys from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, "
+        "AWS_SECRET_ACCESS_KEY; an http:// endpoint is allowed).",
+        env="MEMLENS_VECTORS",
+    )
     embedder: str = _s(
         "auto",
         "Embedder: local (all-MiniLM-L6-v2, bundled), openai, or auto (openai when "

@@ -128,6 +128,10 @@ def insert_rows(conn, table: str, columns: Sequence[tuple[str, str]], rows: Sequ
     """Bulk insert through an Arrow table (several times faster than executemany for batches)."""
     if not rows:
         return
+    copy_rows = getattr(conn, "copy_rows", None)
+    if copy_rows is not None:  # a team store's PostgreSQL connection: COPY, its own bulk path
+        copy_rows(table, [name for name, _ in columns], rows)
+        return
     data = pa.table(
         {name: pa.array([r[n] for r in rows], _ARROW_TYPES[kind]) for n, (name, kind) in enumerate(columns)}
     )

@@ -58,7 +58,11 @@ class VectorPurges:
     @staticmethod
     def owe(conn, kind: str, at: datetime) -> None:
         """Record, inside the forget's transaction, that ``kind``'s tables need a purge."""
-        conn.execute("INSERT OR REPLACE INTO vector_purges (kind, requested_at) VALUES (?, ?)", [kind, at])
+        conn.execute(
+            "INSERT INTO vector_purges (kind, requested_at) VALUES (?, ?) "
+            "ON CONFLICT (kind) DO UPDATE SET requested_at = excluded.requested_at",
+            [kind, at],
+        )
 
     def owed(self) -> list[tuple[str, datetime]]:
         with self.db.read() as conn:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -78,6 +78,7 @@ class VectorIndex:
         resident_max_rows: int = 0,
         version_retention_s: float | None = None,
         read_only: bool = False,
+        storage_options: Mapping[str, str] | None = None,
     ) -> None:
         self.uri = uri
         self.read_only = read_only  # writes (add, delete, optimize, index builds) refused with StoreReadOnly
@@ -90,7 +91,11 @@ class VectorIndex:
         import lancedb
 
         # A zero interval makes every read see other processes' writes (no measurable cost, stack.md).
-        self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
+        # On s3:// LanceDB commits each version with a conditional PUT (If-None-Match: *), so writers on several hosts
+        # cannot overwrite each other's commits; a loser re-reads and retries (tests/engine/test_team_vectors.py).
+        self.db = lancedb.connect(
+            uri, read_consistency_interval=timedelta(0), storage_options=dict(storage_options or {}) or None
+        )
         self._tables: dict[str, lancedb.table.Table] = {}
         self._ann: dict[str, tuple[float, bool]] = {}  # table name -> (checked at, has a vector index)
         self._owner: dict[str, tuple[int, str | None]] = {}  # table name -> (version, its only user or None)
@@ -136,7 +141,12 @@ class VectorIndex:
                     f"not {self.model} (dim {self.dim})"
                 )
         elif create:
-            tb = self.db.create_table(name, schema=self._schema(kind))
+            try:
+                tb = self.db.create_table(name, schema=self._schema(kind))
+            except ValueError as exc:  # another process created it a moment ago (a team store's other host)
+                if "already exists" not in str(exc):
+                    raise
+                return self.table(kind, create=False)
         else:
             return None
         self._tables[name] = tb
