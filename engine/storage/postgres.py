@@ -34,7 +34,7 @@ from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import StoreBusy, StoreReadOnly, StoreTooNew
-from .dialect import ddl_to_postgres, to_postgres
+from .dialect import ddl_to_postgres, is_numbered, to_postgres
 from .migrations import MIGRATIONS
 
 # pg_advisory_xact_lock key of memlens' writers (any fixed 64-bit number; advisory locks are per database).
@@ -74,7 +74,10 @@ class PgConnection:
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> psycopg.Cursor:
         cur = self.raw.cursor()
-        cur.execute(to_postgres(sql), tuple(params) if params is not None else ())
+        values: Sequence[Any] | dict[str, Any] = tuple(params) if params is not None else ()
+        if is_numbered(sql):
+            values = {f"p{n}": v for n, v in enumerate(values, 1)}
+        cur.execute(to_postgres(sql), values)
         return cur
 
     def copy_rows(self, table: str, names: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
