@@ -113,7 +113,7 @@ class MemoryEngine:
         # The crash journal lives beside an embedded store; a team store's writers are on other hosts, whose leftover
         # vectors `python -m engine repair` (and `check`) find instead.
         journal = WriteJournal(self.path / JOURNAL_DIR) if self.path is not None else None
-        b = Backends(db, index, embedder, settings, journal)  # type: ignore[arg-type]
+        b = Backends(db, index, embedder, settings, journal)
         self._b = b
         self.sessions = SessionStore(b)
         self.working = WorkingMemory(b)

@@ -182,9 +182,9 @@ class PostgresDatabase:
                 if conn is not None:
                     if local.broken:
                         conn.raw.close()
-                    pool = self._pool
-                    if pool is not None:
-                        pool.putconn(conn.raw)
+                    current = self._pool
+                    if current is not None:
+                        current.putconn(conn.raw)
                     else:
                         conn.raw.close()
                 with self._pool_lock:

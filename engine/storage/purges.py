@@ -32,9 +32,13 @@ import threading
 import time
 import weakref
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from .database import Database
 from .vectors import VectorIndex
+
+if TYPE_CHECKING:
+    from .postgres import PostgresDatabase
 
 log = logging.getLogger(__name__)
 _SCHEDULERS: weakref.WeakSet = weakref.WeakSet()
@@ -47,7 +51,7 @@ def _finish_all() -> None:  # a short-lived process (the CLI's forget) still pur
 
 
 class VectorPurges:
-    def __init__(self, db: Database, index: VectorIndex, grace_s: float) -> None:
+    def __init__(self, db: Database | PostgresDatabase, index: VectorIndex, grace_s: float) -> None:
         self.db = db
         self.index = index
         self.grace_s = max(0.0, float(grace_s))
