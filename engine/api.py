@@ -4,12 +4,11 @@ server and agents need. Only records, plain data and named errors leave it."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .admin import StoreAdmin
 from .config import Settings, prepare_process_environment
@@ -56,15 +55,11 @@ from .retrieval.search import plain_search
 from .retrieval.store import TraceStore, trace_from_dict
 from .retrieval.trace import RetrievalTrace
 from .retrieval.why_not import MemoryState, WhyNot, why_not
-from .storage.database import Database
 from .storage.journal import WriteJournal
 from .storage.purges import VectorPurges
 from .storage.vectors import VectorIndex
-from .store_location import store_location
+from .store_location import open_tables, store_location
 from .validation import check_int, check_optional_int, parse_json
-
-if TYPE_CHECKING:
-    from .storage.postgres import PostgresDatabase
 
 DB_FILE = "memlens.duckdb"
 VECTOR_DIR = "vectors"
@@ -80,25 +75,7 @@ class MemoryEngine:
         self.location = store_location(settings.store, settings.vectors)
         # An embedded store's folder; None for a team store (tables on PostgreSQL, vectors under s3://).
         self.path: Path | None = self.location.folder
-        db: Database | PostgresDatabase
-        if self.path is None:
-            from .storage.postgres import PostgresDatabase  # psycopg is loaded only for a team store
-
-            self.read_only = settings.read_only
-            db = PostgresDatabase(
-                self.location.dsn or "", self.location.display, settings.lock_timeout_s, self.read_only
-            )
-        else:
-            # A folder that cannot be written (a read-only file system) is opened read-only for browsing.
-            self.read_only = settings.read_only or (self.path.is_dir() and not os.access(self.path, os.W_OK))
-            if not self.read_only:
-                self.path.mkdir(parents=True, exist_ok=True)
-            db = Database(self.path / DB_FILE, settings.lock_timeout_s, settings.db_linger_s, self.read_only)
-        try:
-            db.migrate()
-        except BaseException:  # a refused store (newer, corrupt) is let go at once, not after db_linger_s
-            db.close()
-            raise
+        db, self.read_only = open_tables(self.location, settings, DB_FILE)
         index = VectorIndex(
             self.location.vectors,
             embedder.name,
@@ -110,8 +87,7 @@ class MemoryEngine:
         )
         self.embedder = embedder
         self.llm = llm
-        # The crash journal lives beside an embedded store; a team store's writers are on other hosts, whose leftover
-        # vectors `python -m engine repair` (and `check`) find instead.
+        # Beside an embedded store; a team store's crashed writers' leftover vectors are found by `repair` instead.
         journal = WriteJournal(self.path / JOURNAL_DIR) if self.path is not None else None
         b = Backends(db, index, embedder, settings, journal)
         self._b = b

@@ -16,23 +16,18 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
+from .config import Settings, s3_storage_options
 from .errors import InvalidInput
-from .storage.database import release_under
+from .storage.database import Database, release_under
 from .validation import text_problem
 
+if TYPE_CHECKING:
+    from .storage.postgres import PostgresDatabase
+
 TEAM_SCHEMES = ("postgresql://", "postgres://")
-# LanceDB storage_options from the standard AWS variables (and the two names some tools use for the endpoint).
-_AWS_OPTIONS = (
-    ("AWS_ENDPOINT_URL_S3", "endpoint"),
-    ("AWS_ENDPOINT_URL", "endpoint"),
-    ("AWS_REGION", "region"),
-    ("AWS_DEFAULT_REGION", "region"),
-    ("AWS_ACCESS_KEY_ID", "aws_access_key_id"),
-    ("AWS_SECRET_ACCESS_KEY", "aws_secret_access_key"),
-    ("AWS_SESSION_TOKEN", "aws_session_token"),
-)
 
 
 @dataclass(frozen=True)
@@ -88,19 +83,6 @@ def store_path(location: str | Path) -> Path:
     return path
 
 
-def s3_storage_options(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """LanceDB's ``storage_options`` for s3:// from the AWS variables; an http:// endpoint (a local MinIO or moto)
-    needs ``allow_http``."""
-    env = os.environ if environ is None else environ
-    options: dict[str, str] = {}
-    for var, key in _AWS_OPTIONS:
-        if env.get(var) and key not in options:
-            options[key] = env[var]
-    if options.get("endpoint", "").startswith("http://"):
-        options["allow_http"] = "true"
-    return options
-
-
 def store_location(store: str | Path, vectors: str = "", environ: Mapping[str, str] | None = None) -> StoreLocation:
     """The store at ``store`` (a folder, a file:// URI or postgresql://...) with its vectors at ``vectors`` (empty:
     the embedded store's own ``vectors/`` folder; a team store must name one)."""
@@ -139,6 +121,30 @@ def _vectors(vectors: str, environ: Mapping[str, str] | None) -> tuple[str, dict
     if "://" in vectors and not vectors.startswith("file://"):
         raise InvalidInput(f"vectors location {vectors[:60]!r}: give s3://bucket/prefix or a folder")
     return str(store_path(vectors)), {}
+
+
+def open_tables(location: StoreLocation, settings: Settings, db_file: str) -> tuple[Database | PostgresDatabase, bool]:
+    """The store's tables, migrated, and whether they are open read-only: a team store's PostgreSQL database, or an
+    embedded store's DuckDB file (a folder that cannot be written, on a read-only file system, is opened read-only
+    for browsing)."""
+    db: Database | PostgresDatabase
+    if location.folder is None:
+        from .storage.postgres import PostgresDatabase  # psycopg is loaded only for a team store
+
+        read_only = settings.read_only
+        db = PostgresDatabase(location.dsn or "", location.display, settings.lock_timeout_s, read_only)
+    else:
+        folder = location.folder
+        read_only = settings.read_only or (folder.is_dir() and not os.access(folder, os.W_OK))
+        if not read_only:
+            folder.mkdir(parents=True, exist_ok=True)
+        db = Database(folder / db_file, settings.lock_timeout_s, settings.db_linger_s, read_only)
+    try:
+        db.migrate()
+    except BaseException:  # a refused store (newer, corrupt) is let go at once, not after db_linger_s
+        db.close()
+        raise
+    return db, read_only
 
 
 def remove_store(path: str | Path) -> None:

@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.config import s3_storage_options
 from engine.storage.vectors import VectorIndex
-from engine.store_location import s3_storage_options
 
-pytestmark = [pytest.mark.subprocess, pytest.mark.team_store]
+pytestmark = pytest.mark.team_store
 
 SUPPORT = Path(__file__).resolve().parent.parent / "support"
 WRITERS = 4
@@ -51,6 +51,7 @@ def test_the_s3_server_refuses_a_second_conditional_put(team_servers):
     assert s3.get_object(Bucket=BUCKET, Key=key)["Body"].read() == b"first"
 
 
+@pytest.mark.subprocess
 def test_writers_in_several_processes_lose_no_commit(team_servers, tmp_path):
     _, uri = team_servers.fresh("commits")
     go = tmp_path / "go"
