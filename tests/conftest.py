@@ -79,9 +79,30 @@ def store_kind(request) -> str:
     return getattr(request, "param", "embedded")
 
 
+@pytest.fixture(scope="module")
+def module_store_kind(request) -> str:
+    """``store_kind`` for a module-scoped store (``module_settings``)."""
+    return getattr(request, "param", "embedded")
+
+
+@pytest.fixture(scope="module")
+def module_settings(module_store_kind: str, tmp_path_factory, request) -> Settings:
+    """Settings of a store the whole module shares: a folder, or (``both_stores``) a team store of its own."""
+    name = request.module.__name__.rsplit(".", 1)[-1]
+    if module_store_kind == "team":
+        servers = request.getfixturevalue("team_servers")
+        dsn, vectors = servers.fresh(name)
+        request.addfinalizer(lambda: servers.drop(dsn))
+        return Settings.from_env({}, store=dsn, vectors=vectors, lock_timeout_s=30)
+    return Settings.from_env({}, store=str(tmp_path_factory.mktemp(name) / "store"), lock_timeout_s=30)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if metafunc.definition.get_closest_marker("both_stores") and "store_kind" in metafunc.fixturenames:
-        metafunc.parametrize("store_kind", ["embedded", "team"], indirect=True)
+    if metafunc.definition.get_closest_marker("both_stores"):
+        if "store_kind" in metafunc.fixturenames:
+            metafunc.parametrize("store_kind", ["embedded", "team"], indirect=True)
+        if "module_store_kind" in metafunc.fixturenames:
+            metafunc.parametrize("module_store_kind", ["embedded", "team"], indirect=True, scope="module")
 
 
 @pytest.fixture(scope="session")
