@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from ..config import prepare_process_environment
 from ..errors import MemlensError
-from . import eval_cmds, mcp_cmd, memory_cmds, retrieval_cmds
+from . import eval_cmds, mcp_cmd, memory_cmds, retrieval_cmds, store_cmds
 from .output import Result, dumps, one_line
 
 PROG = "python -m engine"
@@ -69,6 +69,7 @@ def build_parser() -> Parser:
     retrieval_cmds.register(sub, common)
     mcp_cmd.register(sub, common)
     eval_cmds.register(sub, common)
+    store_cmds.register(sub, common)
     return parser
 
 
