@@ -81,20 +81,21 @@ def _insert(conn, table: str, columns: list[str], rows: list[tuple]) -> None:
     conn.register(view, data)
     try:
         names = ", ".join(columns)
-        conn.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {view}")
+        conn.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {view}").fetchall()  # finished, see below
     finally:
         conn.unregister(view)
 
 
 def _advance_sequence(conn, table: str, sequence: str) -> None:
     """The destination's next id after the copied ones (table and sequence names are ours)."""
-    top = int(conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0])
+    top = int(conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchall()[0][0])
     if top <= 0:
         return
     if hasattr(conn, "copy_rows"):  # PostgreSQL
-        conn.execute(f"SELECT setval('{sequence}', ?)", [top])
+        conn.execute(f"SELECT setval('{sequence}', ?)", [top]).fetchall()
     else:  # DuckDB has no setval: draw the sequence up to the copied ids
-        conn.execute(f"SELECT max(nextval('{sequence}')) FROM range(?)", [top])
+        conn.execute(f"SELECT max(nextval('{sequence}')) FROM range(?)", [top]).fetchall()  # fetched: DuckDB
+        # refuses other work on a connection with an unfinished result
 
 
 def _vector_db(location: StoreLocation):

@@ -10,11 +10,18 @@ import pytest
 
 from engine import InvalidInput, MemoryEngine, Settings
 from engine.cli import main
+from engine.clock import utcnow
 from engine.store_copy import TABLES, copy_store
 from tests.support.storecheck import row_counts
 
 pytestmark = pytest.mark.team_store
 U = "ada"
+FACTS = [
+    "The refunds queue is drained with the drain-queue runbook.",
+    "Ada's staging database lives on db-staging-2.",
+    "The deploy freeze starts on Fridays at 16:00.",
+    "Ada prefers short standups.",
+]
 
 
 def copy_cli(*argv: str):
@@ -44,15 +51,22 @@ class CountingEmbedder:
         return self.inner.embed(texts)
 
 
-def test_a_store_goes_to_a_team_store_and_back_with_every_row_and_vector(demo_engine, team_servers, tmp_path,
+def test_a_store_goes_to_a_team_store_and_back_with_every_row_and_vector(empty_engine, team_servers, tmp_path,
                                                                           embedder):
-    src = demo_engine
+    src = empty_engine
+    src.remember_many([{"user_id": U, "content": t} for t in FACTS])
+    src.record_episode(U, [{"observation": "queue stuck", "action": "drained it", "result": "ok"}],
+                       summary="Drained the refunds queue after a stuck deploy")
+    src.register_skill(U, "drain-queue", "Pause consumers, drain, resume.", "How to drain the refunds queue")
+    src.add_message(U, "s-copy", "user", "how do I drain the refunds queue?")
     trace = src.retrieve(U, "How do I drain the refunds queue?")
     src.label(U, trace.context_ids[0], "useful", trace_id=trace.trace_id)
     src.working_update(U, "s-copy", {"goal": "copy the store", "note": {"n": 1}})
     victim = src.list_items(U).rows[-1].id
     src.forget(U, "semantic", [victim], mode="hard", reason="copy test")
     src.record_usage(U, "chat", "m", 10, 5)
+    at = utcnow()
+    expected = src.retrieve(U, "How do I drain the refunds queue?", save=False, now=at)  # after the label
     before_rows, before_vectors = row_counts(src), vectors_of(src)
     src.close()
 
@@ -79,8 +93,8 @@ def test_a_store_goes_to_a_team_store_and_back_with_every_row_and_vector(demo_en
     assert [(e.mode, e.ids) for e in team.forget_log(U) if victim in e.ids] == [("hard", (victim,))]
     new_edit = team.working_update(U, "s-copy", {"goal": "next"})  # the copied history's ids are not reused
     assert new_edit["goal"] == "next"
-    again = team.retrieve(U, "How do I drain the refunds queue?", save=False)
-    assert again.context_ids[:3] == trace.context_ids[:3]
+    again = team.retrieve(U, "How do I drain the refunds queue?", save=False, now=at)
+    assert again.context_ids == expected.context_ids, "the same memories, scores and feedback: the same answer"
     team.close()
 
     back = tmp_path / "back"
