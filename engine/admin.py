@@ -36,7 +36,7 @@ class StoreAdmin:
     def __init__(
         self,
         backends: Backends,
-        path: Path,
+        path: Path | None,
         llm: LLM,
         sessions: SessionStore,
         semantic: SemanticMemory,
@@ -46,7 +46,8 @@ class StoreAdmin:
         purges: VectorPurges,
     ) -> None:
         self._b = backends
-        self.path = path
+        self.path = path  # None for a team store
+        self.display = str(path)  # where the store is, for people (a team store's DSN masked)
         self.llm = llm
         self.sessions = sessions
         self.transfer = transfer
@@ -138,7 +139,7 @@ class StoreAdmin:
         with self._b.db.read() as conn:
             rows = conn.execute(
                 "SELECT user_id, operation, model, count(*), sum(input_tokens), sum(output_tokens), "
-                f"sum(total_tokens), max(occurred_at) FROM llm_usage {where} GROUP BY ALL ORDER "
+                f"sum(total_tokens), max(occurred_at) FROM llm_usage {where} GROUP BY 1, 2, 3 ORDER "
                 f"BY 1, 2",
                 params,
             ).fetchall()
@@ -212,7 +213,7 @@ class StoreAdmin:
                     f"({_some(found['duplicated'])}); run `python -m engine repair`"
                 )
         return StoreStats(
-            str(self.path),
+            self.display,
             f"{self.embedder.name} ({self.embedder.dim}d)",
             self.embedder.dim,
             self.llm.name,
@@ -351,6 +352,8 @@ class StoreAdmin:
         return self._b.index.build_vector_indexes(self.settings.vector_index_min_rows)
 
     def disk_bytes(self) -> int:
+        if self.path is None:  # a team store's bytes are on its servers
+            return 0
         return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
 
     def check(self) -> list[str]:

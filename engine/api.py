@@ -4,7 +4,6 @@ server and agents need. Only records, plain data and named errors leave it."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -56,11 +55,10 @@ from .retrieval.search import plain_search
 from .retrieval.store import TraceStore, trace_from_dict
 from .retrieval.trace import RetrievalTrace
 from .retrieval.why_not import MemoryState, WhyNot, why_not
-from .storage.database import Database
 from .storage.journal import WriteJournal
 from .storage.purges import VectorPurges
 from .storage.vectors import VectorIndex
-from .store_location import store_path
+from .store_location import open_tables, store_location
 from .validation import check_int, check_optional_int, parse_json
 
 DB_FILE = "memlens.duckdb"
@@ -74,28 +72,24 @@ class MemoryEngine:
     def __init__(self, settings: Settings, embedder: Embedder, llm: LLM) -> None:
         prepare_process_environment()  # before LanceDB loads (VectorIndex), for every program that uses the engine
         self.settings = settings
-        self.path = store_path(settings.store)
-        # A folder that cannot be written (a read-only file system) is opened read-only for browsing.
-        self.read_only = settings.read_only or (self.path.is_dir() and not os.access(self.path, os.W_OK))
-        if not self.read_only:
-            self.path.mkdir(parents=True, exist_ok=True)
-        db = Database(self.path / DB_FILE, settings.lock_timeout_s, settings.db_linger_s, self.read_only)
-        try:
-            db.migrate()
-        except BaseException:  # a refused store (newer, corrupt) is let go at once, not after db_linger_s
-            db.close()
-            raise
+        self.location = store_location(settings.store, settings.vectors)
+        # An embedded store's folder; None for a team store (tables on PostgreSQL, vectors under s3://).
+        self.path: Path | None = self.location.folder
+        db, self.read_only = open_tables(self.location, settings, DB_FILE)
         index = VectorIndex(
-            str(self.path / VECTOR_DIR),
+            self.location.vectors,
             embedder.name,
             embedder.dim,
             settings.resident_vector_max_rows,
             settings.vector_version_retention_s,
             self.read_only,
+            self.location.storage_options,
         )
         self.embedder = embedder
         self.llm = llm
-        b = Backends(db, index, embedder, settings, WriteJournal(self.path / JOURNAL_DIR))
+        # Beside an embedded store; a team store's crashed writers' leftover vectors are found by `repair` instead.
+        journal = WriteJournal(self.path / JOURNAL_DIR) if self.path is not None else None
+        b = Backends(db, index, embedder, settings, journal)
         self._b = b
         self.sessions = SessionStore(b)
         self.working = WorkingMemory(b)
@@ -117,6 +111,7 @@ class MemoryEngine:
         self.admin = StoreAdmin(
             b, self.path, llm, self.sessions, self.semantic, self.episodic, self.skills, self.transfer, self.purges
         )
+        self.admin.display = self.location.display
         self.evals = Evaluations(b, self)  # expectation sets, runs, comparisons (engine/evaluation)
         self.admin._recover_at_open()
 
@@ -128,11 +123,16 @@ class MemoryEngine:
         *,
         embedder: Embedder | None = None,
         llm: LLM | None = None,
+        vectors: str | None = None,
     ) -> MemoryEngine:
-        """Open (or create) a store. ``path`` overrides ``settings.store``; backends default from settings."""
+        """Open (or create) a store. ``path`` overrides ``settings.store`` (a folder, or a team store's
+        ``postgresql://`` DSN) and ``vectors`` overrides ``settings.vectors`` (``s3://bucket/prefix``); backends
+        default from settings."""
         settings = settings or Settings.from_env()
         if path is not None:
             settings = settings.with_overrides({"store": str(path)})
+        if vectors is not None:
+            settings = settings.with_overrides({"vectors": str(vectors)})
         relay = UsageRelay()
         embedder, llm = configured_backends(settings, embedder, llm, relay)
         engine = cls(settings, embedder, llm)

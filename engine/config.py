@@ -75,7 +75,19 @@ def _s(
 @dataclass(frozen=True)
 class Settings:
     # --- store and backends -------------------------------------------------------------------------------------
-    store: str = _s(str(DEFAULT_STORE), "Store location (folder path or URI).", env="MEMLENS_STORE")
+    store: str = _s(
+        str(DEFAULT_STORE),
+        "Store location: a folder (or file:// URI), or a team store's PostgreSQL DSN "
+        "(postgresql://user:password@host:port/db; the password is never displayed).",
+        env="MEMLENS_STORE",
+    )
+    vectors: str = _s(
+        "",
+        "Where the LanceDB vector tables live: empty for the store folder's vectors/; s3://bucket/prefix "
+        "for a team store (endpoint, region and keys from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, "
+        "AWS_SECRET_ACCESS_KEY; an http:// endpoint is allowed).",
+        env="MEMLENS_VECTORS",
+    )
     embedder: str = _s(
         "auto",
         "Embedder: local (all-MiniLM-L6-v2, bundled), openai, or auto (openai when "
@@ -482,3 +494,28 @@ def _coerce(f: dataclasses.Field, raw: Any) -> Any:
             f"setting {f.name} must be <= {1_000_000_000 if kind == 'int' else 1e9:g}, got {_short_repr(value)}"
         )
     return value
+
+
+# LanceDB storage_options from the standard AWS variables (and the two names some tools use for the endpoint).
+_AWS_OPTIONS = (
+    ("AWS_ENDPOINT_URL_S3", "endpoint"),
+    ("AWS_ENDPOINT_URL", "endpoint"),
+    ("AWS_REGION", "region"),
+    ("AWS_DEFAULT_REGION", "region"),
+    ("AWS_ACCESS_KEY_ID", "aws_access_key_id"),
+    ("AWS_SECRET_ACCESS_KEY", "aws_secret_access_key"),
+    ("AWS_SESSION_TOKEN", "aws_session_token"),
+)
+
+
+def s3_storage_options(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """LanceDB's ``storage_options`` for s3:// from the AWS variables; an http:// endpoint (a local MinIO or moto)
+    needs ``allow_http``."""
+    env = os.environ if environ is None else environ
+    options: dict[str, str] = {}
+    for var, key in _AWS_OPTIONS:
+        if env.get(var) and key not in options:
+            options[key] = env[var]
+    if options.get("endpoint", "").startswith("http://"):
+        options["allow_http"] = "true"
+    return options

@@ -62,7 +62,7 @@ def _results(store: str, run_id: str):
 
 
 def results_of(run) -> list:
-    return _results(str(engine.path), run.run_id) if run.status == "done" else engine.evals.results(run.run_id)
+    return _results(engine.location.display, run.run_id) if run.status == "done" else engine.evals.results(run.run_id)
 
 
 tab_runs, tab_compare, tab_cases = st.tabs(["Runs", "Compare two runs", "Cases"])

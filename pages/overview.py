@@ -207,7 +207,10 @@ def show_settings(engine: MemoryEngine, stats: StoreStats) -> None:
     left, right = st.columns(2)
     with left:
         counts = (stats.messages, stats.items, stats.episodes, stats.skills, stats.traces, stats.feedback_events)
-        st.caption(f"Store location · {size_text(store_size(engine, stats.store, counts))} on disk")
+        if engine.path is None:  # a team store: its bytes are on the database and object-store servers
+            st.caption("Team store · tables on PostgreSQL, vectors in LanceDB (password masked)")
+        else:
+            st.caption(f"Store location · {size_text(store_size(engine, stats.store, counts))} on disk")
         st.code(stats.store, language=None, wrap_lines=True)
     with right:
         st.caption("Embedder · LLM")

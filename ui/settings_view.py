@@ -17,12 +17,13 @@ def _secret_names() -> set[str]:
 
 
 def mask_url(url: str) -> str:
-    """A URL without any user:password part."""
+    """A URL without any user:password part (nor a ``password=`` parameter, as a PostgreSQL DSN may carry)."""
     parts = urlsplit(url)
+    query = "&".join("password=***" if p.lower().startswith("password=") else p for p in parts.query.split("&") if p)
     if "@" not in parts.netloc:
-        return url
+        return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
     host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))
+    return urlunsplit((parts.scheme, f"***@{host}", parts.path, query, parts.fragment))
 
 
 def settings_rows(settings: Settings) -> list[dict[str, Any]]:

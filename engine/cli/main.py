@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from ..config import prepare_process_environment
 from ..errors import MemlensError
-from . import eval_cmds, mcp_cmd, memory_cmds, retrieval_cmds
+from . import eval_cmds, mcp_cmd, memory_cmds, retrieval_cmds, store_cmds
 from .output import Result, dumps, one_line
 
 PROG = "python -m engine"
@@ -37,7 +37,15 @@ def _common() -> argparse.ArgumentParser:
         "--store",
         metavar="PATH",
         default=argparse.SUPPRESS,
-        help="store folder (default: $MEMLENS_STORE, else data/store)",
+        help="store folder, or a team store's postgresql://user:password@host/db (default: $MEMLENS_STORE, "
+        "else data/store)",
+    )
+    p.add_argument(
+        "--vectors",
+        metavar="URI",
+        default=argparse.SUPPRESS,
+        help="where a team store's vectors live: s3://bucket/prefix (default: $MEMLENS_VECTORS; AWS_* variables "
+        "give the endpoint, region and keys)",
     )
     p.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON on stdout instead of a table"
@@ -61,6 +69,7 @@ def build_parser() -> Parser:
     retrieval_cmds.register(sub, common)
     mcp_cmd.register(sub, common)
     eval_cmds.register(sub, common)
+    store_cmds.register(sub, common)
     return parser
 
 
@@ -81,6 +90,8 @@ class Context:
             from ..config import Settings
 
             explicit = {"store": self.args.store} if getattr(self.args, "store", None) is not None else {}
+            if getattr(self.args, "vectors", None) is not None:
+                explicit["vectors"] = self.args.vectors
             if getattr(self.args, "version_retention", None) is not None:
                 explicit["vector_version_retention_s"] = self.args.version_retention
             settings = Settings.from_env(self.environ, **explicit)

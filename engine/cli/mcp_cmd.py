@@ -29,7 +29,7 @@ def cmd_mcp(ctx) -> None:
 
     server = build_server(ctx.engine)
     if args.http:
-        ctx.stderr.write(f"memlens MCP server on http://{host}:{port}/mcp (store {ctx.engine.path})\n")
+        ctx.stderr.write(f"memlens MCP server on http://{host}:{port}/mcp (store {ctx.engine.location.display})\n")
         ctx.stderr.flush()
         run_http(server, host, port, token)
     else:

@@ -41,7 +41,7 @@ def cmd_demo(ctx) -> Result:
         counts = engine.load_demo(reset=ctx.args.reset, progress=progress)
     finally:
         progress.close()
-    data = {"status": "loaded" if counts else "already_loaded", "store": str(engine.path), "counts": counts}
+    data = {"status": "loaded" if counts else "already_loaded", "store": engine.location.display, "counts": counts}
 
     def human(d: dict) -> str:
         if d["status"] == "already_loaded":

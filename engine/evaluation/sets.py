@@ -69,7 +69,7 @@ class ExpectationSets:
                 "(SELECT count(*) FROM eval_runs r WHERE r.set_name = s.name) FROM eval_sets s ORDER BY s.name"
             ).fetchall()
             cats = conn.execute(
-                "SELECT set_name, coalesce(category, ''), count(*) FROM eval_cases GROUP BY ALL ORDER BY 1, 2"
+                "SELECT set_name, coalesce(category, ''), count(*) FROM eval_cases GROUP BY 1, 2 ORDER BY 1, 2"
             ).fetchall()
         by_set: dict[str, dict[str, int]] = {}
         for set_name, cat, n in cats:

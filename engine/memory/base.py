@@ -6,9 +6,8 @@ import json
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 
@@ -20,10 +19,13 @@ from ..storage.journal import WriteJournal
 from ..storage.vectors import VectorIndex, check_vectors
 from ..validation import check_int, check_json_value
 
+if TYPE_CHECKING:
+    from ..storage.postgres import PostgresDatabase
+
 
 @dataclass
 class Backends:
-    db: Database
+    db: Database | PostgresDatabase  # an embedded store's DuckDB file, or a team store's PostgreSQL
     index: VectorIndex
     embedder: Embedder
     settings: Settings
@@ -47,7 +49,7 @@ class Backends:
         kind: str,
         records: Sequence[Any],
         index_text: Callable[[Any], str],
-        insert: Callable[[duckdb.DuckDBPyConnection, Sequence[Any]], Any],
+        insert: Callable[[Any, Sequence[Any]], Any],  # the connection of either store
         index_preceding: Callable[[Any], str] | None = None,
     ) -> Any:
         """Rows for every record, vectors for the active (not archived) ones, all or nothing."""
@@ -67,7 +69,7 @@ class Backends:
         ids: Sequence[str],
         user_ids: Sequence[str],
         texts: Sequence[str],
-        write_rows: Callable[[duckdb.DuckDBPyConnection], Any],
+        write_rows: Callable[[Any], Any],
         preceding: Sequence[str] | None = None,
     ) -> Any:
         """Embed, add vectors, then commit the rows; undo the vectors if the rows fail (all or nothing).
@@ -127,6 +129,10 @@ _ARROW_TYPES = {
 def insert_rows(conn, table: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]) -> None:
     """Bulk insert through an Arrow table (several times faster than executemany for batches)."""
     if not rows:
+        return
+    copy_rows = getattr(conn, "copy_rows", None)
+    if copy_rows is not None:  # a team store's PostgreSQL connection: COPY, its own bulk path
+        copy_rows(table, [name for name, _ in columns], rows)
         return
     data = pa.table(
         {name: pa.array([r[n] for r in rows], _ARROW_TYPES[kind]) for n, (name, kind) in enumerate(columns)}

@@ -154,7 +154,8 @@ class SessionStore:
             r = conn.execute(
                 "SELECT s.user_id, s.session_id, s.created_at, s.last_activity_at, count(m.seq), "
                 "coalesce(sum(m.tokens),0) FROM sessions s LEFT JOIN messages m USING (user_id, session_id) "
-                "WHERE s.user_id=? AND s.session_id=? GROUP BY ALL",
+                "WHERE s.user_id=? AND s.session_id=? "
+                "GROUP BY s.user_id, s.session_id, s.created_at, s.last_activity_at",
                 [user_id, session_id],
             ).fetchone()
         if r is None:

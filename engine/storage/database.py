@@ -26,6 +26,7 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Protocol
 
 import duckdb
 
@@ -285,7 +286,11 @@ class Database:
             return conn.execute("SELECT name, applied_at FROM schema_migrations ORDER BY name").fetchall()
 
 
-def one_row(result: duckdb.DuckDBPyConnection) -> tuple:
+class _Fetches(Protocol):
+    def fetchone(self) -> Any: ...
+
+
+def one_row(result: _Fetches) -> tuple:
     """The row of a query that always returns exactly one (an aggregate: count, sum, max): typed as present."""
     row = result.fetchone()
     if row is None:

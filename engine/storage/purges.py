@@ -32,9 +32,13 @@ import threading
 import time
 import weakref
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from .database import Database
 from .vectors import VectorIndex
+
+if TYPE_CHECKING:
+    from .postgres import PostgresDatabase
 
 log = logging.getLogger(__name__)
 _SCHEDULERS: weakref.WeakSet = weakref.WeakSet()
@@ -47,7 +51,7 @@ def _finish_all() -> None:  # a short-lived process (the CLI's forget) still pur
 
 
 class VectorPurges:
-    def __init__(self, db: Database, index: VectorIndex, grace_s: float) -> None:
+    def __init__(self, db: Database | PostgresDatabase, index: VectorIndex, grace_s: float) -> None:
         self.db = db
         self.index = index
         self.grace_s = max(0.0, float(grace_s))
@@ -58,7 +62,11 @@ class VectorPurges:
     @staticmethod
     def owe(conn, kind: str, at: datetime) -> None:
         """Record, inside the forget's transaction, that ``kind``'s tables need a purge."""
-        conn.execute("INSERT OR REPLACE INTO vector_purges (kind, requested_at) VALUES (?, ?)", [kind, at])
+        conn.execute(
+            "INSERT INTO vector_purges (kind, requested_at) VALUES (?, ?) "
+            "ON CONFLICT (kind) DO UPDATE SET requested_at = excluded.requested_at",
+            [kind, at],
+        )
 
     def owed(self) -> list[tuple[str, datetime]]:
         with self.db.read() as conn:

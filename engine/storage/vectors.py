@@ -7,9 +7,11 @@ for the model that made it, so vectors of different models never meet.
 
 from __future__ import annotations
 
+import logging
+import random
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -44,6 +46,8 @@ _INDEX_CACHE_S = 10.0
 # big are checked once per version for a single owner; a search of that owner's rows then skips the filter.
 SOLE_OWNER_MIN_ROWS = 20_000
 _PURGE_GAP_S = 1.2
+_MAINTAIN_ATTEMPTS = 6
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,7 @@ class VectorIndex:
         resident_max_rows: int = 0,
         version_retention_s: float | None = None,
         read_only: bool = False,
+        storage_options: Mapping[str, str] | None = None,
     ) -> None:
         self.uri = uri
         self.read_only = read_only  # writes (add, delete, optimize, index builds) refused with StoreReadOnly
@@ -90,7 +95,11 @@ class VectorIndex:
         import lancedb
 
         # A zero interval makes every read see other processes' writes (no measurable cost, stack.md).
-        self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
+        # On s3:// LanceDB commits each version with a conditional PUT (If-None-Match: *), so writers on several hosts
+        # cannot overwrite each other's commits; a loser re-reads and retries (tests/engine/test_team_vectors.py).
+        self.db = lancedb.connect(
+            uri, read_consistency_interval=timedelta(0), storage_options=dict(storage_options or {}) or None
+        )
         self._tables: dict[str, lancedb.table.Table] = {}
         self._ann: dict[str, tuple[float, bool]] = {}  # table name -> (checked at, has a vector index)
         self._owner: dict[str, tuple[int, str | None]] = {}  # table name -> (version, its only user or None)
@@ -136,7 +145,12 @@ class VectorIndex:
                     f"not {self.model} (dim {self.dim})"
                 )
         elif create:
-            tb = self.db.create_table(name, schema=self._schema(kind))
+            try:
+                tb = self.db.create_table(name, schema=self._schema(kind))
+            except ValueError as exc:  # another process created it a moment ago (a team store's other host)
+                if "already exists" not in str(exc):
+                    raise
+                return self.table(kind, create=False)
         else:
             return None
         self._tables[name] = tb
@@ -299,19 +313,35 @@ class VectorIndex:
             ) from None
 
     def _maintain(self, tb) -> None:
+        """Housekeeping after a committed write: the rows are in, so a failure here must not fail the write. Several
+        processes (a team store's hosts) may do it at once: a commit conflict means another process did the same
+        (created the index, compacted), so look again and retry; what still fails is left for the next write."""
         from lancedb.index import FTS, BTree
 
-        indices = {tuple(ix.columns): ix for ix in tb.list_indices()}
-        if ("text",) not in indices:
-            tb.create_index("text", config=FTS())
-        if ("user_id",) not in indices:
-            tb.create_index("user_id", config=BTree())
-        if not indices:
-            return
-        unindexed = max((getattr(ix, "num_unindexed_rows", 0) or 0) for ix in indices.values())
-        self._writes[tb.name] = self._writes.get(tb.name, 0) + 1
-        if unindexed >= REINDEX_AFTER_ROWS or self._writes[tb.name] >= COMPACT_AFTER_WRITES:
-            self.optimize(tb)
+        counted = False
+        for attempt in range(_MAINTAIN_ATTEMPTS):
+            try:
+                indices = {tuple(ix.columns): ix for ix in tb.list_indices()}
+                if ("text",) not in indices:
+                    tb.create_index("text", config=FTS())
+                if ("user_id",) not in indices:
+                    tb.create_index("user_id", config=BTree())
+                if not indices:
+                    return
+                unindexed = max((getattr(ix, "num_unindexed_rows", 0) or 0) for ix in indices.values())
+                if not counted:  # the write that created the indexes is not counted
+                    self._writes[tb.name] = self._writes.get(tb.name, 0) + 1
+                    counted = True
+                if unindexed >= REINDEX_AFTER_ROWS or self._writes[tb.name] >= COMPACT_AFTER_WRITES:
+                    self.optimize(tb)
+                return
+            except Exception as exc:  # lance raises a generic error for commit conflicts
+                if "conflict" not in str(exc).lower():
+                    raise
+                log.info("maintenance of %s met a concurrent commit (%s); retrying", tb.name, exc)
+                tb.checkout_latest()
+                time.sleep(0.05 * (attempt + 1) * (0.5 + random.random()))
+        log.warning("maintenance of %s left for later: other processes kept committing", tb.name)
 
     def build_vector_indexes(self, min_rows: int) -> list[str]:
         """Give every table of at least ``min_rows`` rows an HNSW-SQ vector index (one graph, cosine); return the

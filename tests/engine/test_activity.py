@@ -8,6 +8,8 @@ import pytest
 
 from engine import InvalidInput
 
+pytestmark = pytest.mark.both_stores
+
 
 def by_key(rows):
     return {(r["day"], r["kind"]): r["count"] for r in rows}

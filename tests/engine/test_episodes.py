@@ -7,6 +7,8 @@ import pytest
 from engine import Episode, InvalidInput, MemoryEngine, NotFound, Settings, Step
 from tests.support.storecheck import snapshot
 
+pytestmark = pytest.mark.both_stores
+
 U = "ada"
 STEPS = [
     {"observation": "pytest fails in test_refunds", "action": "read the traceback", "result": "KeyError: currency"},

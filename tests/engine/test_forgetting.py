@@ -10,6 +10,8 @@ import pytest
 from engine import KINDS, ForgetLogEntry, InvalidInput, MemoryEngine, NotFound
 from tests.support.storecheck import snapshot
 
+pytestmark = pytest.mark.both_stores
+
 U = "ada"
 TOKEN = "quillwort"  # a word no other memory in these tests contains
 

@@ -16,6 +16,8 @@ import pytest
 from engine import InvalidInput, MemoryEngine
 from tests.support.storecheck import snapshot
 
+pytestmark = pytest.mark.both_stores
+
 U = "ada"
 QUESTION = 'Alice said, "Have you ever been to Lisbon?"'
 REPLY = 'Bob said, "Yes, twice last year, and I loved the trams."'

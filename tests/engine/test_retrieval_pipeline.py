@@ -14,6 +14,8 @@ from engine import InvalidInput, MemoryEngine, NotFound, RetrievalTrace, Setting
 from engine.clock import utcnow
 from engine.retrieval.text import condense_offline
 
+pytestmark = pytest.mark.both_stores
+
 USER = "rt-user"
 OTHER = "rt-other"
 FACTS = {
@@ -48,12 +50,9 @@ HOSTILE_IDS = ["../../etc/passwd", "x'; DROP TABLE traces; --", "bad\x00id", "",
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory, embedder):
+def world(module_settings, embedder):
     """One store for the module: a user with items of known ages, an episode, a skill, and another user."""
-    engine = MemoryEngine.open(
-        settings=Settings.from_env({}, store=str(tmp_path_factory.mktemp("pipeline")), lock_timeout_s=30),
-        embedder=embedder,
-    )
+    engine = MemoryEngine.open(settings=module_settings, embedder=embedder)
     t0 = utcnow()
     items = engine.remember_many(
         [{"user_id": USER, "content": text, "created_at": t0 - timedelta(days=age)} for text, age in FACTS.values()]

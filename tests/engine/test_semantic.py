@@ -10,6 +10,8 @@ import pytest
 from engine import KINDS, InvalidInput, Item, MemoryEngine, NotFound, SearchHit, Settings
 from tests.support.storecheck import snapshot
 
+pytestmark = pytest.mark.both_stores
+
 U = "ada"
 
 

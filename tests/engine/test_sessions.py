@@ -10,6 +10,8 @@ import pytest
 from engine import ROLES, InvalidInput, MemoryEngine, NotFound, Settings
 from tests.support.storecheck import row_counts, snapshot
 
+pytestmark = pytest.mark.both_stores
+
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
 

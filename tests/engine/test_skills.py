@@ -12,6 +12,8 @@ from engine import InvalidInput, MemoryEngine, NotFound, RankedSkill, Settings, 
 from engine.memory.procedural import rank_skills, wilson_interval
 from tests.support.storecheck import snapshot
 
+pytestmark = pytest.mark.both_stores
+
 U = "ada"
 
 

@@ -112,7 +112,7 @@ def test_a_store_path_that_is_a_file_is_refused(tmp_path, embedder):
 
 
 def test_only_local_folders_and_file_uris_are_accepted(tmp_path, embedder):
-    with pytest.raises(InvalidInput, match="only local folders"):
+    with pytest.raises(InvalidInput, match="a store is a local folder"):
         open_store("s3://bucket/memlens", embedder)
     engine = open_store(f"file://{tmp_path / 'via-uri'}", embedder)
     assert engine.path == tmp_path / "via-uri"

@@ -8,6 +8,8 @@ import pytest
 from engine import TYPED_SLOTS, InvalidInput, NotFound
 from tests.support.storecheck import snapshot
 
+pytestmark = pytest.mark.both_stores
+
 U, S = "ada", "ada-s01"
 
 

@@ -11,7 +11,8 @@ def row_counts(engine: MemoryEngine) -> dict[str, int]:
         tables = [
             r[0]
             for r in conn.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1"
+                "SELECT table_name FROM information_schema.tables WHERE table_schema IN ('main', 'public') "
+                "AND table_type = 'BASE TABLE' ORDER BY 1"
             ).fetchall()
         ]
         return {t: conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
