@@ -28,9 +28,7 @@ def measure(db, n: int) -> dict[str, float]:
     for i in range(n):
         t = time.perf_counter()
         with db.write() as conn:
-            conn.execute(
-                "INSERT INTO categories VALUES (?, ?, ?, now())", [f"u{i % 7}", f"c{i}", f"summary {i}"]
-            )
+            conn.execute("INSERT INTO categories VALUES (?, ?, ?, now())", [f"u{i % 7}", f"c{i}", f"summary {i}"])
         ins.append((time.perf_counter() - t) * 1000)
         t = time.perf_counter()
         with db.read() as conn:

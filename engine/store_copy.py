@@ -182,5 +182,6 @@ def _check_counts(src_db: Any, dst_db: Any, src_vec: Any, dst_vec: Any, rows: di
         if not left == right == n:
             wrong.append(f"vectors {name}: {left} in the source, {right} in the destination")
     if wrong:
-        raise StoreCorrupt("copy-store: counts differ after the copy (was the source written meanwhile?): "
-                           + "; ".join(wrong))
+        raise StoreCorrupt(
+            "copy-store: counts differ after the copy (was the source written meanwhile?): " + "; ".join(wrong)
+        )

@@ -74,7 +74,7 @@ def settings(tmp_path: Path, store_kind: str, request) -> Settings:
 
 @pytest.fixture
 def store_kind(request) -> str:
-    """"embedded" (a folder) unless the module is marked ``both_stores``: then each of its tests that uses the
+    """ "embedded" (a folder) unless the module is marked ``both_stores``: then each of its tests that uses the
     ``settings`` fixture (``empty_engine`` too) runs once on an embedded store and once on a team store."""
     return getattr(request, "param", "embedded")
 

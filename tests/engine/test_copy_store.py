@@ -51,12 +51,16 @@ class CountingEmbedder:
         return self.inner.embed(texts)
 
 
-def test_a_store_goes_to_a_team_store_and_back_with_every_row_and_vector(empty_engine, team_servers, tmp_path,
-                                                                          embedder):
+def test_a_store_goes_to_a_team_store_and_back_with_every_row_and_vector(
+    empty_engine, team_servers, tmp_path, embedder
+):
     src = empty_engine
     src.remember_many([{"user_id": U, "content": t} for t in FACTS])
-    src.record_episode(U, [{"observation": "queue stuck", "action": "drained it", "result": "ok"}],
-                       summary="Drained the refunds queue after a stuck deploy")
+    src.record_episode(
+        U,
+        [{"observation": "queue stuck", "action": "drained it", "result": "ok"}],
+        summary="Drained the refunds queue after a stuck deploy",
+    )
     src.register_skill(U, "drain-queue", "Pause consumers, drain, resume.", "How to drain the refunds queue")
     src.add_message(U, "s-copy", "user", "how do I drain the refunds queue?")
     trace = src.retrieve(U, "How do I drain the refunds queue?")

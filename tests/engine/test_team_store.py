@@ -66,11 +66,20 @@ def test_a_bad_team_location_is_refused_without_showing_the_password(store, vect
 
 def test_s3_options_come_from_the_aws_variables():
     options = s3_storage_options(
-        {"AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "k",
-         "AWS_SECRET_ACCESS_KEY": "s"}
+        {
+            "AWS_ENDPOINT_URL": "http://127.0.0.1:9000",
+            "AWS_REGION": "eu-west-1",
+            "AWS_ACCESS_KEY_ID": "k",
+            "AWS_SECRET_ACCESS_KEY": "s",
+        }
     )
-    assert options == {"endpoint": "http://127.0.0.1:9000", "region": "eu-west-1", "aws_access_key_id": "k",
-                       "aws_secret_access_key": "s", "allow_http": "true"}
+    assert options == {
+        "endpoint": "http://127.0.0.1:9000",
+        "region": "eu-west-1",
+        "aws_access_key_id": "k",
+        "aws_secret_access_key": "s",
+        "allow_http": "true",
+    }
     assert "allow_http" not in s3_storage_options({"AWS_ENDPOINT_URL": "https://s3.example"})
 
 
@@ -160,5 +169,7 @@ def test_writers_in_several_processes_take_turns_and_lose_nothing(team, embedder
     assert page.total == writers * count
     assert [m.seq for m in page.rows] == list(range(1, writers * count + 1)), "one gapless sequence"
     assert {m.content for m in page.rows} == {f"writer {w} message {n}" for w in range(writers) for n in range(count)}
-    assert engine.working_get("team", "shared") == {**engine.working_get("nobody", "x"),
-                                                     **{f"w{w}": count - 1 for w in range(writers)}}
+    assert engine.working_get("team", "shared") == {
+        **engine.working_get("nobody", "x"),
+        **{f"w{w}": count - 1 for w in range(writers)},
+    }

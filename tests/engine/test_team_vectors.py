@@ -58,8 +58,15 @@ def test_writers_in_several_processes_lose_no_commit(team_servers, tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "LANCEDB_LOG": "error"}
     procs = [
         subprocess.Popen(
-            [sys.executable, str(SUPPORT / "s3_vector_writer.py"), uri, str(w), str(BATCHES), str(go),
-             str(tmp_path / f"w{w}.json")],
+            [
+                sys.executable,
+                str(SUPPORT / "s3_vector_writer.py"),
+                uri,
+                str(w),
+                str(BATCHES),
+                str(go),
+                str(tmp_path / f"w{w}.json"),
+            ],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
