@@ -14,7 +14,7 @@ from .errors import (
     StoreTooNew,
 )
 from .evaluation import CaseResult, Comparison, EvalCase, EvalRun, EvalSet
-from .evaluation.metrics import rule_family
+from .evaluation.metrics import TABLE_METRICS, rule_family
 from .memory.memorize import MemorizeResult
 from .memory.reasoning import ReasonResult
 from .memory.skill_mining import MiningResult, SkillProposal
@@ -109,5 +109,6 @@ __all__ = [
     "CaseResult",
     "Comparison",
     "rule_family",
+    "TABLE_METRICS",
     "PRESETS",
 ]

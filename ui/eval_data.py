@@ -6,23 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from engine import CaseResult, EvalRun, InvalidInput, rule_family
+from engine import TABLE_METRICS, CaseResult, EvalRun, InvalidInput, rule_family
 
 from .text import one_line
 
-TABLE_METRICS = (
-    "recall@1",
-    "recall@5",
-    "recall@10",
-    "recall@25",
-    "hit@10",
-    "all@10",
-    "mrr",
-    "ndcg@10",
-    "context_recall",
-    "latency_p50_ms",
-    "latency_p95_ms",
-)
 FOUND = "found"  # the loss-stage filter's value for cases that lost nothing
 
 

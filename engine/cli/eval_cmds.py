@@ -12,26 +12,13 @@ from typing import Any
 
 from ..config import parse_assignments
 from ..errors import InvalidInput
-from ..evaluation.metrics import METRICS
+from ..evaluation.metrics import METRICS, TABLE_METRICS
 from .args import bounded_int, id_type
 from .output import Col, Result, cell, plain, table
 
 EXIT_GATE_FAILED = 3
 SET_NAME = id_type("set name")
 RUN_ID = id_type("run id")
-TABLE_METRICS = (
-    "recall@1",
-    "recall@5",
-    "recall@10",
-    "recall@25",
-    "hit@10",
-    "all@10",
-    "mrr",
-    "ndcg@10",
-    "context_recall",
-    "latency_p50_ms",
-    "latency_p95_ms",
-)
 
 
 def metrics_table(metrics: dict) -> str:

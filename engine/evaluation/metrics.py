@@ -11,6 +11,20 @@ from typing import Any
 
 KS = (1, 5, 10, 25)
 METRICS = (*(f"{m}@{k}" for m in ("recall", "hit", "all") for k in KS), "mrr", "ndcg@10", "context_recall")
+# The columns a run's metrics table shows (CLI and Evaluations page alike).
+TABLE_METRICS = (
+    "recall@1",
+    "recall@5",
+    "recall@10",
+    "recall@25",
+    "hit@10",
+    "all@10",
+    "mrr",
+    "ndcg@10",
+    "context_recall",
+    "latency_p50_ms",
+    "latency_p95_ms",
+)
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 
 
