@@ -45,7 +45,7 @@ from .records import (
 )
 from .retrieval.reasoners import CallableReasoner, OfflineBridgeReasoner, Proposal
 from .retrieval.scores import RANK_STAGES, SCORE_KEYS, CandidateScores, StageRanks, Verdict
-from .retrieval.trace import CandidateTrace, HopTrace, RetrievalTrace
+from .retrieval.trace import CandidateTrace, HopTrace, RankedMemory, RetrievalTrace
 from .retrieval.why_not import STAGE_NAMES, MemoryState, WhyNot, drop_rule, why_not
 
 __all__ = [
@@ -93,6 +93,7 @@ __all__ = [
     "SCORE_KEYS",
     "RANK_STAGES",
     "HopTrace",
+    "RankedMemory",
     "RetrievalTrace",
     "MemorizeResult",
     "ReasonResult",

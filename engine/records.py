@@ -22,8 +22,11 @@ SKILL_KINDS = ("prompt", "template", "code")
 
 
 def to_plain(value: Any) -> Any:
-    """Turn records (and nested lists/dicts of them) into JSON-ready plain data."""
+    """Turn records (and nested lists/dicts of them) into JSON-ready plain data. A record whose written form leaves
+    out fields that hold nothing (e.g. a trace's ranking entries) says which with a ``plain_fields()`` method."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if hasattr(value, "plain_fields"):
+            return {k: to_plain(v) for k, v in value.plain_fields().items()}
         return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, datetime):
         return value.isoformat()

@@ -137,7 +137,7 @@ if summaries:
         trace = cached_trace(engine, picked, "fb_trace_cache")
 # One look-up of the net counts for everything this screen shows (each engine call opens the store once).
 shown_ids = sorted(
-    {i for r in summaries.values() for i in r["context_ids"]} | {r["id"] for r in (trace.ranking if trace else ())}
+    {i for r in summaries.values() for i in r["context_ids"]} | {r.id for r in (trace.ranking if trace else ())}
 )
 nets = engine.feedback_net(user, shown_ids) if shown_ids else {}
 
@@ -184,7 +184,7 @@ with tab_queue:
 
 with tab_ledger:
     events = engine.feedback_events(user, limit=200)
-    options = list(dict.fromkeys([e.item_id for e in events] + ([r["id"] for r in trace.ranking] if trace else [])))
+    options = list(dict.fromkeys([e.item_id for e in events] + ([r.id for r in trace.ranking] if trace else [])))
     if st.session_state.get("fb_ledger_item") not in options:
         st.session_state.pop("fb_ledger_item", None)
     if not options:
@@ -246,12 +246,12 @@ with tab_effect:
         )
         texts = candidate_texts(trace)
         then = {
-            r["id"]: next(
+            r.id: next(
                 (
                     c.scores.feedback_net or 0
                     for h in trace.hops
                     for c in h.candidates
-                    if c.id == r["id"] and h.hop == r["hop"]
+                    if c.id == r.id and h.hop == r.hop
                 ),
                 0,
             )

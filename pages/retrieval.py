@@ -177,7 +177,7 @@ TABS = ["Hops", "Context", "What-if", "Why not?", "Compare", "Timings"]
 tab_hops, tab_context, tab_whatif, tab_whynot, tab_compare, tab_timings = url_tabs(TABS, key="trace_tab")
 texts_by_id = candidate_texts(trace)
 labels = trace_labels(engine, trace, texts_by_id)
-label_hop = {r["id"]: r["hop"] for r in trace.ranking}
+label_hop = {r.id: r.hop for r in trace.ranking}
 for hop in trace.hops:  # a memory the relevance filter dropped is labelled at the first hop that found it
     for c in hop.candidates:
         label_hop.setdefault(c.id, hop.hop)

@@ -29,7 +29,7 @@ class TraceComparison:
 
 def _candidates(trace: RetrievalTrace) -> dict[str, CandidateTrace]:
     """Each memory's candidate record: the copy the final ranking kept (its hop), else the first hop's."""
-    winner = {r["id"]: r["hop"] for r in trace.ranking}
+    winner = {r.id: r.hop for r in trace.ranking}
     out: dict[str, CandidateTrace] = {}
     for hop in trace.hops:
         for c in hop.candidates:
@@ -52,8 +52,8 @@ def _arrow(rank_a: int | None, rank_b: int | None) -> str:
 
 def compare_traces(a: RetrievalTrace, b: RetrievalTrace, text_chars: int = 120) -> TraceComparison:
     """Trace ``a`` against trace ``b`` (B is the "after": arrows say how a memory moved from A to B)."""
-    ranked_a = {r["id"]: r for r in a.ranking}
-    ranked_b = {r["id"]: r for r in b.ranking}
+    ranked_a = {r.id: r for r in a.ranking}
+    ranked_b = {r.id: r for r in b.ranking}
     cands_a, cands_b = _candidates(a), _candidates(b)
     ctx_a, ctx_b = set(a.context_ids), set(b.context_ids)
     rows: list[dict[str, Any]] = []
@@ -68,9 +68,9 @@ def compare_traces(a: RetrievalTrace, b: RetrievalTrace, text_chars: int = 120) 
                 "id": memory_id,
                 "text": shorten(some.text if some else "", text_chars),
                 "context": context,
-                "rank_a": ra["rank"] if ra else None,
-                "rank_b": rb["rank"] if rb else None,
-                "change": _arrow(ra["rank"] if ra else None, rb["rank"] if rb else None),
+                "rank_a": ra.rank if ra else None,
+                "rank_b": rb.rank if rb else None,
+                "change": _arrow(ra.rank if ra else None, rb.rank if rb else None),
                 "final_a": ca.scores.final if ca else None,
                 "final_b": cb.scores.final if cb else None,
                 "hybrid_a": ca.scores.hybrid if ca else None,
@@ -79,8 +79,8 @@ def compare_traces(a: RetrievalTrace, b: RetrievalTrace, text_chars: int = 120) 
                 "similarity_b": cb.scores.vector_similarity if cb else None,
                 "outcome_a": STAGE_NAMES.get(ca.context_reason, ca.context_reason) if ca else "not found",
                 "outcome_b": STAGE_NAMES.get(cb.context_reason, cb.context_reason) if cb else "not found",
-                "hop_a": ra["hop"] if ra else (_first_hop(a, memory_id)),
-                "hop_b": rb["hop"] if rb else (_first_hop(b, memory_id)),
+                "hop_a": ra.hop if ra else (_first_hop(a, memory_id)),
+                "hop_b": rb.hop if rb else (_first_hop(b, memory_id)),
                 "kind": some.kind if some else "",
             }
         )
@@ -118,11 +118,22 @@ def setting_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict
     return out
 
 
-def rank_shift_rows(comparison: TraceComparison) -> list[dict[str, Any]]:
-    """The comparison in the shape of a replay's ranking (old_rank, rank, context_change), for the slope chart."""
+@dataclass(frozen=True)
+class ComparedRank:
+    """A memory's move from trace A to trace B in the shape of a replay's ranking entry (ui.trace_figures.RankShift),
+    for the slope chart."""
+
+    id: str
+    old_rank: int | None  # in A
+    rank: int | None  # in B
+    context_change: str  # entered | left | stayed | out
+
+
+def rank_shift_rows(comparison: TraceComparison) -> list[ComparedRank]:
+    """The comparison's ranked memories as rank shifts (old_rank, rank, context_change), for the slope chart."""
     change = {"entered": "entered", "left": "left", "in both": "stayed"}
     return [
-        {"id": r["id"], "old_rank": r["rank_a"], "rank": r["rank_b"], "context_change": change.get(r["context"], "out")}
+        ComparedRank(r["id"], r["rank_a"], r["rank_b"], change.get(r["context"], "out"))
         for r in comparison.rows
         if r["rank_a"] is not None or r["rank_b"] is not None
     ]

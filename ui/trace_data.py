@@ -7,7 +7,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
-from engine import SCORE_KEYS, STAGE_NAMES, CandidateScores, HopTrace, MemoryState, RetrievalTrace, WhyNot, drop_rule
+from engine import (
+    SCORE_KEYS,
+    STAGE_NAMES,
+    CandidateScores,
+    HopTrace,
+    MemoryState,
+    RankedMemory,
+    RetrievalTrace,
+    WhyNot,
+    drop_rule,
+)
 from engine import why_not as engine_why_not
 
 from .text import one_line
@@ -84,15 +94,15 @@ def ranking_rows(trace: RetrievalTrace) -> list[dict[str, Any]]:
             texts[item_id] = forgotten_label(tomb)
     return [
         {
-            "rank": r["rank"],
-            "id": r["id"],
-            "kind": r["kind"],
-            "hop": r["hop"],
-            "final": r["final"],
-            "in_context": r["in_context"],
-            "outcome": STAGE_NAMES.get(r["reason"], r["reason"]),
-            "tokens": r.get("tokens"),
-            "text": shorten(texts.get(r["id"], ""), 120),
+            "rank": r.rank,
+            "id": r.id,
+            "kind": r.kind,
+            "hop": r.hop,
+            "final": r.final,
+            "in_context": r.in_context,
+            "outcome": STAGE_NAMES.get(r.reason, r.reason),
+            "tokens": r.tokens,
+            "text": shorten(texts.get(r.id, ""), 120),
         }
         for r in trace.ranking
     ]
@@ -114,7 +124,7 @@ def candidate_texts(trace: RetrievalTrace) -> dict[str, str]:
 
 def dropped_rows(trace: RetrievalTrace, hop: HopTrace) -> list[dict[str, Any]]:
     """Candidates of this hop that did not reach the context, with the stage and the rule that stopped them."""
-    winner_hop = {r["id"]: r["hop"] for r in trace.ranking}
+    winner_hop = {r.id: r.hop for r in trace.ranking}
     rows = []
     for c in hop.candidates:
         if c.in_context:
@@ -223,39 +233,39 @@ def changed_overrides(trace_settings: Mapping[str, Any], values: Mapping[str, An
 
 def whatif_tables(replayed: RetrievalTrace, texts: Mapping[str, str]) -> tuple[list[dict], list[dict]]:
     """Side-by-side tables of a replay: the old order (rank, context) and the new one (rank, change, context)."""
-    before = sorted((r for r in replayed.ranking if r.get("old_rank") is not None), key=lambda r: r["old_rank"])
-    after = sorted((r for r in replayed.ranking if r.get("rank") is not None), key=lambda r: r["rank"])
+    before = sorted((r for r in replayed.ranking if r.old_rank is not None), key=lambda r: r.old_rank or 0)
+    after = sorted((r for r in replayed.ranking if r.rank is not None), key=lambda r: r.rank or 0)
     old_rows = [
         {
-            "rank": r["old_rank"],
-            "id": r["id"],
-            "in_context": r["old_in_context"],
-            "text": shorten(texts.get(r["id"], ""), 80),
+            "rank": r.old_rank,
+            "id": r.id,
+            "in_context": r.old_in_context,
+            "text": shorten(texts.get(r.id, ""), 80),
         }
         for r in before
     ]
     new_rows = [
         {
-            "rank": r["rank"],
-            "id": r["id"],
-            "change": _arrow(r.get("rank_change")),
-            "context": r["context_change"],
-            "final": r["final"],
-            "text": shorten(texts.get(r["id"], ""), 80),
+            "rank": r.rank,
+            "id": r.id,
+            "change": _arrow(r.rank_change),
+            "context": r.context_change,
+            "final": r.final,
+            "text": shorten(texts.get(r.id, ""), 80),
         }
         for r in after
     ]
     new_rows += [
         {
             "rank": None,
-            "id": r["id"],
+            "id": r.id,
             "change": "filtered",
-            "context": r["context_change"],
+            "context": r.context_change,
             "final": None,
-            "text": shorten(texts.get(r["id"], ""), 80),
+            "text": shorten(texts.get(r.id, ""), 80),
         }
         for r in replayed.ranking
-        if r.get("rank") is None
+        if r.rank is None
     ]
     return old_rows, new_rows
 
@@ -271,9 +281,9 @@ def _arrow(change: int | None) -> str:
 def whatif_summary(replayed: RetrievalTrace) -> dict[str, list[str]]:
     """Ids that moved, entered or left the context in a replay."""
     return {
-        "moved": [r["id"] for r in replayed.ranking if r.get("rank_change")],
-        "entered": [r["id"] for r in replayed.ranking if r.get("context_change") == "entered"],
-        "left": [r["id"] for r in replayed.ranking if r.get("context_change") == "left"],
+        "moved": [r.id for r in replayed.ranking if r.rank_change],
+        "entered": [r.id for r in replayed.ranking if r.context_change == "entered"],
+        "left": [r.id for r in replayed.ranking if r.context_change == "left"],
     }
 
 
@@ -281,15 +291,15 @@ def whatif_summary(replayed: RetrievalTrace) -> dict[str, list[str]]:
 def labelling_rows(trace: RetrievalTrace, limit: int, only_context: bool) -> list[dict[str, Any]]:
     """The candidates a person labels from a trace: the merged order (each with the hop its copy came from)."""
     texts = candidate_texts(trace)
-    rows = [r for r in trace.ranking if r["in_context"] or not only_context]
+    rows = [r for r in trace.ranking if r.in_context or not only_context]
     return [
         {
-            "id": r["id"],
-            "kind": r["kind"],
-            "hop": r["hop"],
-            "rank": r["rank"],
-            "in_context": r["in_context"],
-            "text": texts.get(r["id"], ""),
+            "id": r.id,
+            "kind": r.kind,
+            "hop": r.hop,
+            "rank": r.rank,
+            "in_context": r.in_context,
+            "text": texts.get(r.id, ""),
         }
         for r in rows[:limit]
     ]
@@ -318,14 +328,14 @@ def unlabelled_queue(
     out = []
     for trace_id, item_id in picked[:limit]:
         trace = fetch(trace_id)
-        r = next(r for r in trace.ranking if r["id"] == item_id)
+        r = next(r for r in trace.ranking if r.id == item_id)
         out.append(
             {
                 "id": item_id,
-                "kind": r["kind"],
+                "kind": r.kind,
                 "trace_id": trace_id,
-                "hop": r["hop"],
-                "rank": r["rank"],
+                "hop": r.hop,
+                "rank": r.rank,
                 "question": shorten(trace.question, 80),
                 "text": candidate_texts(trace).get(item_id, ""),
             }
@@ -335,8 +345,8 @@ def unlabelled_queue(
 
 def rank_comparison(before: RetrievalTrace, after: RetrievalTrace, ids: Sequence[str] | None = None) -> list[dict]:
     """Ranks of the same memories in two traces of one question (e.g. the stored one and a fresh retrieval)."""
-    old = {r["id"]: r for r in before.ranking}
-    new = {r["id"]: r for r in after.ranking}
+    old = {r.id: r for r in before.ranking}
+    new = {r.id: r for r in after.ranking}
     keys = list(ids) if ids is not None else list(dict.fromkeys([*old, *new]))
     rows = []
     for key in keys:
@@ -344,13 +354,20 @@ def rank_comparison(before: RetrievalTrace, after: RetrievalTrace, ids: Sequence
         rows.append(
             {
                 "id": key,
-                "rank_before": o["rank"] if o else None,
-                "rank_after": n["rank"] if n else None,
-                "change": _arrow((o["rank"] - n["rank"]) if o and n else None) if n else "gone",
-                "final_before": o["final"] if o else None,
-                "final_after": n["final"] if n else None,
-                "in_context_before": bool(o and o["in_context"]),
-                "in_context_after": bool(n and n["in_context"]),
+                "rank_before": o.rank if o else None,
+                "rank_after": n.rank if n else None,
+                "change": _arrow(_rank_difference(o, n)) if n else "gone",
+                "final_before": o.final if o else None,
+                "final_after": n.final if n else None,
+                "in_context_before": bool(o and o.in_context),
+                "in_context_after": bool(n and n.in_context),
             }
         )
     return rows
+
+
+def _rank_difference(before: RankedMemory | None, after: RankedMemory | None) -> int | None:
+    """How far a memory moved up between two rankings (None unless both ranked it)."""
+    if before is None or after is None or before.rank is None or after.rank is None:
+        return None
+    return before.rank - after.rank

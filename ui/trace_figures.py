@@ -6,7 +6,7 @@ Figures show ids and numbers only, never memory text: plotly renders a subset of
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import plotly.graph_objects as go
 
@@ -119,24 +119,38 @@ def score_waterfall(
     return fig
 
 
-def rank_shift_figure(ranking: Sequence[Mapping[str, Any]], top_n: int = 20) -> go.Figure:
+class RankShift(Protocol):
+    """What the slope chart draws of a memory: a replay's ranking entry (engine.RankedMemory) or two traces'
+    comparison (ui.trace_compare.ComparedRank)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def old_rank(self) -> int | None: ...
+    @property
+    def rank(self) -> int | None: ...
+    @property
+    def context_change(self) -> str | None: ...
+
+
+def rank_shift_figure(ranking: Sequence[RankShift], top_n: int = 20) -> go.Figure:
     """Old rank -> new rank per memory of a replay (a slope chart); lines into the context are green, out red."""
-    rows = [r for r in ranking if r.get("old_rank") is not None or r.get("rank") is not None]
-    rows = sorted(rows, key=lambda r: min(x for x in (r.get("old_rank"), r.get("rank")) if x is not None))[:top_n]
-    bottom = max([max(r.get("old_rank") or 0, r.get("rank") or 0) for r in rows] + [1]) + 1
+    rows = [r for r in ranking if r.old_rank is not None or r.rank is not None]
+    rows = sorted(rows, key=lambda r: min(x for x in (r.old_rank, r.rank) if x is not None))[:top_n]
+    bottom = max([max(r.old_rank or 0, r.rank or 0) for r in rows] + [1]) + 1
     fig = go.Figure()
     colors = {"entered": UP, "left": DOWN, "stayed": TOTAL, "out": "#9e9e9e"}
     for r in rows:
-        old = r.get("old_rank") or bottom
-        new = r.get("rank") or bottom
+        old = r.old_rank or bottom
+        new = r.rank or bottom
         fig.add_trace(
             go.Scatter(
                 x=["before", "after"],
                 y=[old, new],
                 mode="lines+markers",
-                line={"color": colors.get(r.get("context_change", "out"), "#9e9e9e"), "width": 2},
-                name=shorten(r["id"], 28),
-                hovertemplate=f"{shorten(r['id'], 40)}<br>rank %{{y}}<extra></extra>",
+                line={"color": colors.get(r.context_change or "out", "#9e9e9e"), "width": 2},
+                name=shorten(r.id, 28),
+                hovertemplate=f"{shorten(r.id, 40)}<br>rank %{{y}}<extra></extra>",
             )
         )
     fig.update_layout(

@@ -11,29 +11,30 @@ from typing import Any
 
 from ..config import parse_assignments
 from ..presets import PRESETS
+from ..retrieval.trace import RetrievalTrace
 from .args import MEMORY_ID, OFFSET, TRACE, add_session, add_user, bounded_int, joined
 from .output import Col, Result, cell, counted, plain, size, table
 
 
-def _summary(d: dict) -> str:
+def _summary(trace: RetrievalTrace) -> str:
     """A reading of a trace (or replay) for people: the hops' queries and the final ranking."""
     head = [
-        f"trace {d['trace_id']}" + (f" (replay of {d['replay_of']})" if d.get("replay_of") else ""),
-        f"question: {cell(d['question'], 200)}",
-        f"stop: {d['stop_reason']}   context: {len(d['context_ids'])} memories, {d['context_tokens']} tokens",
+        f"trace {trace.trace_id}" + (f" (replay of {trace.replay_of})" if trace.replay_of else ""),
+        f"question: {cell(trace.question, 200)}",
+        f"stop: {trace.stop_reason}   context: {len(trace.context_ids)} memories, {trace.context_tokens} tokens",
     ]
-    for h in d["hops"]:
+    for h in trace.hops:
         head.append(
-            f"hop {h['hop']}: {cell(h['query'], 120)}  [{h['proposed_by']}]  "
-            f"found {h['counts'].get('found')}, kept {h['counts'].get('kept')}"
+            f"hop {h.hop}: {cell(h.query, 120)}  [{h.proposed_by}]  "
+            f"found {h.counts.get('found')}, kept {h.counts.get('kept')}"
         )
-    texts = {c["id"]: c["text"] for h in d["hops"] for c in h["candidates"]}
+    texts = {c.id: c.text for h in trace.hops for c in h.candidates}
     rows = [
-        {**r, "text": texts.get(r["id"], ""), "context": "yes" if r["in_context"] else (r.get("reason") or "")}
-        for r in d["ranking"]
+        {**r.to_dict(), "text": texts.get(r.id, ""), "context": "yes" if r.in_context else (r.reason or "")}
+        for r in trace.ranking
     ]
     cols = [Col("rank", "rank", 4)]
-    if any("old_rank" in r for r in rows):
+    if any(r.replayed for r in trace.ranking):
         cols += [Col("old_rank", "old", 4), Col("context_change", "change", 8)]
     cols += [
         Col("final", "final", 6),
@@ -46,9 +47,11 @@ def _summary(d: dict) -> str:
     return "\n".join(head) + "\n\n" + table(rows, cols, "(no candidates)")
 
 
-def _trace_result(ctx, trace) -> Result:
-    data = trace.to_dict()
-    return Result(data, _summary if ctx.args.summary and not getattr(ctx.args, "json", False) else None)
+def _trace_result(ctx, trace: RetrievalTrace) -> Result:
+    def summary(_data: Any) -> str:
+        return _summary(trace)
+
+    return Result(trace.to_dict(), summary if ctx.args.summary and not getattr(ctx.args, "json", False) else None)
 
 
 def cmd_retrieve(ctx) -> Result:

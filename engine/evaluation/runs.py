@@ -78,7 +78,7 @@ def code_version() -> str:
 def pipeline_ranking(trace: RetrievalTrace) -> list[str]:
     """A memlens trace's order: the final merged ranking, then the candidates its relevance filter dropped (best
     hybrid score first), so recall@25 is defined even when the filter is strict."""
-    ranked = [r["id"] for r in trace.ranking]
+    ranked = [r.id for r in trace.ranking]
     seen = set(ranked)
     dropped = []
     for hop in trace.hops:

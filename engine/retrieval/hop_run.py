@@ -13,7 +13,7 @@ from typing import Any
 
 from .assembly import Placement
 from .stages import Scored
-from .trace import CandidateInput, CandidateTrace, HopTrace
+from .trace import CandidateInput, CandidateTrace, HopTrace, RankedMemory
 
 # What a candidate that reached no placement became: a kept copy that lost the merge, or one the filter dropped.
 MERGED = Placement("merged", 0)
@@ -119,15 +119,15 @@ def hop_trace(run: HopRun, ranked: Mapping[tuple[int, str], tuple[Scored, Placem
     )
 
 
-def ranking_entry(s: Scored, placement: Placement) -> dict[str, Any]:
+def ranking_entry(s: Scored, placement: Placement) -> RankedMemory:
     """One memory of the trace's final merged order."""
-    return {
-        "id": s.inp.id,
-        "kind": s.inp.kind,
-        "hop": s.hop,
-        "final": s.final,
-        "rank": s.ranks.final,
-        "in_context": placement.in_context,
-        "reason": placement.reason,
-        "tokens": placement.tokens,
-    }
+    return RankedMemory(
+        id=s.inp.id,
+        kind=s.inp.kind,
+        hop=s.hop,
+        final=s.final,
+        rank=s.ranks.final,
+        in_context=placement.in_context,
+        reason=placement.reason,
+        tokens=placement.tokens,
+    )

@@ -4,6 +4,7 @@ replay with the trace's own settings gives exactly its result."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -12,7 +13,7 @@ from ..config import Settings
 from ..errors import InvalidInput
 from .hop_run import HopRun
 from .stages import score_hop
-from .trace import CandidateInput, CandidateTrace, RetrievalTrace
+from .trace import CandidateInput, CandidateTrace, RankedMemory, RetrievalTrace
 
 
 def tombstones(trace: RetrievalTrace, forgotten: Mapping[str, dict] | None) -> dict[str, Any]:
@@ -79,44 +80,45 @@ def candidate_input(c: CandidateTrace) -> CandidateInput:
 
 def replay_ranking(
     old: RetrievalTrace, new: RetrievalTrace, gone: Mapping[str, Any], hops: int
-) -> tuple[dict[str, Any], ...]:
+) -> tuple[RankedMemory, ...]:
     """The replayed ranking, each memory with its old rank and whether it entered or left the context; then the
     memories of the old ranking that the replay did not rank (forgotten, filtered, or of a hop not replayed)."""
-    before = {r["id"]: r for r in old.ranking}
+    before = {o.id: o for o in old.ranking}
     ranking = []
     for r in new.ranking:
-        o = before.get(r["id"])
+        o = before.get(r.id)
+        was_in = bool(o and o.in_context)
         ranking.append(
-            {
-                **r,
-                "old_rank": o["rank"] if o else None,
-                "rank_change": (o["rank"] - r["rank"]) if o else None,
-                "old_in_context": bool(o and o["in_context"]),
-                "context_change": _context_change(bool(o and o["in_context"]), r["in_context"]),
-            }
+            dataclasses.replace(
+                r,
+                old_rank=o.rank if o else None,
+                rank_change=(o.rank - r.rank) if o and o.rank is not None and r.rank is not None else None,
+                old_in_context=was_in,
+                context_change=_context_change(was_in, r.in_context),
+            )
         )
-    new_ids = {r["id"] for r in new.ranking}
-    ranking += [_unranked(o, gone, hops) for o in old.ranking if o["id"] not in new_ids]
+    new_ids = {r.id for r in new.ranking}
+    ranking += [_unranked(o, gone, hops) for o in old.ranking if o.id not in new_ids]
     return tuple(ranking)
 
 
-def _unranked(o: Mapping[str, Any], gone: Mapping[str, Any], hops: int) -> dict[str, Any]:
-    reason = "forgotten" if o["id"] in gone else "hop_not_replayed" if o["hop"] > hops else "filtered"
-    return {
-        "id": o["id"],
-        "kind": o["kind"],
-        "hop": o["hop"],
-        "final": None,
-        "rank": None,
-        "in_context": False,
-        "reason": reason,
-        "tokens": o.get("tokens", 0),
-        "old_rank": o["rank"],
-        "rank_change": None,
-        "old_in_context": o["in_context"],
-        "context_change": _context_change(o["in_context"], False),
-        **({"forgotten": gone[o["id"]]} if o["id"] in gone else {}),
-    }
+def _unranked(o: RankedMemory, gone: Mapping[str, Any], hops: int) -> RankedMemory:
+    reason = "forgotten" if o.id in gone else "hop_not_replayed" if o.hop > hops else "filtered"
+    return RankedMemory(
+        id=o.id,
+        kind=o.kind,
+        hop=o.hop,
+        final=None,
+        rank=None,
+        in_context=False,
+        reason=reason,
+        tokens=o.tokens,
+        old_rank=o.rank,
+        rank_change=None,
+        old_in_context=o.in_context,
+        context_change=_context_change(o.in_context, False),
+        forgotten=gone[o.id] if o.id in gone else None,
+    )
 
 
 def _context_change(before: bool, after: bool) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import zlib
@@ -19,7 +20,7 @@ from ..ids import check_id
 from ..memory.base import Backends, page_args
 from ..records import Page, TracePrunePlan
 from ..storage.database import one_row
-from .trace import OLDER_TRACE_SETTINGS, CandidateTrace, HopTrace, RetrievalTrace
+from .trace import OLDER_TRACE_SETTINGS, CandidateTrace, HopTrace, RankedMemory, RetrievalTrace
 
 log = logging.getLogger(__name__)
 
@@ -34,19 +35,23 @@ def trace_from_dict(data: dict[str, Any]) -> RetrievalTrace:
                 **data,
                 "hops": hops,
                 "context_ids": tuple(data["context_ids"]),
-                "ranking": tuple(data["ranking"]),
+                "ranking": tuple(RankedMemory.from_dict(r) for r in data["ranking"]),
                 "settings": {**OLDER_TRACE_SETTINGS, **data["settings"]},
             }
         )
-    except (KeyError, TypeError) as exc:
+    except (KeyError, TypeError, AttributeError) as exc:  # AttributeError: a ranking entry that is not an object
         raise InvalidInput(f"not a memlens trace: {exc}") from None
 
 
 def trace_json_bytes(trace: RetrievalTrace) -> bytes:
     """The stored form of a trace: UTF-8 JSON. orjson writes a 2-hop trace (~200 candidates, ~300 kB) in ~0.6 ms,
     the json module in ~6 ms (measured, bench/latency.py store); the JSON is the same up to whitespace. orjson
-    walks the records (dataclasses), dicts, lists and datetimes itself and refuses anything else."""
-    return orjson.dumps(trace, option=orjson.OPT_NON_STR_KEYS)
+    walks the records (dataclasses), dicts, lists and datetimes itself and refuses anything else. The ranking's
+    entries are written in their own form (RankedMemory.to_dict: without the replay's keys outside a replay), which
+    orjson would not know to leave out."""
+    fields = {f.name: getattr(trace, f.name) for f in dataclasses.fields(trace)}
+    fields["ranking"] = [r.to_dict() for r in trace.ranking]
+    return orjson.dumps(fields, option=orjson.OPT_NON_STR_KEYS)
 
 
 def trace_json(trace: RetrievalTrace) -> str:

@@ -6,13 +6,23 @@ reads back every earlier stored form (older traces lack some scores and settings
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from ..records import to_plain
 from .scores import SCORE_KEYS, CandidateScores, StageRanks, Verdict
 
-__all__ = ["SCORE_KEYS", "CandidateInput", "CandidateTrace", "HopTrace", "RetrievalTrace", "OLDER_TRACE_SETTINGS"]
+__all__ = [
+    "SCORE_KEYS",
+    "CandidateInput",
+    "CandidateTrace",
+    "HopTrace",
+    "RankedMemory",
+    "RetrievalTrace",
+    "OLDER_TRACE_SETTINGS",
+]
 
 # Settings added after traces were first stored, with the value that reproduces what an older trace did: a trace
 # without the key is read as having run with that value (so replaying it with its own settings stays exact).
@@ -95,6 +105,58 @@ class HopTrace:
 
 
 @dataclass(frozen=True)
+class RankedMemory:
+    """One memory of a trace's final merged order. A replay's ranking also says where each memory stood in the
+    trace it replayed (``old_rank`` ... ``context_change``), and lists the memories of that trace it did not rank
+    (``rank`` None; ``reason`` forgotten | filtered | hop_not_replayed; a forgotten one with its tombstone).
+
+    The JSON form has the keys traces have always had: the ranking's eight, a replay's four only in a replay's
+    entries, ``forgotten`` only when set (:meth:`to_dict`). Read back with :meth:`from_dict`."""
+
+    id: str
+    kind: str
+    hop: int  # the hop whose copy was ranked
+    final: float | None  # None: the replay did not rank it
+    rank: int | None  # 1-based; None: the replay did not rank it
+    in_context: bool
+    reason: str  # context | budget | budget_stop | cap (and a replay's forgotten | filtered | hop_not_replayed)
+    tokens: int = 0
+    # A replay's entries only:
+    old_rank: int | None = None  # its rank in the replayed trace (None: it was not ranked there)
+    rank_change: int | None = None  # old_rank - rank: positive moved up
+    old_in_context: bool | None = None
+    context_change: str | None = None  # entered | left | stayed | out
+    forgotten: dict | None = None  # the tombstone of a memory the replay left out because it was forgotten
+
+    @property
+    def replayed(self) -> bool:
+        """Whether this is a replay's entry (it then compares itself with the replayed trace)."""
+        return self.context_change is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        keys = RANKING_KEYS + (REPLAY_KEYS if self.replayed else ())
+        plain = {k: getattr(self, k) for k in keys}
+        if self.forgotten is not None:
+            plain["forgotten"] = self.forgotten
+        return plain
+
+    def plain_fields(self) -> dict[str, Any]:
+        """The fields as they are written out (records.to_plain uses it): :meth:`to_dict`."""
+        return self.to_dict()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        """The entry from its stored form (keys of another version that it does not know are left out; a missing
+        ``tokens`` is 0, missing replay keys are None)."""
+        return cls(**{k: v for k, v in data.items() if k in _RANKED_FIELDS})
+
+
+RANKING_KEYS = ("id", "kind", "hop", "final", "rank", "in_context", "reason", "tokens")
+REPLAY_KEYS = ("old_rank", "rank_change", "old_in_context", "context_change")
+_RANKED_FIELDS = frozenset(f.name for f in dataclasses.fields(RankedMemory))
+
+
+@dataclass(frozen=True)
 class RetrievalTrace:
     trace_id: str
     user_id: str
@@ -108,7 +170,7 @@ class RetrievalTrace:
     context: str
     context_ids: tuple[str, ...]
     context_tokens: int
-    ranking: tuple[dict, ...]  # the final merged order: id, kind, hop, final, rank, in_context, reason
+    ranking: tuple[RankedMemory, ...]  # the final merged order
     timings_ms: dict
     replay_of: str | None = None
     stop_details: dict = field(default_factory=dict)  # the reasoner's last proposal when it stopped the hops

@@ -67,7 +67,7 @@ def drop_rule(trace: RetrievalTrace, c: CandidateTrace, winner_hop: Mapping[str,
     if reason == "filtered":
         return c.verdicts.rule or "dropped by the relevance filter"
     if reason == "merged":
-        winners = winner_hop if winner_hop is not None else {r["id"]: r["hop"] for r in trace.ranking}
+        winners = winner_hop if winner_hop is not None else {r.id: r.hop for r in trace.ranking}
         other = winners.get(c.id)
         return f"the copy found at hop {other} scored higher" if other else "another copy scored higher"
     rank = c.ranks.final
@@ -84,7 +84,7 @@ def drop_rule(trace: RetrievalTrace, c: CandidateTrace, winner_hop: Mapping[str,
 
 
 def _used_before(trace: RetrievalTrace, rank: int) -> int:
-    return sum(r.get("tokens") or 0 for r in trace.ranking if r["in_context"] and r["rank"] < rank)
+    return sum(r.tokens for r in trace.ranking if r.in_context and r.rank is not None and r.rank < rank)
 
 
 def _hop_rows(trace: RetrievalTrace, item_id: str, winner_hop: Mapping[str, int]) -> list[dict[str, Any]]:
@@ -124,22 +124,21 @@ def _hop_rows(trace: RetrievalTrace, item_id: str, winner_hop: Mapping[str, int]
 def why_not(trace: RetrievalTrace, item_id: str, state: MemoryState | None = None) -> WhyNot:
     """Where ``item_id`` was lost in ``trace``: at which hop and stage, by which rule, or that search never found it
     (and, given the store's ``state`` of the memory, whether it was forgotten or never stored)."""
-    winner_hop = {r["id"]: r["hop"] for r in trace.ranking}
+    winner_hop = {r.id: r.hop for r in trace.ranking}
     rows = _hop_rows(trace, item_id, winner_hop)
-    ranked = next((r for r in trace.ranking if r["id"] == item_id), None)
+    ranked = next((r for r in trace.ranking if r.id == item_id), None)
     top_k = trace.settings.get("top_k")
     rule, rank, hop = "", None, None
     if ranked is not None:
-        rank, hop = ranked["rank"], ranked["hop"]
-        if ranked["in_context"]:
-            status, headline = "context", f"In the context at rank {ranked['rank']} (from hop {ranked['hop']})."
+        rank, hop = ranked.rank, ranked.hop
+        if ranked.in_context:
+            status, headline = "context", f"In the context at rank {ranked.rank} (from hop {ranked.hop})."
         else:
-            status = ranked["reason"]
-            c = next(c for h in trace.hops if h.hop == ranked["hop"] for c in h.candidates if c.id == item_id)
+            status = ranked.reason
+            c = next(c for h in trace.hops if h.hop == ranked.hop for c in h.candidates if c.id == item_id)
             rule = drop_rule(trace, c, winner_hop)
             headline = (
-                f"Lost at the {STAGE_NAMES.get(status, status)} (final rank {ranked['rank']}, hop "
-                f"{ranked['hop']}): {rule}."
+                f"Lost at the {STAGE_NAMES.get(status, status)} (final rank {ranked.rank}, hop {ranked.hop}): {rule}."
             )
     elif any(r["stage"] != "search" for r in rows):
         first = next(r for r in rows if r["stage"] == "relevance filter")

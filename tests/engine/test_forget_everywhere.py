@@ -61,8 +61,8 @@ def test_hard_forget_redacts_every_trace_and_replay_leaves_it_out(engine):
 
     replayed = engine.replay(trace.trace_id)
     assert secret.id not in replayed.context_ids and "Zorblax" not in replayed.context
-    row = next(r for r in replayed.ranking if r["id"] == secret.id)
-    assert row["reason"] == "forgotten" and row["context_change"] == "left" and row["forgotten"] == tomb
+    row = next(r for r in replayed.ranking if r.id == secret.id)
+    assert row.reason == "forgotten" and row.context_change == "left" and row.forgotten == tomb
     # a copy of the trace taken before the forget (JSON) is checked against the store when replayed
     old_copy = MemoryEngine.trace_from_json(json.dumps(trace.to_dict()))
     assert secret.id not in engine.replay_trace(old_copy).context_ids
@@ -89,7 +89,7 @@ def test_soft_forget_marks_traces_without_redacting_and_replay_leaves_it_out(eng
     assert SECRET in stored.context  # nothing else changed
     replayed = engine.replay(trace.trace_id)
     assert policy.id not in replayed.context_ids
-    assert next(r for r in replayed.ranking if r["id"] == policy.id)["reason"] == "forgotten"
+    assert next(r for r in replayed.ranking if r.id == policy.id).reason == "forgotten"
     # then hard: the mark becomes a hard tombstone and the text goes
     engine.forget("u1", "semantic", [policy.id], reason="gone for good", mode="hard")
     stored = engine.get_trace(trace.trace_id)

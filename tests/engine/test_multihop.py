@@ -222,13 +222,13 @@ def test_hops_merge_by_id_keeping_the_higher_final_score(world):
     assert h2[ids["a"]].scores["final"] > h1[ids["a"]].scores["final"]
     assert h1[ids["a"]].context_reason == "merged" and not h1[ids["a"]].in_context
     assert h2[ids["a"]].in_context
-    entry = next(r for r in trace.ranking if r["id"] == ids["a"])
-    assert (entry["hop"], entry["final"]) == (2, h2[ids["a"]].scores["final"])
+    entry = next(r for r in trace.ranking if r.id == ids["a"])
+    assert (entry.hop, entry.final) == (2, h2[ids["a"]].scores["final"])
 
 
 def test_every_memory_appears_once_in_the_ranking_from_its_best_hop(world):
     trace = run(world, hops=2, reasoner=Recorder("refund dashboard merchant"))
-    ranking_ids = [r["id"] for r in trace.ranking]
+    ranking_ids = [r.id for r in trace.ranking]
     assert len(ranking_ids) == len(set(ranking_ids))
     copies: dict[str, list] = {}
     for hop in trace.hops:
@@ -240,7 +240,7 @@ def test_every_memory_appears_once_in_the_ranking_from_its_best_hop(world):
     assert any(cs[0].scores["final"] > cs[1].scores["final"] for cs in both.values())  # hop 1 wins sometimes
     for i, cs in both.items():
         best = max(cs, key=lambda c: c.scores["final"])
-        entry = next(r for r in trace.ranking if r["id"] == i)
-        assert entry["final"] == best.scores["final"]
+        entry = next(r for r in trace.ranking if r.id == i)
+        assert entry.final == best.scores["final"]
         assert [c.context_reason for c in cs if c is not best] == ["merged"]
     assert set(ranking_ids) == set(copies)

@@ -62,4 +62,4 @@ def test_an_evaluation_embeds_its_questions_in_one_batch_and_ranks_as_without(de
     demo_engine.evaluate("demo", hops=1)
     assert counting.calls[0] == list(dict.fromkeys(questions))  # primed: one call before the first case
     again = demo_engine.retrieve("ada", questions[0], hops=1, save=False)
-    assert [(r["id"], r["final"]) for r in again.ranking] == [(r["id"], r["final"]) for r in fresh.ranking]
+    assert [(r.id, r.final) for r in again.ranking] == [(r.id, r.final) for r in fresh.ranking]

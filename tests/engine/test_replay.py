@@ -99,10 +99,10 @@ def same_result(a: RetrievalTrace, b: RetrievalTrace) -> None:
     assert b.context_ids == a.context_ids
     assert b.context == a.context
     assert b.context_tokens == a.context_tokens
-    assert [r["id"] for r in b.ranking] == [r["id"] for r in a.ranking]
-    assert [r["final"] for r in b.ranking] == [r["final"] for r in a.ranking]  # exactly, not approximately
-    assert [(r["in_context"], r["reason"], r["hop"]) for r in b.ranking] == [
-        (r["in_context"], r["reason"], r["hop"]) for r in a.ranking
+    assert [r.id for r in b.ranking] == [r.id for r in a.ranking]
+    assert [r.final for r in b.ranking] == [r.final for r in a.ranking]  # exactly, not approximately
+    assert [(r.in_context, r.reason, r.hop) for r in b.ranking] == [
+        (r.in_context, r.reason, r.hop) for r in a.ranking
     ]
     assert b.stop_reason == a.stop_reason
     for ha, hb in zip(a.hops, b.hops, strict=True):
@@ -135,23 +135,23 @@ def test_replay_with_the_original_settings_gives_exactly_the_original_result(wor
     replayed = engine.replay(original.trace_id)
     same_result(original, replayed)
     assert replayed.replay_of == original.trace_id
-    assert all(r["rank_change"] == 0 and r["old_rank"] == r["rank"] for r in replayed.ranking)
-    assert {r["context_change"] for r in replayed.ranking} <= {"stayed", "out"}
+    assert all(r.rank_change == 0 and r.old_rank == r.rank for r in replayed.ranking)
+    assert {r.context_change for r in replayed.ranking} <= {"stayed", "out"}
 
 
 def test_the_identity_traces_exercise_what_they_claim(world):
     traces = world[4]
     assert len(traces["two_hop"].hops) == 2 and len(traces["two_hop_offline_mmr"].hops) == 2
     assert traces["two_hop_offline_mmr"].hops[1].proposed_by == "offline:bridge_entities"
-    assert any(r["hop"] == 2 for r in traces["two_hop"].ranking)
+    assert any(r.hop == 2 for r in traces["two_hop"].ranking)
     assert all(
         "mmr_value" in r
         for r in [c.scores for c in traces["one_hop_mmr"].hops[0].candidates if c.verdicts["relevance"] == "kept"]
     )
     embedding = traces["one_hop_mmr_embedding"]
     assert embedding.hops[0].similarity  # the pairwise cosines that make this replayable
-    assert [r["id"] for r in embedding.ranking] != [r["id"] for r in traces["one_hop"].ranking]
-    assert any(r["reason"] == "budget_stop" for r in traces["stop_mode_small_budget"].ranking)
+    assert [r.id for r in embedding.ranking] != [r.id for r in traces["one_hop"].ranking]
+    assert any(r.reason == "budget_stop" for r in traces["stop_mode_small_budget"].ranking)
 
 
 def test_replay_with_the_original_values_given_explicitly_is_the_identity(world):
@@ -185,7 +185,7 @@ def test_replay_does_not_search_or_embed_again(world):
     engine.forget(GONE, "semantic", gone_ids, reason="test: replay leaves them out", mode="hard")
     after = engine.replay(original.trace_id)
     assert after.context_ids == ()
-    assert {r["id"] for r in after.ranking if r["reason"] == "forgotten"} == set(original.context_ids)
+    assert {r.id for r in after.ranking if r.reason == "forgotten"} == set(original.context_ids)
 
 
 # --- changed settings ---------------------------------------------------------------------------------------------
@@ -203,15 +203,15 @@ def expected_final(c, *, w=0.3, half_life=30.0, wf=0.5, cap=5) -> float:
 
 def check_formula_ranking(original, replayed, **params) -> None:
     cands = {c.id: c for c in original.hops[0].candidates}
-    ranked = [r for r in replayed.ranking if r["rank"] is not None]
+    ranked = [r for r in replayed.ranking if r.rank is not None]
     for r in ranked:
-        assert r["final"] == pytest.approx(expected_final(cands[r["id"]], **params), abs=1e-9)
-    finals = [r["final"] for r in ranked]
+        assert r.final == pytest.approx(expected_final(cands[r.id], **params), abs=1e-9)
+    finals = [r.final for r in ranked]
     assert finals == sorted(finals, reverse=True)
 
 
 def entry(trace, item_id):
-    return next(r for r in trace.ranking if r["id"] == item_id)
+    return next(r for r in trace.ranking if r.id == item_id)
 
 
 def test_a_longer_half_life_lifts_an_old_memory(world):
@@ -221,7 +221,7 @@ def test_a_longer_half_life_lifts_an_old_memory(world):
     assert replayed.settings["half_life_days"] == 10_000
     check_formula_ranking(original, replayed, half_life=10_000)
     old = entry(replayed, ids["old_tea"])
-    assert old["rank"] < old["old_rank"] and old["rank_change"] == old["old_rank"] - old["rank"] > 0
+    assert old.rank < old.old_rank and old.rank_change == old.old_rank - old.rank > 0
 
 
 def test_bm25_weight_changes_the_hybrid_blend(world):
@@ -231,7 +231,7 @@ def test_bm25_weight_changes_the_hybrid_blend(world):
     check_formula_ranking(original, keyword, w=1.0)
     vector = engine.replay(original.trace_id, {"bm25_weight": 0.0, "relevance_filter": "off"})
     check_formula_ranking(original, vector, w=0.0)
-    assert [r["id"] for r in keyword.ranking] != [r["id"] for r in vector.ranking]
+    assert [r.id for r in keyword.ranking] != [r.id for r in vector.ranking]
 
 
 def test_feedback_weight_0_removes_the_penalty_of_harmful_labels(world):
@@ -242,7 +242,7 @@ def test_feedback_weight_0_removes_the_penalty_of_harmful_labels(world):
     replayed = engine.replay(original.trace_id, {"feedback_weight": 0})
     check_formula_ranking(original, replayed, wf=0.0)
     moved = entry(replayed, ids["harmful"])
-    assert moved["rank_change"] > 0
+    assert moved.rank_change > 0
 
 
 def test_mmr_on_pushes_a_near_duplicate_down_and_lambda_1_changes_nothing(world):
@@ -250,15 +250,15 @@ def test_mmr_on_pushes_a_near_duplicate_down_and_lambda_1_changes_nothing(world)
     original = traces["one_hop"]
     replayed = engine.replay(original.trace_id, {"mmr_enabled": True, "mmr_lambda": 0.5})
     first, second = sorted(
-        (entry(replayed, ids["chai"]), entry(replayed, ids["chai_dup"])), key=lambda r: r["old_rank"]
+        (entry(replayed, ids["chai"]), entry(replayed, ids["chai_dup"])), key=lambda r: r.old_rank
     )
-    assert second["rank_change"] < 0  # identical word sets: Jaccard 1 after its twin was picked
-    assert first["rank"] < second["rank"]
-    assert [r["id"] for r in replayed.ranking] != [r["id"] for r in original.ranking]
+    assert second.rank_change < 0  # identical word sets: Jaccard 1 after its twin was picked
+    assert first.rank < second.rank
+    assert [r.id for r in replayed.ranking] != [r.id for r in original.ranking]
     pure = engine.replay(original.trace_id, {"mmr_enabled": True, "mmr_lambda": 1.0})
-    assert [r["id"] for r in pure.ranking] == [r["id"] for r in original.ranking]
+    assert [r.id for r in pure.ranking] == [r.id for r in original.ranking]
     off = engine.replay(traces["one_hop_mmr"].trace_id, {"mmr_enabled": False})
-    assert [r["id"] for r in off.ranking] == [r["id"] for r in original.ranking]
+    assert [r.id for r in off.ranking] == [r.id for r in original.ranking]
 
 
 def test_hop_weight_scales_only_the_later_hops_final_scores(world):
@@ -272,10 +272,10 @@ def test_hop_weight_scales_only_the_later_hops_final_scores(world):
         assert [c.scores["final"] for c in hop_after.candidates] == pytest.approx(
             [c.scores["final"] * factor for c in hop_before.candidates]
         )
-    finals = [r["final"] for r in replayed.ranking if r["rank"] is not None]
+    finals = [r.final for r in replayed.ranking if r.rank is not None]
     assert finals == sorted(finals, reverse=True)
     back = engine.replay(traces["two_hop_hop_weight"].trace_id, {"hop_weight": 1.0})
-    assert [r["id"] for r in back.ranking] == [r["id"] for r in original.ranking]
+    assert [r.id for r in back.ranking] == [r.id for r in original.ranking]
 
 
 def overlap_words(trace: RetrievalTrace) -> list[str]:
@@ -290,9 +290,9 @@ def test_a_lower_threshold_lets_filtered_memories_enter(world):
     replayed = engine.replay(original.trace_id, {"relevance_min_score": 0.0})
     assert filtered & set(replayed.context_ids)
     for r in replayed.ranking:
-        if r["id"] in filtered:
-            assert r["old_rank"] is None and r["rank"] is not None
-            assert r["context_change"] == "entered"
+        if r.id in filtered:
+            assert r.old_rank is None and r.rank is not None
+            assert r.context_change == "entered"
 
 
 def test_a_higher_threshold_keeps_only_word_overlaps(world):
@@ -301,7 +301,7 @@ def test_a_higher_threshold_keeps_only_word_overlaps(world):
     replayed = engine.replay(original.trace_id, {"relevance_min_score": 1.0})
     words = overlap_words(original)
     texts = {c.id: c.text.lower() for c in original.hops[0].candidates}
-    kept = {r["id"] for r in replayed.ranking if r["rank"] is not None}
+    kept = {r.id for r in replayed.ranking if r.rank is not None}
     assert kept == {i for i, t in texts.items() if any(w in t for w in words)}
 
 
@@ -311,12 +311,12 @@ def test_requiring_longer_shared_words_makes_memories_leave_the_context(world):
     replayed = engine.replay(original.trace_id, {"relevance_min_word_chars": 6})
     words = [w for w in overlap_words(original) if len(w) >= 6]
     cands = {c.id: c for c in original.hops[0].candidates}
-    kept = {r["id"] for r in replayed.ranking if r["rank"] is not None}
+    kept = {r.id for r in replayed.ranking if r.rank is not None}
     assert kept == {i for i, c in cands.items() if c.scores["hybrid"] >= 0.5 or any(w in c.text.lower() for w in words)}
-    left = [r for r in replayed.ranking if r["context_change"] == "left"]
+    left = [r for r in replayed.ranking if r.context_change == "left"]
     assert left, "memories kept only by a 5-letter word ('priya', 'drink') should leave"
-    assert all(r["rank"] is None and r["reason"] == "filtered" and r["old_in_context"] for r in left)
-    assert {r["id"] for r in left} == set(original.context_ids) - set(replayed.context_ids)
+    assert all(r.rank is None and r.reason == "filtered" and r.old_in_context for r in left)
+    assert {r.id for r in left} == set(original.context_ids) - set(replayed.context_ids)
 
 
 def test_a_smaller_budget_makes_memories_leave_and_a_larger_one_makes_them_enter(world):
@@ -325,31 +325,31 @@ def test_a_smaller_budget_makes_memories_leave_and_a_larger_one_makes_them_enter
     small = engine.replay(original.trace_id, {"budget_tokens": 40})
     assert small.context_tokens <= 40
     assert len(small.context_ids) < len(original.context_ids)
-    assert {r["id"] for r in small.ranking if r["context_change"] == "left"} == (
+    assert {r.id for r in small.ranking if r.context_change == "left"} == (
         set(original.context_ids) - set(small.context_ids)
     )
-    assert all(r["reason"] in ("budget", "budget_stop") for r in small.ranking if r["context_change"] == "left")
-    assert [r["id"] for r in small.ranking] == [r["id"] for r in original.ranking]  # ranking unchanged
+    assert all(r.reason in ("budget", "budget_stop") for r in small.ranking if r.context_change == "left")
+    assert [r.id for r in small.ranking] == [r.id for r in original.ranking]  # ranking unchanged
     tight = traces["stop_mode_small_budget"]
     wide = engine.replay(tight.trace_id, {"budget_tokens": 2000})
-    entered = {r["id"] for r in wide.ranking if r["context_change"] == "entered"}
+    entered = {r.id for r in wide.ranking if r.context_change == "entered"}
     assert entered and entered == set(wide.context_ids) - set(tight.context_ids)
 
 
 def test_stop_mode_ends_the_context_where_skip_mode_continues(world):
     engine, _, _, _, traces = world
     original = traces["one_hop"]
-    tokens = [r["tokens"] for r in original.ranking]
+    tokens = [r.tokens for r in original.ranking]
     # the first memory followed by a smaller one: a budget that fits everything before it plus that smaller one
     i = next(k for k in range(1, len(tokens)) if min(tokens[k + 1 :], default=math.inf) < tokens[k])
     budget = sum(tokens[:i]) + min(tokens[i + 1 :])
     stop = engine.replay(original.trace_id, {"budget_tokens": budget, "assembly_mode": "stop"})
     skip = engine.replay(original.trace_id, {"budget_tokens": budget, "assembly_mode": "skip"})
-    assert stop.context_ids == tuple(r["id"] for r in original.ranking[:i])
-    assert [r["reason"] for r in stop.ranking[i:]] == ["budget"] + ["budget_stop"] * (len(tokens) - i - 1)
+    assert stop.context_ids == tuple(r.id for r in original.ranking[:i])
+    assert [r.reason for r in stop.ranking[i:]] == ["budget"] + ["budget_stop"] * (len(tokens) - i - 1)
     assert len(skip.context_ids) > i
     assert skip.context_ids[:i] == stop.context_ids
-    assert entry(original, world[1]["long"])["tokens"] > 100
+    assert entry(original, world[1]["long"]).tokens > 100
 
 
 def test_replaying_fewer_hops_drops_the_later_hops(world):
@@ -360,7 +360,7 @@ def test_replaying_fewer_hops_drops_the_later_hops(world):
     assert [(c.id, c.scores) for c in replayed.hops[0].candidates] == [
         (c.id, c.scores) for c in original.hops[0].candidates
     ]
-    assert {r["hop"] for r in replayed.ranking if r["rank"] is not None} == {1}
+    assert {r.hop for r in replayed.ranking if r.rank is not None} == {1}
 
 
 @pytest.mark.parametrize(

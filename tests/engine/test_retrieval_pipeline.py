@@ -181,12 +181,12 @@ def test_scores_keep_their_direction_and_scale_in_their_names(world):
 
 def test_context_is_the_in_context_candidates_in_final_order(base):
     trace = base
-    in_context = [r for r in trace.ranking if r["in_context"]]
-    assert tuple(r["id"] for r in in_context) == trace.context_ids
-    assert [r["rank"] for r in trace.ranking] == list(range(1, len(trace.ranking) + 1))
-    finals = [r["final"] for r in trace.ranking]
+    in_context = [r for r in trace.ranking if r.in_context]
+    assert tuple(r.id for r in in_context) == trace.context_ids
+    assert [r.rank for r in trace.ranking] == list(range(1, len(trace.ranking) + 1))
+    finals = [r.final for r in trace.ranking]
     assert finals == sorted(finals, reverse=True)  # MMR is off by default
-    assert trace.context_tokens == sum(r["tokens"] for r in in_context)
+    assert trace.context_tokens == sum(r.tokens for r in in_context)
     texts = {c.id: c.text for c in candidates(trace)}
     positions = [trace.context.index(texts[i]) for i in trace.context_ids]
     assert positions == sorted(positions)
@@ -250,7 +250,7 @@ def test_context_max_items_caps_the_context_and_says_so(world):
     trace = run(world, overrides={"relevance_filter": "off", "context_max_items": 2})
     assert len(uncapped.context_ids) > 2
     assert trace.context_ids == uncapped.context_ids[:2]
-    assert {r["reason"] for r in trace.ranking[2:]} == {"cap"}
+    assert {r.reason for r in trace.ranking[2:]} == {"cap"}
     assert {c.context_reason for c in by_id(trace).values() if c.id in uncapped.context_ids[2:]} == {"cap"}
 
 

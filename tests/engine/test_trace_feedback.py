@@ -45,7 +45,7 @@ def retrieve(world, user):
 def ranked(trace) -> dict[str, dict]:
     """id -> {rank, final, and the hop-1 candidate's scores}"""
     cands = {c.id: c for c in trace.hops[0].candidates}
-    return {r["id"]: {"rank": r["rank"], "final": r["final"], **cands[r["id"]].scores} for r in trace.ranking}
+    return {r.id: {"rank": r.rank, "final": r.final, **cands[r.id].scores} for r in trace.ranking}
 
 
 def test_a_label_made_on_a_trace_points_to_the_trace_and_hop(world):
@@ -65,7 +65,7 @@ def test_harmful_labels_lower_the_memory_in_the_next_retrieval(world):
     engine, _ = world
     user = "fb-harmful"
     before = retrieve(world, user)
-    top, second = before.ranking[0]["id"], before.ranking[1]["id"]
+    top, second = before.ranking[0].id, before.ranking[1].id
     old = ranked(before)
     assert old[top]["final"] * 0.5 < old[second]["final"], "the two chai facts should score close to each other"
     for _ in range(5):
@@ -82,7 +82,7 @@ def test_useful_labels_raise_the_memory_in_the_next_retrieval(world):
     engine, _ = world
     user = "fb-useful"
     before = retrieve(world, user)
-    top, second = before.ranking[0]["id"], before.ranking[1]["id"]
+    top, second = before.ranking[0].id, before.ranking[1].id
     old = ranked(before)
     engine.report_feedback(user, useful=[second, second], trace_id=before.trace_id)
     after = ranked(retrieve(world, user))
@@ -95,7 +95,7 @@ def test_feedback_weight_0_ignores_labels(world):
     engine, now = world
     user = "fb-weight"
     before = retrieve(world, user)
-    item = before.ranking[0]["id"]
+    item = before.ranking[0].id
     engine.report_feedback(user, harmful=[item] * 3)
     after = ranked(engine.retrieve(user, QUESTION, now=now, overrides={"feedback_weight": 0}))
     assert (after[item]["feedback_net"], after[item]["feedback_factor"]) == (-3, 1.0)

@@ -1,5 +1,5 @@
-"""The typed records a candidate carries from scoring into the trace, and the stage timer: what they hold, how they
-read by name, and that they are stored as the same JSON objects as before."""
+"""The typed records a candidate carries from scoring into the trace (and a memory of the final ranking), and the
+stage timer: what they hold, how they read by name, and that they are stored as the same JSON objects as before."""
 
 from __future__ import annotations
 
@@ -10,8 +10,19 @@ from pathlib import Path
 import orjson
 import pytest
 
-from engine import RANK_STAGES, SCORE_KEYS, CandidateScores, MemoryEngine, StageRanks, Verdict
+from engine import (
+    RANK_STAGES,
+    SCORE_KEYS,
+    CandidateScores,
+    InvalidInput,
+    MemoryEngine,
+    RankedMemory,
+    StageRanks,
+    Verdict,
+    to_plain,
+)
 from engine.retrieval.hop_run import StageTimer
+from engine.retrieval.store import trace_json
 from ui.trace_data import candidate_rows
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "traces"
@@ -56,7 +67,8 @@ def test_a_stored_form_reads_back_into_the_same_record_and_unknown_keys_are_left
 def test_a_loaded_trace_keeps_every_value_it_stored_under_the_same_key(name):
     data = json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
     trace = MemoryEngine.trace_from_json(json.dumps(data))
-    again = json.loads(orjson.dumps(trace))
+    again = json.loads(trace_json(trace))
+    assert again["ranking"] == data["ranking"]  # the same keys, in the same order, with the same values
     for hop_before, hop_after in zip(data["hops"], again["hops"], strict=True):
         for before, after in zip(hop_before["candidates"], hop_after["candidates"], strict=True):
             for part in ("scores", "ranks", "verdicts"):
@@ -126,3 +138,38 @@ def test_the_hop_stages_fill_each_score_under_its_own_name():
         assert sc.hybrid == pytest.approx(sc.hybrid_vector_part + sc.hybrid_bm25_part)
         assert sc.temporal == pytest.approx(sc.hybrid * sc.decay * sc.importance_factor)
         assert sc.final == pytest.approx(sc.temporal * sc.feedback_factor * 0.5)
+
+
+# -- the final ranking's entries --------------------------------------------------------------------------------------
+LIVE = {"id": "m1", "kind": "semantic", "hop": 1, "final": 0.5, "rank": 1, "in_context": True, "reason": "context"}
+REPLAY = {"old_rank": 2, "rank_change": 1, "old_in_context": False, "context_change": "entered"}
+
+
+def test_a_ranking_entry_is_written_with_the_keys_it_always_had():
+    live = RankedMemory(**LIVE, tokens=7)
+    assert list(live.to_dict()) == ["id", "kind", "hop", "final", "rank", "in_context", "reason", "tokens"]
+    replayed = dataclasses.replace(live, **REPLAY)
+    assert replayed.replayed and not live.replayed
+    assert replayed.to_dict() == {**LIVE, "tokens": 7, **REPLAY}  # a replay's four keys only in a replay's entries
+    tomb = {"mode": "hard", "at": "2026-11-29T12:00:00+00:00", "actor": "t", "reason": "r", "forget_log_id": 3}
+    gone = dataclasses.replace(replayed, rank=None, final=None, reason="forgotten", forgotten=tomb)
+    assert list(gone.to_dict())[-1] == "forgotten" and gone.to_dict()["forgotten"] == tomb
+    assert to_plain([live, replayed]) == [live.to_dict(), replayed.to_dict()]  # every plain form is the same
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        live.rank = 2  # type: ignore[misc]
+
+
+def test_a_ranking_entry_reads_back_from_every_stored_form():
+    assert RankedMemory.from_dict({**LIVE, "tokens": 7}) == RankedMemory(**LIVE, tokens=7)
+    older = RankedMemory.from_dict(LIVE)  # no tokens: 0, as replay always read it
+    assert older.tokens == 0 and older.old_rank is None and not older.replayed
+    newer = RankedMemory.from_dict({**LIVE, **REPLAY, "tokens": 7, "from_a_newer_version": True})
+    assert newer.replayed and newer.rank_change == 1 and newer.to_dict() == {**LIVE, "tokens": 7, **REPLAY}
+
+
+@pytest.mark.parametrize("entry", [["m1", 1], "m1", {"kind": "semantic"}])
+def test_a_trace_with_a_ranking_entry_that_is_not_one_is_refused(entry):
+    data = json.loads((FIXTURES / "default_1hop.json").read_text(encoding="utf-8"))
+    data["ranking"][0] = entry
+    with pytest.raises(InvalidInput, match="not a memlens trace"):
+        MemoryEngine.trace_from_json(json.dumps(data))

@@ -70,9 +70,9 @@ def test_each_hop_names_its_stage_and_rule(store: MemoryEngine):
     tight = store.retrieve(
         "wren", "What tea does Wren drink?", now=NOW, budget=20, overrides={"relevance_filter": "off"}
     )
-    second = next(r for r in tight.ranking if not r["in_context"])
-    lost = store.why_not(tight, second["id"])
-    assert lost.status in ("budget", "cap") and lost.rank == second["rank"]
+    second = next(r for r in tight.ranking if not r.in_context)
+    lost = store.why_not(tight, second.id)
+    assert lost.status in ("budget", "cap") and lost.rank == second.rank
     assert lost.rule.startswith("needs ") and lost.rule == lost.rows[0]["rule"]
 
 

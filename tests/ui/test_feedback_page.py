@@ -54,13 +54,13 @@ def test_labelling_from_a_trace_records_an_event_pointing_at_the_trace_and_hop(
     demo_app: MemoryEngine, two_hop_trace: RetrievalTrace
 ):
     user = two_hop_trace.user_id
-    hop2 = next(r for r in two_hop_trace.ranking if r["in_context"] and r["hop"] == 2)
+    hop2 = next(r for r in two_hop_trace.ranking if r.in_context and r.hop == 2)
     at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
     no_errors(at)
     at.text_input(key="fb_note").input("names the owner's timezone")
-    label_button(at, two_hop_trace, hop2["id"]).click().run()
+    label_button(at, two_hop_trace, hop2.id).click().run()
     no_errors(at)
-    event = demo_app.feedback_events(user, item_id=hop2["id"])[0]
+    event = demo_app.feedback_events(user, item_id=hop2.id)[0]
     assert (event.label, event.delta, event.trace_id, event.hop, event.note) == (
         "useful",
         1,
@@ -71,20 +71,20 @@ def test_labelling_from_a_trace_records_an_event_pointing_at_the_trace_and_hop(
     assert any("Labelled" in v for v in values(at, "success"))
     assert at.text_input(key="fb_note").value == ""  # the note went with that label
     # The ledger now shows this memory with the new event.
-    assert at.selectbox(key="fb_ledger_item").value == hop2["id"]
+    assert at.selectbox(key="fb_ledger_item").value == hop2.id
     assert any(two_hop_trace.trace_id in v and "useful (+1)" in v and "hop 2" in v for v in values(at, "text"))
 
 
 def test_a_harmful_label_counts_minus_one(demo_app: MemoryEngine, two_hop_trace: RetrievalTrace):
     user = two_hop_trace.user_id
     item = two_hop_trace.ranking[0]
-    net_before = demo_app.feedback_net(user, [item["id"]]).get(item["id"], 0)
+    net_before = demo_app.feedback_net(user, [item.id]).get(item.id, 0)
     at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
-    label_button(at, two_hop_trace, item["id"], "harmful").click().run()
+    label_button(at, two_hop_trace, item.id, "harmful").click().run()
     no_errors(at)
-    assert demo_app.feedback_net(user, [item["id"]])[item["id"]] == net_before - 1
-    event = demo_app.feedback_events(user, item_id=item["id"])[0]
-    assert (event.label, event.trace_id, event.hop) == ("harmful", two_hop_trace.trace_id, item["hop"])
+    assert demo_app.feedback_net(user, [item.id])[item.id] == net_before - 1
+    event = demo_app.feedback_events(user, item_id=item.id)[0]
+    assert (event.label, event.trace_id, event.hop) == ("harmful", two_hop_trace.trace_id, item.hop)
 
 
 def test_the_queue_offers_unlabelled_context_memories_and_drops_one_once_labelled(
@@ -108,14 +108,14 @@ def test_a_fresh_retrieval_shows_a_useful_label_raising_the_score(
     demo_app: MemoryEngine, two_hop_trace: RetrievalTrace
 ):
     user = two_hop_trace.user_id
-    item = next(r for r in two_hop_trace.ranking if r["in_context"] and r["hop"] == 1)
+    item = next(r for r in two_hop_trace.ranking if r.in_context and r.hop == 1)
     at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
-    label_button(at, two_hop_trace, item["id"]).click().run()
+    label_button(at, two_hop_trace, item.id).click().run()
     no_errors(at)
     button(at, "Retrieve this question again").click().run()
     no_errors(at)
     rows = {r["id"]: r for r in at.dataframe[-1].value.to_dict("records")}
-    assert rows[item["id"]]["final_after"] > rows[item["id"]]["final_before"]
+    assert rows[item.id]["final_after"] > rows[item.id]["final_before"]
     assert demo_app.list_traces(user).rows[0]["trace_id"] == two_hop_trace.trace_id  # the comparison is not stored
 
 
@@ -123,14 +123,14 @@ def test_labelling_a_memory_deleted_meanwhile_is_a_readable_error(
     demo_app: MemoryEngine, two_hop_trace: RetrievalTrace
 ):
     user = two_hop_trace.user_id
-    item = next(r for r in two_hop_trace.ranking if r["in_context"] and r["kind"] == "semantic")
+    item = next(r for r in two_hop_trace.ranking if r.in_context and r.kind == "semantic")
     at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
-    events_before = demo_app.feedback_events(user, item_id=item["id"])
-    demo_app.forget(user, "semantic", [item["id"]], reason="test: deleted by another process", mode="hard")
-    label_button(at, two_hop_trace, item["id"]).click().run()
+    events_before = demo_app.feedback_events(user, item_id=item.id)
+    demo_app.forget(user, "semantic", [item.id], reason="test: deleted by another process", mode="hard")
+    label_button(at, two_hop_trace, item.id).click().run()
     assert not at.exception
     assert any("Could not label" in v for v in values(at, "error"))
-    assert demo_app.feedback_events(user, item_id=item["id"]) == events_before  # nothing written
+    assert demo_app.feedback_events(user, item_id=item.id) == events_before  # nothing written
 
 
 def test_stored_markup_in_labelled_memories_renders_as_text(demo_app: MemoryEngine):
@@ -164,7 +164,7 @@ def test_the_ledger_shows_each_memory_s_text_and_all_labels_newest_first_with_a_
     demo_app: MemoryEngine, two_hop_trace: RetrievalTrace
 ):
     user = two_hop_trace.user_id
-    item = two_hop_trace.ranking[0]["id"]
+    item = two_hop_trace.ranking[0].id
     demo_app.label(user, item, "useful", trace_id=two_hop_trace.trace_id, hop=1)
     at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
     at.selectbox(key="fb_ledger_item").set_value(item).run()

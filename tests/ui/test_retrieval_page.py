@@ -117,14 +117,14 @@ def whatif(demo_app: MemoryEngine, setting: str, value):
 
 def test_whatif_with_a_small_budget_shows_what_leaves_the_context(demo_app: MemoryEngine):
     at, expected = whatif(demo_app, "budget_tokens", 50)
-    left = [r["id"] for r in expected.ranking if r["context_change"] == "left"]
+    left = [r.id for r in expected.ranking if r.context_change == "left"]
     assert left and metric(at, "Left the context") == str(len(left))
     assert any(v.startswith("Entered: —\nLeft: " + ", ".join(left)) for v in values(at, "text"))
 
 
 def test_whatif_hop_weight_is_offered_for_a_two_hop_trace_and_replays_with_it(demo_app: MemoryEngine):
     at, expected = whatif(demo_app, "hop_weight", 0.5)
-    moved = sum(1 for r in expected.ranking if r["rank_change"])
+    moved = sum(1 for r in expected.ranking if r.rank_change)
     assert moved > 0  # halving the bridge hop's scores reorders the merged ranking
     assert metric(at, "Rank changes") == str(moved)
     assert any("hop_weight" in v for v in values(at, "text"))
@@ -215,7 +215,7 @@ def test_typing_an_exact_memory_id_selects_that_memory_not_the_top_search_hit(de
 def test_a_link_opens_the_trace_on_its_tab_with_its_memory_and_the_url_keeps_them(demo_app: MemoryEngine):
     q = TWO_HOP[0]
     t = demo_app.retrieve(q["user_id"], q["question"], hops=2)
-    memory = t.ranking[1]["id"]
+    memory = t.ranking[1].id
     at = open_link(PAGE, {"trace": t.trace_id, "tab": "why-not", "memory": memory})
     no_errors(at)
     assert at.session_state["trace_current_id"] == t.trace_id
@@ -253,19 +253,19 @@ def test_a_link_to_an_unknown_trace_says_so(demo_app: MemoryEngine):
 def test_labelling_from_the_trace_shows_the_label_and_undo_removes_it(demo_app: MemoryEngine):
     q = TWO_HOP[0]
     t = demo_app.retrieve(q["user_id"], q["question"], hops=2)
-    item = next(r for r in t.ranking if r["hop"] == 2)
-    at = open_link(PAGE, {"trace": t.trace_id, "tab": "hops", "memory": item["id"]})
-    at.button(key=f"trace_label_item_useful_{item['id']}").click().run()
+    item = next(r for r in t.ranking if r.hop == 2)
+    at = open_link(PAGE, {"trace": t.trace_id, "tab": "hops", "memory": item.id})
+    at.button(key=f"trace_label_item_useful_{item.id}").click().run()
     no_errors(at)
     [event] = demo_app.feedback_events(q["user_id"], trace_id=t.trace_id)
-    assert (event.item_id, event.label, event.hop) == (item["id"], "useful", 2)
+    assert (event.item_id, event.label, event.hop) == (item.id, "useful", 2)
     assert any("label from this trace: **useful**" in v for v in values(at, "caption"))
     table = next(df.value for df in at.dataframe if "label" in df.value.columns)
-    assert table.set_index("id").loc[item["id"], "label"] == "useful" or item["id"] not in set(table["id"])
-    at.button(key=f"trace_label_item_undo_{item['id']}").click().run()
+    assert table.set_index("id").loc[item.id, "label"] == "useful" or item.id not in set(table["id"])
+    at.button(key=f"trace_label_item_undo_{item.id}").click().run()
     no_errors(at)
     assert demo_app.feedback_events(q["user_id"], trace_id=t.trace_id) == []
-    assert any(f"{md_escape(item['id'])} · not labelled from this trace" in v for v in values(at, "caption"))
+    assert any(f"{md_escape(item.id)} · not labelled from this trace" in v for v in values(at, "caption"))
     assert at.session_state["trace_tab"] == "Hops"
 
 
@@ -292,7 +292,7 @@ def test_two_traces_side_by_side(demo_app: MemoryEngine):
     assert at.selectbox(key="trace_b_pick").value == two.trace_id
     rows = next(df.value for df in at.dataframe if "rank_b" in df.value.columns)
     first = two.ranking[0]
-    assert rows.set_index("id").loc[first["id"], "rank_b"] == first["rank"]
+    assert rows.set_index("id").loc[first.id, "rank_b"] == first.rank
     settings = next(df.value for df in at.dataframe if "setting" in df.value.columns)
     assert ("hops", "1", "2") in {tuple(r) for r in settings[["setting", "a", "b"]].values}
     entered = set(two.context_ids) - set(one.context_ids)

@@ -12,7 +12,7 @@ import pytest
 from test_trace_figures import SETTINGS, TWO_HOPS, cand, entry, hop, scores, trace
 
 from engine import MemoryEngine
-from ui.trace_compare import compare_traces, rank_shift_rows, setting_differences
+from ui.trace_compare import ComparedRank, compare_traces, rank_shift_rows, setting_differences
 from ui.trace_figures import bar_texts, score_waterfall, timing_figure
 from ui.trace_timing import timing_rows, timing_spans
 
@@ -80,9 +80,9 @@ def test_setting_differences_ignore_the_clock_and_list_one_sided_settings():
 
 
 def test_rank_shift_rows_feed_the_slope_chart():
-    rows = {r["id"]: r for r in rank_shift_rows(compare_traces(TWO_HOPS, after_label()))}
-    assert rows["b"] == {"id": "b", "old_rank": 3, "rank": 1, "context_change": "entered"}
-    assert rows["a"]["context_change"] == "left" and "f" not in rows
+    rows = {r.id: r for r in rank_shift_rows(compare_traces(TWO_HOPS, after_label()))}
+    assert rows["b"] == ComparedRank(id="b", old_rank=3, rank=1, context_change="entered")
+    assert rows["a"].context_change == "left" and "f" not in rows
 
 
 def test_two_real_two_hop_traces_compare_consistently(demo_engine: MemoryEngine):
@@ -99,7 +99,7 @@ def test_two_real_two_hop_traces_compare_consistently(demo_engine: MemoryEngine)
     assert {"setting": "hops", "a": "1", "b": "2"} in cmp.settings
     for r in cmp.rows:
         if r["rank_a"]:
-            assert next(x for x in one.ranking if x["id"] == r["id"])["rank"] == r["rank_a"]
+            assert next(x for x in one.ranking if x.id == r["id"]).rank == r["rank_a"]
 
 
 # -- timings ---------------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import CandidateTrace, HopTrace, MemoryEngine, RetrievalTrace, Settings
+from engine import CandidateTrace, HopTrace, MemoryEngine, RankedMemory, RetrievalTrace, Settings
 from engine.presets import PRESETS
 from ui.trace_data import (
     candidate_rows,
@@ -105,7 +105,7 @@ def hop(n: int, query: str, *cands: CandidateTrace) -> HopTrace:
     )
 
 
-def trace(hops: tuple[HopTrace, ...], ranking: list[dict], budget: int = 30, **settings) -> RetrievalTrace:
+def trace(hops: tuple[HopTrace, ...], ranking: list[RankedMemory], budget: int = 30, **settings) -> RetrievalTrace:
     return RetrievalTrace(
         trace_id="tr_test",
         user_id="u",
@@ -117,25 +117,25 @@ def trace(hops: tuple[HopTrace, ...], ranking: list[dict], budget: int = 30, **s
         hops=hops,
         stop_reason="max_hops",
         context="",
-        context_ids=tuple(r["id"] for r in ranking if r["in_context"]),
-        context_tokens=sum(r["tokens"] for r in ranking if r["in_context"]),
+        context_ids=tuple(r.id for r in ranking if r.in_context),
+        context_tokens=sum(r.tokens for r in ranking if r.in_context),
         ranking=tuple(ranking),
         timings_ms={},
     )
 
 
-def entry(id: str, rank: int, hop_n: int = 1, reason: str = "context", tokens: int = 10, **extra) -> dict:
-    return {
-        "id": id,
-        "kind": "semantic",
-        "hop": hop_n,
-        "final": 1.0 / rank,
-        "rank": rank,
-        "in_context": reason == "context",
-        "reason": reason,
-        "tokens": tokens,
+def entry(id: str, rank: int, hop_n: int = 1, reason: str = "context", tokens: int = 10, **extra) -> RankedMemory:
+    return RankedMemory(
+        id=id,
+        kind="semantic",
+        hop=hop_n,
+        final=1.0 / rank,
+        rank=rank,
+        in_context=reason == "context",
+        reason=reason,
+        tokens=tokens,
         **extra,
-    }
+    )
 
 
 # A two-hop trace covering every way to be lost: a (context), b (budget), f (filtered at hop 1), m (merged: its hop-1
@@ -222,7 +222,7 @@ def test_rank_shift_figure_draws_one_line_per_memory():
     ranking = [
         entry("a", 2, old_rank=1, context_change="stayed"),
         entry("b", 1, old_rank=2, context_change="stayed"),
-        {**entry("c", 3), "rank": None, "old_rank": 3, "context_change": "left"},
+        dataclasses.replace(entry("c", 3), rank=None, old_rank=3, context_change="left"),
     ]
     fig = rank_shift_figure(ranking)
     assert len(fig.data) == 3
@@ -286,13 +286,7 @@ def test_whatif_tables_put_old_and_new_order_side_by_side():
         (),
         [
             entry("b", 1, old_rank=2, rank_change=1, old_in_context=True, context_change="stayed"),
-            {
-                **entry("a", 2, reason="budget"),
-                "old_rank": 1,
-                "rank_change": -1,
-                "old_in_context": True,
-                "context_change": "left",
-            },
+            entry("a", 2, reason="budget", old_rank=1, rank_change=-1, old_in_context=True, context_change="left"),
         ],
     )
     before, after = whatif_tables(replayed, {"a": "text a", "b": "text b"})
