@@ -22,6 +22,14 @@ DONE = "DONE"
 _PROPER = re.compile(r"\b[A-Z][\w'’&.-]*[\w](?:[ \t]+(?:of[ \t]+|de[ \t]+|the[ \t]+)?[A-Z][\w'’&.-]*[\w])*")
 _IDENT = re.compile(r"\b(?=[\w.-]*[\d_-])[A-Za-z][\w.-]*[A-Za-z0-9]\b|#\d+")
 _QUOTED = re.compile(r"[\"“]([^\"”]{3,60})[\"”]")
+_SPEECH = re.compile(r"[.!?,;]")
+_PRONOUN = re.compile(r"^I(?:['’]\w+)?$")
+_ROLE_PREFIX = re.compile(r"^(?:user|assistant|system|tool)[ \t]*:[ \t]*", re.IGNORECASE)
+# Words that open a chat reply before a name ("Hey Melanie", "Thanks Caroline"): capitalised as a sentence start.
+_OPENERS = frozenset(
+    "hey hi hello thanks thank wow oh yes yeah yep no congrats congratulations dear ok okay sure well so aww "
+    "awesome great nice haha omg good bye morning evening".split()
+)
 
 
 @dataclass(frozen=True)
@@ -87,19 +95,30 @@ class OfflineBridgeReasoner:
                 words = words[1:]
             if not words:
                 continue
+            # "I'm", "Since I'll": the capital is the pronoun's, not a name's.
+            words = [w for w in words if not _PRONOUN.match(w)]
+            at_start = _sentence_start(text, m.start())
+            # "Hey Melanie" opening a reply: the greeting's capital is the sentence's, the name after it is mid-line.
+            if len(words) > 1 and at_start and words[0].lower() in _OPENERS:
+                words, at_start = words[1:], False
+            if not words:
+                continue
             phrase = " ".join(words)
-            if len(words) == 1 and _sentence_start(text, m.start()) and (names_mid is None or phrase not in names_mid):
+            if len(words) == 1 and at_start and (names_mid is None or phrase not in _mid_words(names_mid)):
                 continue
             found.append(phrase)
         found += [m.group(0) for m in _IDENT.finditer(text)]
-        found += [m.group(1).strip() for m in _QUOTED.finditer(text)]
+        # A quoted title ("The Night Circus"), not quoted speech (a chat turn is a quote too, and so is the text
+        # between a turn's opening quote and a title's: "I just finished reading ").
+        found += [q for q in (m.group(1).strip() for m in _QUOTED.finditer(text)) if _looks_like_title(q)]
         return found
 
     def propose(self, question: str, accumulated: Sequence[str], hop: int, previous: Sequence[str]) -> Proposal:
         known = _words(question)
         for q in previous:
             known |= _words(q)
-        pool = list(accumulated[: self.pool])
+        # A chat turn stored as "user: ..." names its role, not a topic: the role word is never a bridge or key term.
+        pool = [_ROLE_PREFIX.sub("", text, count=1) for text in accumulated[: self.pool]]
         if not pool:
             return Proposal(DONE, self.name, {"why": "no results to bridge from"})
         names_mid = {
@@ -107,9 +126,12 @@ class OfflineBridgeReasoner:
         }
         q_words = {w for w in _words(question) if w not in CONTENT_STOP_WORDS and len(w) > 2}
         # Terms present in many results (a speaker on every line, the project name everywhere) do not bridge.
+        # Counted as words anywhere in a result (a speaker's name opening every line is never a "term" there).
+        pool_words = [_words(text) for text in pool]
         spread: Counter[str] = Counter()
         for text in pool:
-            spread.update({t.lower() for t in self.terms(text, names_mid)})
+            for t in {t.lower() for t in self.terms(text, names_mid)}:
+                spread[t] = sum(1 for w in pool_words if _words(t) <= w)
         best_text, best_overlap, best_terms = None, -1.0, []
         for rank, text in enumerate(pool):
             terms = []
@@ -150,8 +172,23 @@ class OfflineBridgeReasoner:
         return Proposal(query, self.name, details)
 
 
+def _looks_like_title(quoted: str) -> bool:
+    words = quoted.split()
+    if len(words) > 6 or _SPEECH.search(quoted) or _PRONOUN.match(words[0]):
+        return False
+    return sum(w[:1].isupper() for w in words) * 2 >= len(words)
+
+
+def _mid_words(names_mid: set[str]) -> set[str]:
+    return {w for name in names_mid for w in name.split()}
+
+
 def _sentence_start(text: str, pos: int) -> bool:
-    before = text[:pos].rstrip(" \t\"'“(")
+    """Whether ``pos`` opens a sentence, a line or quoted speech (``Melanie said, "That's great``)."""
+    head = text[:pos]
+    before = head.rstrip(" \t\"'“(")
+    if any(q in head[len(before) :] for q in "\"“"):
+        return True
     return not before or before[-1] in ".!?:\n"
 
 

@@ -187,6 +187,39 @@ def test_offline_bridge_reasoner_ignores_names_present_in_most_results():
     assert proposal.query == "Kestrel"
 
 
+def test_chat_filler_is_not_taken_for_a_name():
+    # A chat turn is quoted speech: its first word is a sentence start, "I'm" is the pronoun, a greeting's capital
+    # is the sentence's; only the name inside the reply is a bridge.
+    turn = 'Melanie said, "That\'s great news! I\'m so proud of you, Caroline."'
+    assert OfflineBridgeReasoner().terms(turn, set()) == ["Caroline"]
+    greeting = 'Caroline said, "Hey Melanie! I went to the LGBTQ support group yesterday."'
+    assert OfflineBridgeReasoner().terms(greeting, set()) == ["Melanie", "LGBTQ"]
+
+
+def test_a_quoted_title_is_a_term_but_quoted_speech_is_not():
+    turn = 'Melanie said, "I just finished reading "Charlotte\'s Web" to the kids."'
+    assert OfflineBridgeReasoner().terms(turn, set()) == ["Charlotte's Web"]
+    assert "The Night Circus" in OfflineBridgeReasoner().terms('We read "The Night Circus" at last.', set())
+    assert OfflineBridgeReasoner().terms('He wrote "see you soon" and left.', set()) == []
+
+
+def test_a_full_name_opening_a_reply_stays_whole():
+    turn = 'Caroline said, "Jonas Weber showed me the Hotel Almirante."'
+    assert OfflineBridgeReasoner().terms(turn, set()) == ["Jonas Weber", "Hotel Almirante"]
+
+
+def test_a_speaker_named_in_every_result_does_not_bridge_even_opening_each_line():
+    texts = [
+        'Melanie said, "Caroline, we went camping at Lake Tahoe."',
+        'Caroline said, "Melanie, how was the pottery class?"',
+        'Melanie said, "Thanks Caroline, pottery with Priya was fun."',
+        'Caroline said, "Melanie, send me photos."',
+    ]
+    proposal = OfflineBridgeReasoner(mode="terms").propose("Where did Melanie go camping?", texts, 1, [])
+    assert "Caroline" not in proposal.query
+    assert "Lake Tahoe" in proposal.query
+
+
 def test_offline_bridge_reasoner_says_done_when_the_results_hold_nothing_new():
     assert OfflineBridgeReasoner().propose("q", [], 1, ["q"]).query == "DONE"
     question = "Who owns the refund reconciliation job?"
