@@ -220,6 +220,21 @@ def test_a_speaker_named_in_every_result_does_not_bridge_even_opening_each_line(
     assert "Lake Tahoe" in proposal.query
 
 
+def test_question_plus_terms_adds_a_bridge_name_and_key_terms_to_the_question():
+    texts = ["The release is blocked by the Kestrel migration.", "Kestrel migration waits on the schema freeze."]
+    proposal = OfflineBridgeReasoner(mode="question+terms").propose("What blocks the release?", texts, 1, [])
+    assert proposal.query.startswith("blocks release Kestrel")
+    assert proposal.details["names"] == ["Kestrel"]
+
+
+def test_question_plus_terms_stops_when_the_results_name_nothing_new():
+    # Key terms alone would repeat the question's own search: DONE saves the hop.
+    texts = ["the release is blocked by the migration", "the migration waits on the schema freeze"]
+    proposal = OfflineBridgeReasoner(mode="question+terms").propose("What blocks the release?", texts, 1, [])
+    assert proposal.query == "DONE"
+    assert "no new names" in proposal.details["why"]
+
+
 def test_offline_bridge_reasoner_says_done_when_the_results_hold_nothing_new():
     assert OfflineBridgeReasoner().propose("q", [], 1, ["q"]).query == "DONE"
     question = "Who owns the refund reconciliation job?"
