@@ -344,10 +344,11 @@ class Settings:
         retrieval=True,
     )
     hop_weight: float = _s(
-        0.8,
+        0.9,
         "[memlens] Factor on the final scores of hop n's candidates, hop_weight^(n-1), "
         "before the multi-hop merge: below 1 a reasoner-proposed query's results must outscore "
-        "the question's own by that margin to displace them (1 = parity).",
+        "the question's own by that margin to displace them (1 = parity; 2-hop recall@10 on the dev halves, "
+        "LoCoMo / LongMemEval: 0.8 0.734/0.885, 0.9 0.742/0.884, 1.0 0.746/0.856).",
         lo=0,
         hi=1,
         retrieval=True,
