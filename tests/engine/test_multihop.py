@@ -190,7 +190,7 @@ def test_offline_bridge_reasoner_ignores_names_present_in_most_results():
 def test_chat_filler_is_not_taken_for_a_name():
     # A chat turn is quoted speech: its first word is a sentence start, "I'm" is the pronoun, a greeting's capital
     # is the sentence's; only the name inside the reply is a bridge.
-    turn = 'Melanie said, "That\'s great news! I\'m so proud of you, Caroline."'
+    turn = "Melanie said, \"That's great news! I'm so proud of you, Caroline.\""
     assert OfflineBridgeReasoner().terms(turn, set()) == ["Caroline"]
     greeting = 'Caroline said, "Hey Melanie! I went to the LGBTQ support group yesterday."'
     assert OfflineBridgeReasoner().terms(greeting, set()) == ["Melanie", "LGBTQ"]
@@ -233,6 +233,24 @@ def test_question_plus_terms_stops_when_the_results_name_nothing_new():
     proposal = OfflineBridgeReasoner(mode="question+terms").propose("What blocks the release?", texts, 1, [])
     assert proposal.query == "DONE"
     assert "no new names" in proposal.details["why"]
+
+
+def test_a_sentence_opening_word_seen_in_lower_case_is_not_part_of_the_name_after_it():
+    assert OfflineBridgeReasoner().terms("Remember Jon from the gym?", set(), frozenset({"remember"})) == ["Jon"]
+
+
+def test_the_speakers_of_a_conversation_and_its_chat_filler_never_bridge():
+    # Turns as the benchmark importer writes them; both speakers are named in the replies, "awesome" everywhere.
+    texts = [
+        'Gina said, "Awesome, Jon! I visited Rome last spring, awesome trip."',
+        'Jon said, "Gina, awesome, Paris was awesome too."',
+        'Gina said, "Jon, the studio looks awesome."',
+        'Jon said, "Thanks Gina, awesome."',
+    ]
+    proposal = OfflineBridgeReasoner(mode="question+terms").propose("Which city has Gina visited?", texts, 1, [])
+    assert "Rome" in proposal.details["names"]
+    assert not {"jon", "gina"} & {w.lower() for w in proposal.details["terms"]}
+    assert "awesome" not in proposal.details["terms"]
 
 
 def test_offline_bridge_reasoner_says_done_when_the_results_hold_nothing_new():
