@@ -199,6 +199,15 @@ class Settings:
     query_condense_chars: int = _s(
         100, "Messages longer than this are condensed into a search query.", lo=1, retrieval=True
     )
+    query_condense_words: int = _s(
+        40,
+        "[memlens] Content words the offline condensation keeps of a long message, in order (parity: 15, "
+        "the LLM's 'under 15 words'). Fewer cut the end of a long question: LongMemEval dev recall@10 "
+        "0.867 with 15, 0.873 with 20 to 60; LoCoMo unchanged.",
+        lo=1,
+        hi=500,
+        retrieval=True,
+    )
     hybrid_enabled: bool = _s(True, "Blend BM25 into the score (hybrid_search_enabled).", retrieval=True)
     bm25_weight: float = _s(0.5, "w, the lexical share of the hybrid score (see fusion).", lo=0, hi=1, retrieval=True)
     bm25_source: str = _s(
@@ -335,10 +344,11 @@ class Settings:
         retrieval=True,
     )
     hop_weight: float = _s(
-        0.8,
+        0.9,
         "[memlens] Factor on the final scores of hop n's candidates, hop_weight^(n-1), "
         "before the multi-hop merge: below 1 a reasoner-proposed query's results must outscore "
-        "the question's own by that margin to displace them (1 = parity).",
+        "the question's own by that margin to displace them (1 = parity; 2-hop recall@10 on the dev halves, "
+        "LoCoMo / LongMemEval: 0.8 0.734/0.885, 0.9 0.742/0.884, 1.0 0.746/0.856).",
         lo=0,
         hi=1,
         retrieval=True,

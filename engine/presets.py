@@ -40,6 +40,7 @@ LLMEMORY: dict[str, Any] = {
     "context_max_items": 0,
     "hop_weight": 1.0,
     "reasoner_query": "terms",
+    "query_condense_words": 15,
 }
 
 PRESETS: dict[str, dict[str, Any]] = {

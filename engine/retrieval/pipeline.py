@@ -227,9 +227,10 @@ class Retriever:
             result = self.llm.complete(QUERY_PROMPT.format(message=message), "query_generation", user_id)
             if result.ok and result.text.strip():
                 return Proposal(result.text.strip().splitlines()[0][:300], "llm:query", {"strategy": "llm"})
-            fallback = condense_offline(message) or message[:201]
+            fallback = condense_offline(message, settings.query_condense_words) or message[:201]
             return Proposal(fallback, "offline:keywords", {"strategy": "offline", "fallback": result.error})
-        return Proposal(condense_offline(message) or message[:201], "offline:keywords", {"strategy": "offline"})
+        condensed = condense_offline(message, settings.query_condense_words) or message[:201]
+        return Proposal(condensed, "offline:keywords", {"strategy": "offline"})
 
     def _judge(self, inputs: list[CandidateInput], text: str, user_id: str) -> tuple[list[CandidateInput], str]:
         if not inputs or not self.llm.available:

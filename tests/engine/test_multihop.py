@@ -187,6 +187,72 @@ def test_offline_bridge_reasoner_ignores_names_present_in_most_results():
     assert proposal.query == "Kestrel"
 
 
+def test_chat_filler_is_not_taken_for_a_name():
+    # A chat turn is quoted speech: its first word is a sentence start, "I'm" is the pronoun, a greeting's capital
+    # is the sentence's; only the name inside the reply is a bridge.
+    turn = "Melanie said, \"That's great news! I'm so proud of you, Caroline.\""
+    assert OfflineBridgeReasoner().terms(turn, set()) == ["Caroline"]
+    greeting = 'Caroline said, "Hey Melanie! I went to the LGBTQ support group yesterday."'
+    assert OfflineBridgeReasoner().terms(greeting, set()) == ["Melanie", "LGBTQ"]
+
+
+def test_a_quoted_title_is_a_term_but_quoted_speech_is_not():
+    turn = 'Melanie said, "I just finished reading "Charlotte\'s Web" to the kids."'
+    assert OfflineBridgeReasoner().terms(turn, set()) == ["Charlotte's Web"]
+    assert "The Night Circus" in OfflineBridgeReasoner().terms('We read "The Night Circus" at last.', set())
+    assert OfflineBridgeReasoner().terms('He wrote "see you soon" and left.', set()) == []
+
+
+def test_a_full_name_opening_a_reply_stays_whole():
+    turn = 'Caroline said, "Jonas Weber showed me the Hotel Almirante."'
+    assert OfflineBridgeReasoner().terms(turn, set()) == ["Jonas Weber", "Hotel Almirante"]
+
+
+def test_a_speaker_named_in_every_result_does_not_bridge_even_opening_each_line():
+    texts = [
+        'Melanie said, "Caroline, we went camping at Lake Tahoe."',
+        'Caroline said, "Melanie, how was the pottery class?"',
+        'Melanie said, "Thanks Caroline, pottery with Priya was fun."',
+        'Caroline said, "Melanie, send me photos."',
+    ]
+    proposal = OfflineBridgeReasoner(mode="terms").propose("Where did Melanie go camping?", texts, 1, [])
+    assert "Caroline" not in proposal.query
+    assert "Lake Tahoe" in proposal.query
+
+
+def test_question_plus_terms_adds_a_bridge_name_and_key_terms_to_the_question():
+    texts = ["The release is blocked by the Kestrel migration.", "Kestrel migration waits on the schema freeze."]
+    proposal = OfflineBridgeReasoner(mode="question+terms").propose("What blocks the release?", texts, 1, [])
+    assert proposal.query.startswith("blocks release Kestrel")
+    assert proposal.details["names"] == ["Kestrel"]
+
+
+def test_question_plus_terms_stops_when_the_results_name_nothing_new():
+    # Key terms alone would repeat the question's own search: DONE saves the hop.
+    texts = ["the release is blocked by the migration", "the migration waits on the schema freeze"]
+    proposal = OfflineBridgeReasoner(mode="question+terms").propose("What blocks the release?", texts, 1, [])
+    assert proposal.query == "DONE"
+    assert "no new names" in proposal.details["why"]
+
+
+def test_a_sentence_opening_word_seen_in_lower_case_is_not_part_of_the_name_after_it():
+    assert OfflineBridgeReasoner().terms("Remember Jon from the gym?", set(), frozenset({"remember"})) == ["Jon"]
+
+
+def test_the_speakers_of_a_conversation_and_its_chat_filler_never_bridge():
+    # Turns as the benchmark importer writes them; both speakers are named in the replies, "awesome" everywhere.
+    texts = [
+        'Gina said, "Awesome, Jon! I visited Rome last spring, awesome trip."',
+        'Jon said, "Gina, awesome, Paris was awesome too."',
+        'Gina said, "Jon, the studio looks awesome."',
+        'Jon said, "Thanks Gina, awesome."',
+    ]
+    proposal = OfflineBridgeReasoner(mode="question+terms").propose("Which city has Gina visited?", texts, 1, [])
+    assert "Rome" in proposal.details["names"]
+    assert not {"jon", "gina"} & {w.lower() for w in proposal.details["terms"]}
+    assert "awesome" not in proposal.details["terms"]
+
+
 def test_offline_bridge_reasoner_says_done_when_the_results_hold_nothing_new():
     assert OfflineBridgeReasoner().propose("q", [], 1, ["q"]).query == "DONE"
     question = "Who owns the refund reconciliation job?"

@@ -368,6 +368,20 @@ def test_offline_condensation_keeps_at_most_15_content_words():
     assert condense_offline("what is it and why?") == ""
 
 
+def test_a_long_question_keeps_its_last_clause_by_default_and_loses_it_under_llmemory(world):
+    # The third event of a long question was cut by a 15-word condensation, so full-text search never saw it.
+    events = (
+        "What is the order of the three events: 'I signed up for the rewards program at ShopRite', 'I used a Buy "
+        "One Get One Free coupon on Luvs diapers at Walmart', and 'I redeemed cashback for an Amazon gift card "
+        "from Ibotta'?"
+    )
+    default = run(world, events, preset="default").hops[0]
+    assert default.proposed_by == "offline:keywords"
+    assert "Ibotta" in default.query and "ShopRite" in default.query
+    parity = run(world, events).hops[0]
+    assert len(parity.query.split()) == 15 and "Ibotta" not in parity.query
+
+
 # --- the trace's life cycle ---------------------------------------------------------------------------------------
 
 

@@ -24,7 +24,7 @@ SESSION = "crash-s1"
 
 def main() -> None:
     mode, store, flags = sys.argv[1], sys.argv[2], Path(sys.argv[3])
-    engine = open_engine(store)
+    engine = open_engine(store, load_model=mode != "working")  # working memory is never embedded
     log = open(flags / f"committed-{os.getpid()}.jsonl", "a", encoding="utf-8")
 
     def committed(record: dict) -> None:

@@ -17,12 +17,14 @@ SKILL = "sk-agent-plan"
 BEACON = "zyxquorvant"  # a made-up word: only the agent's first memory contains it
 
 
-def open_engine(store: str):
-    """The engine as an agent or the dashboard opens it, with the model loaded before the synchronised start."""
+def open_engine(store: str, load_model: bool = True):
+    """The engine as an agent or the dashboard opens it, with the model loaded before the synchronised start
+    (``load_model=False`` for a process that never embeds: the model's load is seconds of CPU on a small machine)."""
     from engine import MemoryEngine, Settings
 
     engine = MemoryEngine.open(settings=Settings.from_env({}, store=store, lock_timeout_s=30))
-    engine.embedder.embed(["load the model before the start signal"])
+    if load_model:
+        engine.embedder.embed(["load the model before the start signal"])
     return engine
 
 
