@@ -101,9 +101,7 @@ def same_result(a: RetrievalTrace, b: RetrievalTrace) -> None:
     assert b.context_tokens == a.context_tokens
     assert [r.id for r in b.ranking] == [r.id for r in a.ranking]
     assert [r.final for r in b.ranking] == [r.final for r in a.ranking]  # exactly, not approximately
-    assert [(r.in_context, r.reason, r.hop) for r in b.ranking] == [
-        (r.in_context, r.reason, r.hop) for r in a.ranking
-    ]
+    assert [(r.in_context, r.reason, r.hop) for r in b.ranking] == [(r.in_context, r.reason, r.hop) for r in a.ranking]
     assert b.stop_reason == a.stop_reason
     for ha, hb in zip(a.hops, b.hops, strict=True):
         assert [c.id for c in hb.candidates] == [c.id for c in ha.candidates]
@@ -249,9 +247,7 @@ def test_mmr_on_pushes_a_near_duplicate_down_and_lambda_1_changes_nothing(world)
     engine, ids, _, _, traces = world
     original = traces["one_hop"]
     replayed = engine.replay(original.trace_id, {"mmr_enabled": True, "mmr_lambda": 0.5})
-    first, second = sorted(
-        (entry(replayed, ids["chai"]), entry(replayed, ids["chai_dup"])), key=lambda r: r.old_rank
-    )
+    first, second = sorted((entry(replayed, ids["chai"]), entry(replayed, ids["chai_dup"])), key=lambda r: r.old_rank)
     assert second.rank_change < 0  # identical word sets: Jaccard 1 after its twin was picked
     assert first.rank < second.rank
     assert [r.id for r in replayed.ranking] != [r.id for r in original.ranking]
