@@ -46,6 +46,8 @@ _INDEX_CACHE_S = 10.0
 # big are checked once per version for a single owner; a search of that owner's rows then skips the filter.
 SOLE_OWNER_MIN_ROWS = 20_000
 _PURGE_GAP_S = 1.2
+# What LanceDB says when a full-text search meets a table without its full-text index.
+_NO_FTS_INDEX = "Cannot perform full text search unless an INVERTED index has been created"
 _MAINTAIN_ATTEMPTS = 6
 log = logging.getLogger(__name__)
 
@@ -482,7 +484,18 @@ class VectorIndex:
 
     def _search_text(self, kind: str, user_id: str, query: str, k: int) -> tuple[list[VectorHit], str]:
         """The user's k best rows by BM25 (LanceDB's index, over the whole table), and where they were scored
-        (``LanceDB index``). For a table held in memory LanceDB returns only ids and scores: the copy has the rest."""
+        (``LanceDB index``). For a table held in memory LanceDB returns only ids and scores: the copy has the rest.
+        A table whose full-text index does not exist yet gives no hits: another process (a team store's other host)
+        has created it and added its first rows but not yet built the index, which its maintenance does next; the
+        vector search still finds those rows."""
+        try:
+            return self._search_text_indexed(kind, user_id, query, k)
+        except Exception as exc:
+            if _NO_FTS_INDEX not in str(exc):
+                raise
+            return [], "LanceDB index"
+
+    def _search_text_indexed(self, kind: str, user_id: str, query: str, k: int) -> tuple[list[VectorHit], str]:
         tb = self.table(kind, create=False)
         if tb is None or not _WORD.search(query or ""):
             return [], "LanceDB index"

@@ -91,3 +91,24 @@ def test_writers_in_several_processes_lose_no_commit(team_servers, tmp_path):
     assert sorted(present) == sorted(acked), "every acknowledged row is there, exactly once"
     hits = index.search_vectors("semantic", "u", np.ones(8, np.float32) / np.sqrt(8), 5)[0]
     assert len(hits) == 5
+
+
+@pytest.mark.parametrize("where", ["folder", "s3"])
+def test_a_table_another_process_has_not_indexed_yet_is_searched_without_error(where, tmp_path, request):
+    """Found by bench/team.py: an agent's retrieval met the table another process had just created and written its
+    first rows to, before that process built the full-text index (its next step): the full-text search failed and
+    the retrieval reported the table unreadable (StoreCorrupt)."""
+    if where == "s3":
+        _, uri = request.getfixturevalue("team_servers").fresh("unindexed")
+        options = s3_storage_options()
+    else:
+        uri, options = str(tmp_path / "vectors"), {}
+    creator = VectorIndex(uri, "m", 4, storage_options=options)
+    searcher = VectorIndex(uri, "m", 4, resident_max_rows=1000, storage_options=options)
+    vector = [1.0, 0.0, 0.0, 0.0]
+    # the creating process between its first add and its maintenance: rows, no full-text index yet
+    creator.table("semantic").add([{"id": "a", "user_id": "u", "text": "deploy the service", "vector": vector}])
+    assert searcher.search_text("semantic", "u", "deploy", 5) == ([], "LanceDB index")
+    assert [h.id for h in searcher.vector_search("semantic", "u", np.array(vector), 5)] == ["a"]
+    creator._maintain(creator.table("semantic"))  # the index is built: the same search finds the row
+    assert [h.id for h in searcher.fts_search("semantic", "u", "deploy", 5)] == ["a"]
