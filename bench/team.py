@@ -123,7 +123,7 @@ class Worker:
                 result = fn()
             except StoreBusy as exc:
                 self.busy += 1
-                self._note(f"StoreBusy (retried) in {kind}: {exc}", count=False)
+                self._note(f"StoreBusy (retried) in {kind}: {exc}")
                 continue
             except Exception as exc:  # noqa: BLE001 - every failure is counted and reported, none stops the run
                 self.error_count += 1
@@ -138,7 +138,7 @@ class Worker:
         self._note(f"{kind}: StoreBusy {BUSY_RETRIES + 1} times in a row")
         return None
 
-    def _note(self, text: str, count: bool = True) -> None:
+    def _note(self, text: str) -> None:
         if len(self.errors) < 20:
             self.errors.append(text.splitlines()[0][:300] if text else text)
 

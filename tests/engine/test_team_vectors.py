@@ -112,3 +112,37 @@ def test_a_table_another_process_has_not_indexed_yet_is_searched_without_error(w
     assert [h.id for h in searcher.vector_search("semantic", "u", np.array(vector), 5)] == ["a"]
     creator._maintain(creator.table("semantic"))  # the index is built: the same search finds the row
     assert [h.id for h in searcher.fts_search("semantic", "u", "deploy", 5)] == ["a"]
+
+
+
+def test_processes_writing_the_first_rows_of_a_new_table_at_once_lose_none(team_servers):
+    """Found by bench/team.py: several agents' first writes to a new team store each created the LanceDB table; on
+    s3 a creation that lost the race committed as the table's next version (an overwrite), erasing the rows another
+    writer had added, or failed as a commit conflict. Each VectorIndex here has its own connection (like a process
+    on another host); they share the lock the engine gives them (its store-wide writer lock)."""
+    import threading
+
+    _, uri = team_servers.fresh("first-rows")
+    writers = 6
+    store_lock = threading.Lock()
+    indexes = [VectorIndex(uri, "m", 4, storage_options=s3_storage_options()) for _ in range(writers)]
+    for index in indexes:
+        index.creation_lock = lambda: store_lock
+    start, errors = threading.Barrier(writers), []
+
+    def first_write(n: int) -> None:
+        start.wait()
+        try:
+            indexes[n].add("semantic", [f"id{n}"], ["u"], [f"fact {n}"], np.array([[1.0, float(n), 0.0, 0.0]]))
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(f"{type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=first_write, args=(n,)) for n in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(VectorIndex(uri, "m", 4, storage_options=s3_storage_options()).ids("semantic")) == sorted(
+        f"id{n}" for n in range(writers)
+    )
