@@ -35,7 +35,8 @@ try:
     ensure_demo(engine)
     user = pick_user(engine)
     pick_session(engine, user)
-    st.sidebar.caption(f"Store: {md_escape(engine.path)}")
+    # a team store has no folder: its location with the password masked
+    st.sidebar.caption(f"Store: {md_escape(engine.path if engine.path is not None else engine.location.display)}")
     page.run()
 except MemlensError as exc:
     # Backstop for errors a page did not expect (the store locked by another process for too long, a store

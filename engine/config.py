@@ -167,6 +167,14 @@ class Settings:
         "cannot be written (a read-only file system) is opened read-only by itself.",
         env="MEMLENS_READ_ONLY",
     )
+    pg_pool_size: int = _s(
+        8,
+        "A team store: the most PostgreSQL connections each process keeps in its pool (one per thread busy with the "
+        "store at once; the server's max_connections must cover every process's pool).",
+        lo=1,
+        hi=1000,
+        env="MEMLENS_PG_POOL_SIZE",
+    )
     forget_purge_grace_s: float = _s(
         10.0,
         "A hard forget rewrites the LanceDB files that still hold the memory at "

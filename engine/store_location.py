@@ -132,7 +132,9 @@ def open_tables(location: StoreLocation, settings: Settings, db_file: str) -> tu
         from .storage.postgres import PostgresDatabase  # psycopg is loaded only for a team store
 
         read_only = settings.read_only
-        db = PostgresDatabase(location.dsn or "", location.display, settings.lock_timeout_s, read_only)
+        db = PostgresDatabase(
+            location.dsn or "", location.display, settings.lock_timeout_s, read_only, settings.pg_pool_size
+        )
     else:
         folder = location.folder
         read_only = settings.read_only or (folder.is_dir() and not os.access(folder, os.W_OK))

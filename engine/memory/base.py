@@ -31,6 +31,10 @@ class Backends:
     settings: Settings
     journal: WriteJournal | None = None  # notes two-store writes in flight, for repair after a crash
 
+    def __post_init__(self) -> None:
+        # One process at a time creates a vector table: under the store-wide writer lock (VectorIndex.table).
+        self.index.creation_lock = self.db.write
+
     def intent(self, kind: str, ids: Sequence[str]):
         """Note a write touching ``ids`` of ``kind`` in both stores for its duration (storage/journal.py)."""
         return self.journal.intent(kind, ids) if self.journal is not None else nullcontext()

@@ -11,10 +11,11 @@ import logging
 import random
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -46,7 +47,13 @@ _INDEX_CACHE_S = 10.0
 # big are checked once per version for a single owner; a search of that owner's rows then skips the filter.
 SOLE_OWNER_MIN_ROWS = 20_000
 _PURGE_GAP_S = 1.2
+# What LanceDB says when a full-text search meets a table without its full-text index.
+_NO_FTS_INDEX = "Cannot perform full text search unless an INVERTED index has been created"
 _MAINTAIN_ATTEMPTS = 6
+# What lance says when a commit lost to other processes' commits (nothing of it was committed), and how often a
+# vector write tries again.
+_COMMIT_CONFLICT = ("Too many concurrent writers", "Retryable commit conflict", "commit conflict")
+_COMMIT_ATTEMPTS = 6
 log = logging.getLogger(__name__)
 
 
@@ -104,6 +111,8 @@ class VectorIndex:
         self._ann: dict[str, tuple[float, bool]] = {}  # table name -> (checked at, has a vector index)
         self._owner: dict[str, tuple[int, str | None]] = {}  # table name -> (version, its only user or None)
         self._writes: dict[str, int] = {}  # table name -> add() calls since this process last optimized it
+        # Held while a table is created; the engine sets the store-wide writer lock (its database's write()).
+        self.creation_lock: Callable[[], AbstractContextManager[Any]] = nullcontext
         self.resident = ResidentVectors(resident_max_rows)
 
     # -- tables -----------------------------------------------------------------------------------------------------
@@ -145,12 +154,18 @@ class VectorIndex:
                     f"not {self.model} (dim {self.dim})"
                 )
         elif create:
-            try:
-                tb = self.db.create_table(name, schema=self._schema(kind))
-            except ValueError as exc:  # another process created it a moment ago (a team store's other host)
-                if "already exists" not in str(exc):
-                    raise
-                return self.table(kind, create=False)
+            # One process at a time creates a table (the store-wide writer lock): two creating one at once on s3
+            # do not both fail cleanly; the loser's creation commits as the table's next version, an overwrite that
+            # erases the rows the winner added meanwhile (found by bench/team.py).
+            with self.creation_lock():
+                if name in self.table_names():  # another process created it while this one waited
+                    return self.table(kind, create=False)
+                try:
+                    tb = self.db.create_table(name, schema=self._schema(kind))
+                except ValueError as exc:  # another process outside the lock (an older memlens) created it
+                    if "already exists" not in str(exc):
+                        raise
+                    return self.table(kind, create=False)
         else:
             return None
         self._tables[name] = tb
@@ -195,10 +210,22 @@ class VectorIndex:
             }
         )
         tb = self.table(kind)
-        if upsert:
-            tb.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
-        else:
-            tb.add(data)
+        for attempt in range(_COMMIT_ATTEMPTS):
+            try:
+                if upsert:
+                    tb.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
+                else:
+                    tb.add(data)
+                break
+            except Exception as exc:
+                # Lance retries a commit that met another process's commit a few times within 30 s; with many
+                # writers on a slow object store it can give up. Nothing was committed then: try again on the latest
+                # version (bench/team.py saw this with 8 writers on moto).
+                if not any(m in str(exc) for m in _COMMIT_CONFLICT) or attempt == _COMMIT_ATTEMPTS - 1:
+                    raise
+                log.info("vector write to %s met concurrent commits (%s); retrying", tb.name, exc)
+                tb.checkout_latest()
+                time.sleep(0.1 * (attempt + 1) * (0.5 + random.random()))
         self._maintain(tb)
 
     def _refuse_if_read_only(self) -> None:
@@ -482,7 +509,18 @@ class VectorIndex:
 
     def _search_text(self, kind: str, user_id: str, query: str, k: int) -> tuple[list[VectorHit], str]:
         """The user's k best rows by BM25 (LanceDB's index, over the whole table), and where they were scored
-        (``LanceDB index``). For a table held in memory LanceDB returns only ids and scores: the copy has the rest."""
+        (``LanceDB index``). For a table held in memory LanceDB returns only ids and scores: the copy has the rest.
+        A table whose full-text index does not exist yet gives no hits: another process (a team store's other host)
+        has created it and added its first rows but not yet built the index, which its maintenance does next; the
+        vector search still finds those rows."""
+        try:
+            return self._search_text_indexed(kind, user_id, query, k)
+        except Exception as exc:
+            if _NO_FTS_INDEX not in str(exc):
+                raise
+            return [], "LanceDB index"
+
+    def _search_text_indexed(self, kind: str, user_id: str, query: str, k: int) -> tuple[list[VectorHit], str]:
         tb = self.table(kind, create=False)
         if tb is None or not _WORD.search(query or ""):
             return [], "LanceDB index"

@@ -43,11 +43,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def run_streamlit(store: Path, log_path: Path) -> Iterator[str]:
-    """Start `streamlit run app.py` on a free loopback port, wait for /_stcore/health, yield the URL, stop it."""
+def run_streamlit(store: Path | str, log_path: Path, extra_env: dict[str, str] | None = None) -> Iterator[str]:
+    """Start `streamlit run app.py` on a free loopback port, wait for /_stcore/health, yield the URL, stop it.
+    ``store`` is a folder or a team store's DSN; ``extra_env`` adds variables (a team store's MEMLENS_VECTORS)."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in SERVER_ENV_DROP}
     env["MEMLENS_STORE"] = str(store)
+    env.update(extra_env or {})
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [

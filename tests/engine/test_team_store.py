@@ -173,3 +173,33 @@ def test_writers_in_several_processes_take_turns_and_lose_nothing(team, embedder
         **engine.working_get("nobody", "x"),
         **{f"w{w}": count - 1 for w in range(writers)},
     }
+
+
+def test_the_pool_size_setting_caps_a_process_s_connections(team, embedder):
+    import threading
+
+    dsn, vectors = team
+    settings = Settings.from_env({"MEMLENS_PG_POOL_SIZE": "2"}, lock_timeout_s=1)
+    assert settings.pg_pool_size == 2
+    engine = MemoryEngine.open(dsn, settings, embedder=embedder, vectors=vectors)
+    holding, release = threading.Barrier(3), threading.Event()
+
+    def hold_one() -> None:  # a thread keeps one pooled connection until released
+        with engine._b.db.hold():
+            holding.wait()
+            release.wait(60)
+
+    threads = [threading.Thread(target=hold_one) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        holding.wait(60)  # both connections of the pool are taken
+        with pytest.raises(StoreBusy, match="all 2 of this process's connections busy"):
+            engine.users()
+    finally:
+        release.set()
+        for t in threads:
+            t.join()
+    assert engine.users() == []  # the connections came back
+    with pytest.raises(InvalidInput):
+        Settings.from_env({"MEMLENS_PG_POOL_SIZE": "0"})

@@ -91,3 +91,58 @@ def test_writers_in_several_processes_lose_no_commit(team_servers, tmp_path):
     assert sorted(present) == sorted(acked), "every acknowledged row is there, exactly once"
     hits = index.search_vectors("semantic", "u", np.ones(8, np.float32) / np.sqrt(8), 5)[0]
     assert len(hits) == 5
+
+
+@pytest.mark.parametrize("where", ["folder", "s3"])
+def test_a_table_another_process_has_not_indexed_yet_is_searched_without_error(where, tmp_path, request):
+    """Found by bench/team.py: an agent's retrieval met the table another process had just created and written its
+    first rows to, before that process built the full-text index (its next step): the full-text search failed and
+    the retrieval reported the table unreadable (StoreCorrupt)."""
+    if where == "s3":
+        _, uri = request.getfixturevalue("team_servers").fresh("unindexed")
+        options = s3_storage_options()
+    else:
+        uri, options = str(tmp_path / "vectors"), {}
+    creator = VectorIndex(uri, "m", 4, storage_options=options)
+    searcher = VectorIndex(uri, "m", 4, resident_max_rows=1000, storage_options=options)
+    vector = [1.0, 0.0, 0.0, 0.0]
+    # the creating process between its first add and its maintenance: rows, no full-text index yet
+    creator.table("semantic").add([{"id": "a", "user_id": "u", "text": "deploy the service", "vector": vector}])
+    assert searcher.search_text("semantic", "u", "deploy", 5) == ([], "LanceDB index")
+    assert [h.id for h in searcher.vector_search("semantic", "u", np.array(vector), 5)] == ["a"]
+    creator._maintain(creator.table("semantic"))  # the index is built: the same search finds the row
+    assert [h.id for h in searcher.fts_search("semantic", "u", "deploy", 5)] == ["a"]
+
+
+
+def test_processes_writing_the_first_rows_of_a_new_table_at_once_lose_none(team_servers):
+    """Found by bench/team.py: several agents' first writes to a new team store each created the LanceDB table; on
+    s3 a creation that lost the race committed as the table's next version (an overwrite), erasing the rows another
+    writer had added, or failed as a commit conflict. Each VectorIndex here has its own connection (like a process
+    on another host); they share the lock the engine gives them (its store-wide writer lock)."""
+    import threading
+
+    _, uri = team_servers.fresh("first-rows")
+    writers = 6
+    store_lock = threading.Lock()
+    indexes = [VectorIndex(uri, "m", 4, storage_options=s3_storage_options()) for _ in range(writers)]
+    for index in indexes:
+        index.creation_lock = lambda: store_lock
+    start, errors = threading.Barrier(writers), []
+
+    def first_write(n: int) -> None:
+        start.wait()
+        try:
+            indexes[n].add("semantic", [f"id{n}"], ["u"], [f"fact {n}"], np.array([[1.0, float(n), 0.0, 0.0]]))
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(f"{type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=first_write, args=(n,)) for n in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(VectorIndex(uri, "m", 4, storage_options=s3_storage_options()).ids("semantic")) == sorted(
+        f"id{n}" for n in range(writers)
+    )
