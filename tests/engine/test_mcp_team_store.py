@@ -73,9 +73,7 @@ def test_save_search_retrieve_working_memory_and_forget_on_a_team_store(client, 
     reader.working_update(USER, "ops-1", {"step": 2}, source="ui")  # the dashboard's edit reaches the agent
     assert '"step": 2' in ok(client, "memory_working_get", user_id=USER, session_id="ops-1")
 
-    forgot = ok(
-        client, "memory_forget", user_id=USER, kind="semantic", ids=[item_id], reason="rotated", mode="hard"
-    )
+    forgot = ok(client, "memory_forget", user_id=USER, kind="semantic", ids=[item_id], reason="rotated", mode="hard")
     assert forgot.startswith(f"Forgot 1 entries from semantic memory for user {USER} (hard).")
     with pytest.raises(NotFound):
         reader.get_item(USER, item_id)

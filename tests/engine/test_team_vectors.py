@@ -114,7 +114,6 @@ def test_a_table_another_process_has_not_indexed_yet_is_searched_without_error(w
     assert [h.id for h in searcher.fts_search("semantic", "u", "deploy", 5)] == ["a"]
 
 
-
 def test_processes_writing_the_first_rows_of_a_new_table_at_once_lose_none(team_servers):
     """Found by bench/team.py: several agents' first writes to a new team store each created the LanceDB table; on
     s3 a creation that lost the race committed as the table's next version (an overwrite), erasing the rows another
