@@ -426,7 +426,7 @@ class Settings:
         for key, raw in overrides.items():
             if not isinstance(key, str) or key not in fields:
                 shown = _short_repr(key)
-                raise InvalidInput(f"unknown setting {shown!r}; known: {', '.join(sorted(fields))}")
+                raise InvalidInput(f"unknown setting {shown!r}; {_known_settings_hint(key, fields)}")
             changes[key] = _coerce(fields[key], raw)
         return dataclasses.replace(self, **changes)
 
@@ -453,6 +453,15 @@ def parse_assignments(pairs: list[str] | None) -> dict[str, str]:
             raise InvalidInput(f"expected KEY=VALUE, got {pair[:60]!r}")
         out[key.strip()] = value.strip()
     return out
+
+
+def _known_settings_hint(key: object, fields: Mapping[str, Any]) -> str:
+    """Close matches of a mistyped name, not the whole list (60 names made a 1,000-character error line)."""
+    import difflib
+
+    close = difflib.get_close_matches(key, list(fields), n=3, cutoff=0.6) if isinstance(key, str) else []
+    known = f"{len(fields)} settings are listed in the README's settings table"
+    return f"did you mean {', '.join(close)}? ({known})" if close else known
 
 
 def _short_repr(value: Any) -> str:

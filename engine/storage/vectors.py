@@ -13,7 +13,6 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +22,10 @@ import pyarrow as pa
 from ..errors import InvalidInput, ModelMismatch, StoreCorrupt, StoreReadOnly
 from ..ids import lance_literal
 from .resident import ResidentVectors
+from .vector_rows import VectorHit, check_vectors
+from .vector_rows import hits as _hits
+from .vector_rows import owned_rows as _owned
+from .vector_rows import vector_matrix as _vectors
 from .versions import prune_versions
 
 if TYPE_CHECKING:
@@ -57,27 +60,9 @@ _COMMIT_ATTEMPTS = 6
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class VectorHit:
-    id: str
-    text: str
-    vector: np.ndarray
-    vector_similarity: float | None  # cosine similarity, higher is closer, in [-1, 1]
-    fts_score: float | None  # LanceDB BM25 over the whole table, higher is better, unbounded
-
-
 def table_name(kind: str, model: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")
     return f"{kind}__{slug}"
-
-
-def check_vectors(vectors: np.ndarray, dim: int, count: int) -> np.ndarray:
-    vectors = np.asarray(vectors, dtype=np.float32)
-    if vectors.ndim != 2 or vectors.shape != (count, dim):
-        raise InvalidInput(f"expected {count} vector(s) of dimension {dim}, got shape {tuple(vectors.shape)}")
-    if not np.isfinite(vectors).all():
-        raise InvalidInput("vector contains NaN or infinite values (a broken embedder?); refusing to use it")
-    return vectors
 
 
 class VectorIndex:
@@ -571,37 +556,3 @@ class VectorIndex:
         )
         vecs = _vectors(rows)
         return {i: vecs[n] for n, i in enumerate(rows.column("id").to_pylist())}
-
-
-def _hits(
-    ids: list[str],
-    texts: list[str],
-    vectors: np.ndarray,
-    similarity: np.ndarray | None = None,
-    bm25: np.ndarray | None = None,
-) -> list[VectorHit]:
-    return [
-        VectorHit(
-            i,
-            t,
-            vectors[n],
-            None if similarity is None else float(similarity[n]),
-            None if bm25 is None else float(bm25[n]),
-        )
-        for n, (i, t) in enumerate(zip(ids, texts))
-    ]
-
-
-def _owned(rows: pa.Table, user_id: str) -> pa.Table:
-    users = rows.column("user_id").to_pylist()
-    if all(u == user_id for u in users):
-        return rows
-    return rows.filter(pa.array([u == user_id for u in users], pa.bool_()))
-
-
-def _vectors(rows: pa.Table) -> np.ndarray:
-    col = rows.column("vector")
-    if rows.num_rows == 0:
-        return np.zeros((0, 0), dtype=np.float32)
-    flat = col.combine_chunks().values.to_numpy(zero_copy_only=False)
-    return flat.reshape(rows.num_rows, -1).astype(np.float32, copy=False)
