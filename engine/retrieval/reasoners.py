@@ -194,7 +194,7 @@ class OfflineBridgeReasoner:
 
 def _looks_like_title(quoted: str) -> bool:
     words = quoted.split()
-    if len(words) > 6 or _SPEECH.search(quoted) or _PRONOUN.match(words[0]):
+    if not words or len(words) > 6 or _SPEECH.search(quoted) or _PRONOUN.match(words[0]):
         return False
     return sum(w[:1].isupper() for w in words) * 2 >= len(words)
 

@@ -201,6 +201,7 @@ def test_a_quoted_title_is_a_term_but_quoted_speech_is_not():
     assert OfflineBridgeReasoner().terms(turn, set()) == ["Charlotte's Web"]
     assert "The Night Circus" in OfflineBridgeReasoner().terms('We read "The Night Circus" at last.', set())
     assert OfflineBridgeReasoner().terms('He wrote "see you soon" and left.', set()) == []
+    assert OfflineBridgeReasoner().terms('He wrote "    " and left.', set()) == []  # blank quotes: no title, no error
 
 
 def test_a_full_name_opening_a_reply_stays_whole():
