@@ -23,6 +23,9 @@ _PROPER = re.compile(r"\b[A-Z][\w'’&.-]*[\w](?:[ \t]+(?:of[ \t]+|de[ \t]+|the[
 _IDENT = re.compile(r"\b(?=[\w.-]*[\d_-])[A-Za-z][\w.-]*[A-Za-z0-9]\b|#\d+")
 _QUOTED = re.compile(r"[\"“]([^\"”]{3,60})[\"”]")
 _SPEECH = re.compile(r"[.!?,;]")
+# "go-to", "well-being", "self-discovery": in a conversation a lowercase hyphenated word is an ordinary word, while
+# in an agent's notes ("payments-service", "blue-green") it names a thing.
+_HYPHENATED_WORD = re.compile(r"[a-z]+(?:-[a-z]+)+")
 _PRONOUN = re.compile(r"^I(?:['’]\w+)?$")
 _ROLE_PREFIX = re.compile(r"^(?:user|assistant|system|tool)[ \t]*:[ \t]*", re.IGNORECASE)
 # A conversation turn as the benchmark importer writes it: 'Melanie said, "..."'. The speaker is a participant, on
@@ -62,7 +65,8 @@ class OfflineBridgeReasoner:
     (and earlier queries) do not mention.
 
     The results are re-read by their word overlap with the question (the bridging fact A shares the question's
-    words; a recent but unrelated memory does not), then the best result's new names become the next query.
+    words; a recent but unrelated memory does not), then the new names of the ``bridge_texts`` best results (a
+    question about two people or two places has a fact for each) become the next query, ``max_terms`` at most.
     A capitalised word at the start of a sentence only counts when it is also capitalised mid-sentence somewhere,
     so "Staging" or "Need" opening a note is not taken for a name.
     """
@@ -70,10 +74,17 @@ class OfflineBridgeReasoner:
     name = "offline:bridge_entities"
 
     def __init__(
-        self, pool: int = 10, max_terms: int = 2, common_share: float = 0.5, mode: str = "terms", key_terms: int = 3
+        self,
+        pool: int = 10,
+        max_terms: int = 3,
+        common_share: float = 0.5,
+        mode: str = "terms",
+        key_terms: int = 3,
+        bridge_texts: int = 2,
     ) -> None:
         self.pool = pool
         self.max_terms = max_terms
+        self.bridge_texts = bridge_texts
         self.common_share = common_share
         self.mode = mode  # "terms" or "question+terms"
         self.key_terms = key_terms
@@ -94,10 +105,17 @@ class OfflineBridgeReasoner:
         keep.sort(key=lambda w: (-counts[w], first[w]))
         return keep[: self.key_terms]
 
-    def terms(self, text: str, names_mid: set[str] | None = None, lowercase: frozenset[str] = frozenset()) -> list[str]:
+    def terms(
+        self,
+        text: str,
+        names_mid: set[str] | None = None,
+        lowercase: frozenset[str] = frozenset(),
+        conversation: bool = False,
+    ) -> list[str]:
         """Names, identifiers and quoted titles in ``text``. ``names_mid``: capitalised phrases seen mid-sentence
         (a lone capitalised word opening a sentence is a name only if it is one of them); ``lowercase``: words seen
-        in lower case nearby (then a capital opening a sentence is the sentence's: "Remember Jon" names Jon)."""
+        in lower case nearby (then a capital opening a sentence is the sentence's: "Remember Jon" names Jon);
+        ``conversation``: the text is a chat turn (then "well-being" is a word, not an identifier)."""
         found = []
         for m in _PROPER.finditer(text):
             phrase = m.group(0).strip(" .-")
@@ -118,7 +136,9 @@ class OfflineBridgeReasoner:
             if len(words) == 1 and at_start and (names_mid is None or phrase not in _mid_words(names_mid)):
                 continue
             found.append(phrase)
-        found += [m.group(0) for m in _IDENT.finditer(text)]
+        found += [
+            m.group(0) for m in _IDENT.finditer(text) if not (conversation and _HYPHENATED_WORD.fullmatch(m.group(0)))
+        ]
         # A quoted title ("The Night Circus"), not quoted speech (a chat turn is a quote too, and so is the text
         # between a turn's opening quote and a title's: "I just finished reading ").
         found += [q for q in (m.group(1).strip() for m in _QUOTED.finditer(text)) if _looks_like_title(q)]
@@ -129,8 +149,11 @@ class OfflineBridgeReasoner:
         for q in previous:
             known |= _words(q)
         # A chat turn stored as "user: ..." names its role, not a topic: the role word is never a bridge or key term.
+        roles = sum(1 for text in accumulated[: self.pool] if _ROLE_PREFIX.match(text))
         pool = [_ROLE_PREFIX.sub("", text, count=1) for text in accumulated[: self.pool]]
         speakers = [m.group(1) for m in map(_SPEAKER_PREFIX.match, pool) if m]
+        # Chat turns ("user: ...", 'Melanie said, "..."') make up most of the results: a conversation.
+        conversation = max(roles, len(speakers)) * 2 >= len(pool) > 0
         for name in speakers:
             known |= _words(name)
         pool = [_SPEAKER_PREFIX.sub("", text, count=1) for text in pool]
@@ -146,12 +169,12 @@ class OfflineBridgeReasoner:
         pool_words = [_words(text) for text in pool]
         spread: Counter[str] = Counter()
         for text in pool:
-            for t in {t.lower() for t in self.terms(text, names_mid, lowercase)}:
+            for t in {t.lower() for t in self.terms(text, names_mid, lowercase, conversation)}:
                 spread[t] = sum(1 for w in pool_words if _words(t) <= w)
-        best_text, best_overlap, best_terms = None, -1.0, []
+        candidates: list[tuple[float, int, str, list[str]]] = []
         for rank, text in enumerate(pool):
             terms = []
-            for term in dict.fromkeys(self.terms(text, names_mid, lowercase)):
+            for term in dict.fromkeys(self.terms(text, names_mid, lowercase, conversation)):
                 words = _words(term)
                 if not words or words <= known or all(w in CONTENT_STOP_WORDS for w in words):
                     continue
@@ -161,19 +184,32 @@ class OfflineBridgeReasoner:
             if not terms:
                 continue
             overlap = len(q_words & _words(text)) + 0.5 / (rank + 1)
-            if overlap > best_overlap:
-                best_text, best_overlap, best_terms = text, overlap, terms
+            candidates.append((overlap, rank, text, terms))
+        candidates.sort(key=lambda c: (-c[0], c[1]))
+        bridges = candidates[: self.bridge_texts]
         chosen: list[str] = []
         details: dict = {}
-        if best_text is not None:
+        if bridges:
+            source = {}
+            for n, c in enumerate(bridges):
+                for t in c[3]:
+                    source.setdefault(t, n)
+            best_terms = list(source)
             # "Build QX7781" and "QX7781" name one thing: keep the longer form only.
             best_terms = [
                 t for t in best_terms if not any(t != o and set(_words(t)) < set(_words(o)) for o in best_terms)
             ]
-            # Prefer multi-word names (a person, a place) over lone words, keep the text's order otherwise.
-            longest = sorted(best_terms, key=lambda t: -len(t.split()))[: self.max_terms]
-            chosen = [t for t in best_terms if t in longest]
-            details = {"names": list(chosen), "from_text": best_text[:200], "question_overlap": round(best_overlap, 2)}
+            # The best result's names first; within one result, multi-word names (a person, a place) before lone
+            # words. The query keeps the results' order.
+            picked = sorted(best_terms, key=lambda t: (source[t], -len(t.split())))[: self.max_terms]
+            chosen = [t for t in best_terms if t in picked]
+            details = {
+                "names": list(chosen),
+                "from_text": bridges[0][2][:200],
+                "question_overlap": round(bridges[0][0], 2),
+            }
+            if len(bridges) > 1:
+                details["also_from"] = [c[2][:200] for c in bridges[1:]]
         if self.mode == "question+terms" and not chosen:
             # The question again with a few frequent words of its own results finds what it found: on the dev
             # halves such a hop changed recall@10 for 1 of 140 LoCoMo questions (for the worse), so stop instead.

@@ -311,3 +311,39 @@ def test_every_memory_appears_once_in_the_ranking_from_its_best_hop(world):
         assert entry.final == best.scores["final"]
         assert [c.context_reason for c in cs if c is not best] == ["merged"]
     assert set(ranking_ids) == set(copies)
+
+
+def test_in_a_conversation_a_lowercase_hyphenated_word_is_a_word_but_in_notes_it_names_a_thing():
+    turn = "Dance is my go-to for stress relief, and well-being matters."
+    assert OfflineBridgeReasoner().terms(turn, set(), conversation=True) == []
+    notes = "The payments-service pages the on-call engineer."
+    assert OfflineBridgeReasoner().terms(notes, set()) == ["payments-service", "on-call"]
+
+
+def test_chat_turns_with_only_hyphenated_words_new_give_done_while_notes_bridge_on_them():
+    chat = ["user: My go-to snack is a well-being bar.", "assistant: A self-care routine helps.", "user: ok", "user: ?"]
+    reasoner = OfflineBridgeReasoner(mode="question+terms")
+    assert reasoner.propose("What is my favourite snack?", chat, 1, []).query == "DONE"
+    notes = ["The snack-bar team ships the well-being app.", "a", "b", "c"]
+    proposal = reasoner.propose("What snack do I eat?", notes, 1, [])
+    assert proposal.details["names"] == ["snack-bar", "well-being"]
+
+
+def test_a_question_about_two_people_bridges_from_the_best_result_of_each():
+    # Rome is in the best-matching turn, Paris in the second: a question about both needs both.
+    texts = [
+        'Gina said, "Hey Jon, I took a short trip to Rome last week."',
+        'Jon said, "Gina, I went to Paris for my studio."',
+        'Gina said, "Jon, the studio looks great."',
+        'Jon said, "Thanks Gina."',
+    ]
+    proposal = OfflineBridgeReasoner(mode="question+terms").propose(
+        "Which city have both Gina and Jon visited?", texts, 1, []
+    )
+    assert proposal.details["names"] == ["Rome", "Paris"]
+    assert proposal.details["also_from"] == ['"Gina, I went to Paris for my studio."']
+    assert proposal.query.startswith("city Gina Jon visited Rome Paris")
+    one_text = OfflineBridgeReasoner(mode="question+terms", bridge_texts=1).propose(
+        "Which city have both Gina and Jon visited?", texts, 1, []
+    )
+    assert one_text.details["names"] == ["Rome"]
