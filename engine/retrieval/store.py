@@ -97,9 +97,9 @@ def redact_trace(data: dict[str, Any], ids: set[str], tombstone: dict[str, Any])
 
     Soft (archived): only the mark; the text stays, as it does in the store. Hard: every copy of the memory's text
     goes: the candidates' ``text`` and ``preceding_text``, its block in the assembled ``context`` (the context is
-    rebuilt from the ranking with a placeholder), and what the offline bridge reasoner quoted from it (``from_text``,
-    the names and terms it took, and the later hop's query made of them). Scores, ranks and ids stay, so the trace
-    still explains the retrieval. A hard tombstone is never downgraded by a later soft one."""
+    rebuilt from the ranking with a placeholder), and what the offline bridge reasoner quoted from it (``from_text``
+    or ``also_from``, the names and terms it took, and the later hop's query made of them). Scores, ranks and ids
+    stay, so the trace still explains the retrieval. A hard tombstone is never downgraded by a later soft one."""
     hard = tombstone.get("mode") == "hard"
     texts: dict[str, str] = {}
     forgotten = data.setdefault("forgotten", {})
@@ -129,10 +129,9 @@ def redact_trace(data: dict[str, Any], ids: set[str], tombstone: dict[str, Any])
 def _quotes(details: Any, texts: Sequence[str]) -> bool:
     if not isinstance(details, dict):
         return False
-    quoted = details.get("from_text")
-    if not quoted:
-        return False
-    return any(quoted in t or t.startswith(str(quoted)) for t in texts)
+    # The offline bridge reasoner quotes the best result (from_text) and the next best ones it took names from.
+    quotes = [details.get("from_text"), *(details.get("also_from") or ())]
+    return any(q and (q in t or t.startswith(str(q))) for q in quotes for t in texts)
 
 
 def _redacted_context(data: dict[str, Any], texts: Mapping[str, str]) -> str:

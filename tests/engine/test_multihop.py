@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -347,3 +348,22 @@ def test_a_question_about_two_people_bridges_from_the_best_result_of_each():
         "Which city have both Gina and Jon visited?", texts, 1, []
     )
     assert one_text.details["names"] == ["Rome"]
+
+
+def test_hard_forgetting_a_result_the_second_hop_took_names_from_redacts_that_hop(empty_engine):
+    engine = empty_engine
+    turns = [
+        'Gina said, "Hey Jon, I took a short trip to Rome last week."',
+        'Jon said, "Gina, I went to Paris for my studio."',
+        'Gina said, "Jon, the studio looks great."',
+        'Jon said, "Thanks Gina."',
+    ]
+    items = [engine.remember("gj", t) for t in turns]
+    trace = engine.retrieve("gj", "Which city have both Gina and Jon visited?", hops=2)
+    hop2 = trace.hops[1]
+    assert hop2.proposal["also_from"] and "Paris" in hop2.query
+    second = next(i for i in items if hop2.proposal["also_from"][0] in i.content)
+    engine.forget("gj", "semantic", [second.id], reason="test", mode="hard")
+    stored = engine.get_trace(trace.trace_id)
+    assert second.content not in json.dumps(stored.to_dict())
+    assert "Paris" not in stored.hops[1].query
