@@ -88,12 +88,19 @@ class Worker:
 
     def __init__(self, args: argparse.Namespace, read_only: bool) -> None:
         from engine import MemoryEngine, Settings
+        from engine.errors import StoreBusy
 
         self.args = args
         self.dir = Path(args.workdir)
         self.name = args.name
         settings = Settings.from_env(None, embedder="local", read_only=read_only)
-        self.engine = MemoryEngine.open(settings=settings)
+        for attempt in range(BUSY_RETRIES + 1):  # opening migrates (a write): 10 processes opening at once may wait
+            try:
+                self.engine = MemoryEngine.open(settings=settings)
+                break
+            except StoreBusy:
+                if attempt == BUSY_RETRIES:
+                    raise
         self.engine.embedder.embed(["load the model before the start signal"])
         self.latency: dict[str, list[float]] = defaultdict(list)
         self.errors: list[str] = []
@@ -172,7 +179,8 @@ def run_writer(args: argparse.Namespace) -> None:
     log = open(w.dir / f"{args.name}.acks.jsonl", "a", buffering=1)  # noqa: SIM115 - open for the whole run
 
     def ack(entry: dict[str, Any]) -> None:
-        log.write(json.dumps(entry) + "\n")  # line-buffered: one write(2) per line
+        # line-buffered: one write(2) per line; "t" (when the call returned) lines an ack up with the store's history
+        log.write(json.dumps({**entry, "t": round(time.time(), 6)}) + "\n")
 
     skill = w.timed("skill", lambda: own.skill(f"plan-{args.index}", "Plan the work, then do it, then check it."))
     if skill is None:
@@ -598,7 +606,8 @@ def main() -> None:
         for kind in stores:
             r, c, n = bench_store(kind, args, base, servers.servers if servers else None, embedder)
             rows += r
-            consistency.append(c)
+            if c:  # no kill phase row with --kill 0
+                consistency.append(c)
             notes += n
     finally:
         if servers is not None:

@@ -198,9 +198,12 @@ class SkillLibrary:
         check_id(user_id, "user id")
         check_id(skill_id, "skill id")
         with self.b.db.read() as conn:
-            row = conn.execute(
-                f"SELECT {SKILL_COLUMNS} FROM skills WHERE user_id=? AND id=?", [user_id, skill_id]
-            ).fetchone()
+            return self._get(conn, user_id, skill_id)
+
+    @staticmethod
+    def _get(conn, user_id: str, skill_id: str) -> Skill:
+        sql = f"SELECT {SKILL_COLUMNS} FROM skills WHERE user_id=? AND id=?"
+        row = conn.execute(sql, [user_id, skill_id]).fetchone()
         if row is None:
             raise NotFound(f"no skill {skill_id!r} for user {user_id!r}")
         return _skill(row)
@@ -231,9 +234,10 @@ class SkillLibrary:
         if conn is not None:  # part of a caller's transaction (ingest): the caller reads the result later
             write(conn)
             return None
+        # Read back inside the transaction: a read after the commit could raise StoreBusy about a committed outcome.
         with self.b.db.write() as c:
             write(c)
-        return self.get(user_id, skill_id)
+            return self._get(c, user_id, skill_id)
 
     def list_skills(
         self,

@@ -42,10 +42,14 @@ class WorkingMemory:
         check_id(user_id, "user id")
         check_id(session_id, "session id")
         with self.b.db.read() as conn:
-            rows = conn.execute(
-                "SELECT slot, value FROM working_slots WHERE user_id=? AND session_id=? ORDER BY slot",
-                [user_id, session_id],
-            ).fetchall()
+            return self._slots(conn, user_id, session_id)
+
+    @staticmethod
+    def _slots(conn, user_id: str, session_id: str) -> dict[str, Any]:
+        rows = conn.execute(
+            "SELECT slot, value FROM working_slots WHERE user_id=? AND session_id=? ORDER BY slot",
+            [user_id, session_id],
+        ).fetchall()
         values = {slot: loads(value) for slot, value in rows}
         typed = {s: values.pop(s, None) for s in TYPED_SLOTS}
         return {**typed, **values}
@@ -71,12 +75,15 @@ class WorkingMemory:
                     f"slot {slot} value is {len(text):,} characters of JSON; the limit is {MAX_SLOT_JSON_CHARS:,}"
                 )
             encoded[slot] = text
-        if conn is None:
-            with self.b.db.write() as c:
-                self._apply(c, user_id, session_id, encoded, source)
-        else:
+        if conn is not None:  # part of a caller's transaction: the caller reads the slots later
             self._apply(conn, user_id, session_id, encoded, source)
-        return self.get(user_id, session_id) if conn is None else {}
+            return {}
+        # The slots are read back inside the write's own transaction: a read after the commit would wait for the
+        # store again, and its StoreBusy would tell the caller "not written" about an update already committed
+        # (an agent retrying it would write it twice).
+        with self.b.db.write() as c:
+            self._apply(c, user_id, session_id, encoded, source)
+            return self._slots(c, user_id, session_id)
 
     def _apply(self, conn, user_id: str, session_id: str, encoded: dict[str, str | None], source: str) -> None:
         now = utcnow()
