@@ -22,27 +22,76 @@ from engine.providers.embedders import LocalMiniLM  # noqa: E402
 
 prepare_process_environment()  # the suite is an entry point too: before anything imports torch or LanceDB
 
+# Seconds the longest non-browser modules kept their worker busy (`pytest --durations=0`, 2 cores, under load;
+# the soak tests run for >= 60 s by design). Only the order the scheduler below hands modules out in depends on these
+# numbers, so a stale one costs some wall time, never a failure.
+SLOW_MODULES = {
+    "tests/engine/test_crashes.py": 166,
+    "tests/engine/test_cli_subprocess.py": 162,
+    "tests/engine/test_three_processes.py": 99,
+    "tests/engine/test_two_processes.py": 64,
+}
 BROWSER_DIR = "tests/browser/"
+BROWSER_SECONDS_PER_TEST = 30  # the 19 browser tests took ~9 min on one worker: several page runs each
+OTHER_SECONDS_PER_TEST = 0.5
 
 
 def xdist_scope(nodeid: str) -> str:
-    """The unit of work one xdist worker takes whole: a test module, or all of tests/browser/."""
-    module = nodeid.split("::", 1)[0]
-    return BROWSER_DIR if module.startswith(BROWSER_DIR) else module
+    """The unit of work one xdist worker takes whole: a test module (browser modules too, see the scheduler)."""
+    return nodeid.split("::", 1)[0]
+
+
+def expected_seconds(scope: str, tests: int) -> float:
+    """About how long a scope keeps its worker busy: measured for the slowest modules, estimated for the others."""
+    if scope in SLOW_MODULES:
+        return SLOW_MODULES[scope]
+    per_test = BROWSER_SECONDS_PER_TEST if scope.startswith(BROWSER_DIR) else OTHER_SECONDS_PER_TEST
+    return tests * per_test
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """Spread the suite over xdist workers by module: each module's tests run on one worker, in file order (its
-    module-scoped stores and servers are built once), and every browser test runs on the same worker (one Streamlit
-    server, one Chromium). xdist's own ``xdist_group`` marker cannot do this with pytest 9, whose node ids it no
-    longer rewrites, so the grouping is a scheduler of our own."""
+    module-scoped stores and servers are built once). xdist's own ``xdist_group`` marker cannot do this with pytest 9,
+    whose node ids it no longer rewrites, so the grouping is a scheduler of our own.
+
+    Browser modules are scopes of their own too: a worker starts its Streamlit server and its Chromium when it gets
+    its first browser module (session fixtures of tests/browser/conftest.py, over the worker's own copy of the demo
+    store), so the browser tests spread over the workers instead of queueing behind one (they took ~9 minutes
+    together, longer than all the rest on the other worker).
+
+    Longest first: the modules are handed out in order of ``expected_seconds``, most first (the "longest processing
+    time" rule), so the last modules to start are short ones and no worker is left finishing a long module alone while
+    the others wait (modules of equal estimate keep their file order). Browser modules that share a worker's server
+    therefore meet in any order: none may depend on what another module wrote (each writes to the ``zz-lab`` user only
+    what no other module counts)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class ModuleScheduling(LoadScopeScheduling):
+        _longest_first = False
+
         def _split_scope(self, nodeid: str) -> str:
             return xdist_scope(nodeid)
 
+        def _assign_work_unit(self, node) -> None:
+            if not self._longest_first:  # the work queue is complete before the first unit is handed out
+                ordered = sorted(self.workqueue.items(), key=lambda unit: -expected_seconds(unit[0], len(unit[1])))
+                self.workqueue.clear()
+                self.workqueue.update(ordered)
+                self._longest_first = True
+            super()._assign_work_unit(node)
+
+    config.option.loadscopereorder = False  # xdist would order by number of tests; we order by time above
     return ModuleScheduling(config, log)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: half again as many workers as cores (3 on 2 cores). Much of the suite waits rather than computes
+    (subprocesses starting and polling, Streamlit reruns, Chromium), so a core per worker leaves the cores idle for
+    a third of the run; PYTEST_XDIST_AUTO_NUM_WORKERS still decides when set, as with xdist's own ``auto``."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cores + max(1, cores // 2)
 
 
 def _worker_count() -> int:

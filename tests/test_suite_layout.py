@@ -1,5 +1,6 @@
 """How the suite is spread over pytest-xdist workers, kept true by reading the test files (see tests/conftest.py):
-browser tests share one worker and one Streamlit server, and tests that start processes say so."""
+a module's tests stay on one worker, the longest modules go first, browser tests are marked, and tests that start
+processes say so."""
 
 from __future__ import annotations
 
@@ -17,12 +18,24 @@ def test_plain_pytest_runs_in_parallel():
     assert "-n auto" in addopts
 
 
-def test_the_scheduler_keeps_a_module_on_one_worker_and_every_browser_test_on_one():
+def test_the_scheduler_keeps_a_module_on_one_worker_and_spreads_browser_modules():
     from tests.conftest import xdist_scope as split
 
     assert split("tests/engine/test_cli.py::test_a[x]") == split("tests/engine/test_cli.py::test_b")
     assert split("tests/engine/test_cli.py::test_a") != split("tests/engine/test_store.py::test_a")
-    assert split("tests/browser/test_overview_browser.py::t") == split("tests/browser/test_skills_browser.py::t")
+    # each browser module is a unit of its own: a worker that gets one starts its own Streamlit server
+    assert split("tests/browser/test_overview_browser.py::t") != split("tests/browser/test_skills_browser.py::t")
+    assert split("tests/browser/test_workbench_browser.py::a") == split("tests/browser/test_workbench_browser.py::b")
+
+
+def test_the_slowest_modules_are_handed_out_first():
+    from tests.conftest import SLOW_MODULES, expected_seconds
+
+    for module in SLOW_MODULES:
+        assert (ROOT / module).is_file(), f"{module} is in SLOW_MODULES but does not exist"
+    slowest = max(SLOW_MODULES, key=SLOW_MODULES.__getitem__)
+    assert expected_seconds(slowest, 1) > expected_seconds("tests/browser/test_overview_browser.py", 1)
+    assert expected_seconds("tests/browser/test_overview_browser.py", 1) > expected_seconds("tests/ui/test_x.py", 40)
 
 
 def test_every_browser_test_module_is_marked_browser():
@@ -34,7 +47,7 @@ def test_every_browser_test_module_is_marked_browser():
 def test_every_test_that_starts_a_process_is_marked_subprocess():
     for path in sorted((ROOT / "tests").rglob("test_*.py")):
         if "browser" in path.parts:
-            continue  # they share the one Streamlit server: marked browser
+            continue  # they share their worker's Streamlit server: marked browser
         text = path.read_text()
         if "pytestmark = pytest.mark.subprocess" in text:
             continue

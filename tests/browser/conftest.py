@@ -1,9 +1,13 @@
 """Browser fixtures: the real dashboard (`streamlit run app.py` in a subprocess) on a copy of the demo store, driven
 by Debian's Chromium through Playwright's sync API (no pytest-playwright plugin).
 
-- ``app_url`` / ``streamlit_server`` (session): the base URL of one server shared by every browser test.
+- ``app_url`` / ``streamlit_server`` (session): the base URL of the server shared by the browser tests of this xdist
+  worker. Session fixtures are per worker: each worker that gets a browser module starts its own server, on a free
+  port, over its own ``server_store`` (tests/conftest.py's scheduler spreads browser modules over the workers).
 - ``server_store`` (session): that server's store: the demo plus a small ``zz-lab`` user (``LAB_USER``) that tests
-  which *write* use, so the demo users' data stays as shipped for every other test file, in any order.
+  which *write* use, so the demo users' data stays as shipped for every other test file, in any order. Which browser
+  modules share a server, and in which order they run, depends on the scheduling: a module may count only lab data
+  that no other module changes.
 - ``browser`` (module), ``page`` / ``browser_page`` (function): a fresh 1400x1000 page per test.
 - ``screenshot`` (function): ``screenshot("name")`` saves the whole page to test-artifacts/screenshots/name.png.
 """

@@ -7,6 +7,8 @@ and no sidebar picker. This module starts its own server so that its first reque
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from browser_helpers import open_page, run_streamlit, settle
 from playwright.sync_api import expect
@@ -15,8 +17,13 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def fresh_url(server_store, tmp_path_factory):
-    with run_streamlit(server_store, tmp_path_factory.mktemp("fresh-log") / "server.log") as url:
+def fresh_url(demo_store_template, tmp_path_factory):
+    """A server on a store of its own (a copy of the demo): the worker's shared server (``app_url``) may be running
+    over ``server_store`` already (browser modules run in any order), and this test is about a first start, not about
+    two servers sharing one store."""
+    store = tmp_path_factory.mktemp("fresh-store") / "store"
+    shutil.copytree(demo_store_template, store)
+    with run_streamlit(store, tmp_path_factory.mktemp("fresh-log") / "server.log") as url:
         yield url
 
 
