@@ -190,7 +190,8 @@ def test_every_row_the_agent_reported_writing_is_in_the_store(run):
     assert {i.id for i in items.rows} == kept_items(run)
     assert items.total == len(agent["items"]) - len(run["dashboard"]["result"]["forgotten"])
     assert engine.get_session(USER, SESSION).message_count == agent["messages"]
-    assert [m.seq for m in engine.messages(USER, SESSION, limit=10_000).rows] == list(range(1, agent["messages"] + 1))
+    seqs = [m.seq for m in engine.messages(USER, SESSION, limit=10_000).rows]
+    assert seqs == list(range(1, agent["messages"] + 1))
     assert engine.list_episodes(USER, limit=10_000).total == agent["episodes"]
     skill = engine.get_skill(USER, SKILL)
     assert (skill.success_count, skill.failure_count) == (agent["successes"], agent["failures"])
