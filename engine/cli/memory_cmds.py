@@ -89,13 +89,17 @@ def cmd_export(ctx) -> None:
 
 # -- browsing --------------------------------------------------------------------------------------------------------
 def cmd_users(ctx) -> Result:
-    stats = ctx.engine.stats()
     users = ctx.engine.users()
-    rows = [{"user_id": u, **stats.per_user.get(u, {})} for u in users]
     cols = [Col("user_id", "user", 40)] + [
         Col(k, k, 10) for k in ("sessions", "messages", "items", "episodes", "skills", "traces")
     ]
-    return Result(users, lambda _: table(rows, cols, "(no users)"))
+
+    def human(_) -> str:
+        # The counts only for the table: stats() also checks the vector tables, which --json never prints.
+        stats = ctx.engine.stats()
+        return table([{"user_id": u, **stats.per_user.get(u, {})} for u in users], cols, "(no users)")
+
+    return Result(users, human)
 
 
 SESSION_COLS = [

@@ -7,6 +7,7 @@ for the model that made it, so vectors of different models never meet.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import re
@@ -82,16 +83,7 @@ class VectorIndex:
         self.dim = dim
         # None keeps LanceDB's own rule (versions older than 7 days); see versions.py.
         self.version_retention_s = version_retention_s
-        # Imported here, not with this module: LanceDB reads its log level (LANCEDB_LOG) once, when it is imported,
-        # and the entry points set it first (engine.config.prepare_process_environment).
-        import lancedb
-
-        # A zero interval makes every read see other processes' writes (no measurable cost, stack.md).
-        # On s3:// LanceDB commits each version with a conditional PUT (If-None-Match: *), so writers on several hosts
-        # cannot overwrite each other's commits; a loser re-reads and retries (tests/engine/test_team_vectors.py).
-        self.db = lancedb.connect(
-            uri, read_consistency_interval=timedelta(0), storage_options=dict(storage_options or {}) or None
-        )
+        self._storage_options = dict(storage_options or {}) or None
         self._tables: dict[str, lancedb.table.Table] = {}
         self._ann: dict[str, tuple[float, bool]] = {}  # table name -> (checked at, has a vector index)
         self._owner: dict[str, tuple[int, str | None]] = {}  # table name -> (version, its only user or None)
@@ -99,6 +91,22 @@ class VectorIndex:
         # Held while a table is created; the engine sets the store-wide writer lock (its database's write()).
         self.creation_lock: Callable[[], AbstractContextManager[Any]] = nullcontext
         self.resident = ResidentVectors(resident_max_rows)
+
+    @functools.cached_property
+    def db(self) -> lancedb.DBConnection:
+        """The LanceDB connection, made on first use: importing LanceDB costs ~6 s of CPU on a small machine (most
+        of it its REST namespace client), which a CLI command or process that never touches a vector (``users``,
+        ``sessions``, ``trace``, ``export``, working memory) no longer pays (tests/engine/test_lazy_imports.py)."""
+        # Imported here, not with this module: LanceDB reads its log level (LANCEDB_LOG) once, when it is imported,
+        # and the entry points set it first (engine.config.prepare_process_environment).
+        import lancedb
+
+        # A zero interval makes every read see other processes' writes (no measurable cost, stack.md).
+        # On s3:// LanceDB commits each version with a conditional PUT (If-None-Match: *), so writers on several hosts
+        # cannot overwrite each other's commits; a loser re-reads and retries (tests/engine/test_team_vectors.py).
+        return lancedb.connect(
+            self.uri, read_consistency_interval=timedelta(0), storage_options=self._storage_options
+        )
 
     # -- tables -----------------------------------------------------------------------------------------------------
     def _schema(self, kind: str) -> pa.Schema:

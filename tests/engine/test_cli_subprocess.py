@@ -1,5 +1,6 @@
-"""The real `python -m engine` as a subprocess, for the paths a user runs first (each call pays the model import, so
-this file keeps to a dozen calls; everything else is tested in-process in test_cli*.py)."""
+"""The real `python -m engine` as a subprocess, for the paths a user runs first (a call that embeds pays the model's
+import, ~10 s of CPU here, so this file keeps to three of them: demo, search and retrieve; the calls that never touch
+a vector are cheap, see test_lazy_imports.py; everything else is tested in-process in test_cli*.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import DEMO_DIR
-from tests.support.cli import cli_subprocess, open_store
+from tests.support.cli import cli, cli_subprocess, open_store
 from tests.support.storecheck import snapshot
 
 pytestmark = pytest.mark.subprocess
@@ -45,7 +46,9 @@ def test_retrieve_trace_and_replay_agree(store):
     assert {q["fact_a"], q["fact_b"]} <= set(trace["context_ids"])
     stored = json.loads(cli_subprocess(store, "trace", "--id", trace["trace_id"]).out)
     assert stored["context_ids"] == trace["context_ids"] and stored["hops"] == trace["hops"]
-    replay = json.loads(cli_subprocess(store, "replay", "--id", trace["trace_id"]).out)
+    # Replayed by a third engine (in this process: replaying embeds, and the subprocess path of embedding is
+    # proven by retrieve above), from the trace the first process stored and the second read.
+    replay = json.loads(cli(store, "replay", "--id", trace["trace_id"]).out)
     assert replay["context_ids"] == trace["context_ids"]
     assert all(r["old_rank"] == r["rank"] for r in replay["ranking"])
 
@@ -56,7 +59,9 @@ def test_export_ingest_round_trip_between_two_stores(store, tmp_path):
     path = tmp_path / "mira.jsonl"
     path.write_text(exported.out, encoding="utf-8")
     fresh = tmp_path / "fresh"
-    assert cli_subprocess(fresh, "ingest", str(path)).code == 0
+    # Ingested in this process (embedding in a subprocess is proven by demo, which ingests the bundled file through
+    # the same code); written by one process, read back by another.
+    assert cli(fresh, "ingest", str(path)).code == 0
     assert cli_subprocess(fresh, "export", "--user", "mira").out == exported.out
 
 

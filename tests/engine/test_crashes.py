@@ -1,6 +1,7 @@
 """kill -9 at random points during an ingest and during multi-slot working-memory updates (issue 17): afterwards
 every write is either fully visible or not at all, and no vector lacks its row (nor a row its vector), before and
-after ``repair``. Real subprocesses on real stores; the assertions are on states, never on timings."""
+after ``repair``. Real processes on real stores (each writer forked from one server that imported the model once);
+the assertions are on states, never on timings."""
 
 from __future__ import annotations
 
@@ -21,32 +22,86 @@ SUPPORT = Path(__file__).resolve().parent.parent / "support"
 CLEAN = {"without_row": [], "without_vector": [], "duplicated": []}
 
 
-def start(mode: str, store: Path, flags: Path, *args: str) -> subprocess.Popen:
+class Writer:
+    """A crash writer forked by the module's fork server (tests/support/crash_writer.py): a real process of its own,
+    killed by its pid; its exit status comes from the server, which is its parent."""
+
+    def __init__(self, flags: Path, errors: Path) -> None:
+        self.flags, self.errors = flags, errors
+        deadline = time.monotonic() + 300
+        while not (flags / "pid").exists():
+            assert time.monotonic() < deadline, f"the fork server started no writer: {errors.read_text()[-3000:]}"
+            time.sleep(0.01)
+        self.pid = int((flags / "pid").read_text())
+
+    def poll(self) -> int | None:
+        done = self.flags / f"exit-{self.pid}"
+        return int(done.read_text()) if done.exists() else None
+
+    def wait(self) -> int:
+        while (code := self.poll()) is None:
+            time.sleep(0.01)
+        return code
+
+    def stderr_tail(self) -> str:
+        return self.errors.read_text(errors="replace")[-3000:]
+
+
+@pytest.fixture(scope="module")
+def fork_server(tmp_path_factory):
+    """One crash_writer.py server per module: the engine and the model's weights are loaded once, each writer is
+    forked from it (every kill still ends a real process mid-write)."""
+    base = tmp_path_factory.mktemp("fork-server")
+    requests, errors = base / "requests", base / "stderr.txt"
+    requests.mkdir()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    return subprocess.Popen(
-        [sys.executable, str(SUPPORT / "crash_writer.py"), mode, str(store), str(flags), *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    with errors.open("w") as err:
+        server = subprocess.Popen(
+            [sys.executable, str(SUPPORT / "crash_writer.py"), "serve", str(requests)],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env,
+        )
+    deadline = time.monotonic() + 300
+    while not (requests / "ready").exists():
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            pytest.fail(f"the fork server did not start: {errors.read_text()[-3000:]}")
+        time.sleep(0.05)
+    count = iter(range(1_000_000))
+
+    def start(mode: str, store: Path, flags: Path, *args: str) -> Writer:
+        request = requests / f"{next(count):06d}.json"
+        request.with_suffix(".tmp").write_text(json.dumps({"argv": [mode, str(store), str(flags), *args]}))
+        request.with_suffix(".tmp").replace(request)
+        return Writer(flags, errors)
+
+    yield start
+    (requests / "stop").write_text("stop")
+    try:
+        server.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
 
 
-def kill_at_random(proc: subprocess.Popen, flags: Path, rng: random.Random, up_to_s: float) -> bool:
+def kill_at_random(proc: Writer, flags: Path, rng: random.Random, up_to_s: float) -> bool:
     """Wait until the writer has started writing, then kill -9 it after a random delay; True if it was killed
     (False: it finished first, which is a valid outcome too)."""
     deadline = time.monotonic() + 300
     while not list(flags.glob("started-*")):
         if proc.poll() is not None:
-            pytest.fail(f"the writer died before it started: {proc.stderr.read()[-3000:]}")
+            pytest.fail(f"the writer died before it started: {proc.stderr_tail()}")
         assert time.monotonic() < deadline, "the writer never started"
         time.sleep(0.02)
     time.sleep(rng.uniform(0.0, up_to_s))
     if proc.poll() is not None:
+        assert proc.poll() == 0, proc.stderr_tail()
         return False
     os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    return True
+    # -9, or 0 if it finished between the poll and the kill (its pid then waits for the server to reap it)
+    assert proc.wait() in (-signal.SIGKILL, 0), proc.stderr_tail()
+    return proc.poll() == -signal.SIGKILL
 
 
 def open_store(path: Path, embedder) -> MemoryEngine:
@@ -55,7 +110,7 @@ def open_store(path: Path, embedder) -> MemoryEngine:
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-def test_kill_9_during_ingest_leaves_all_or_nothing_and_no_orphans(tmp_path, embedder):
+def test_kill_9_during_ingest_leaves_all_or_nothing_and_no_orphans(tmp_path, embedder, fork_server):
     rng = random.Random(int(os.environ.get("MEMLENS_CRASH_SEED", "17")))
     lines = [
         json.dumps({"kind": "item", "user_id": "u1", "id": f"imp-{n}", "content": f"imported fact number {n}"})
@@ -72,7 +127,7 @@ def test_kill_9_during_ingest_leaves_all_or_nothing_and_no_orphans(tmp_path, emb
         store, flags = tmp_path / f"store{run}", tmp_path / f"flags{run}"
         flags.mkdir()
         open_store(store, embedder).close()
-        proc = start("ingest", store, flags, str(source))
+        proc = fork_server("ingest", store, flags, str(source))
         killed = kill_at_random(proc, flags, rng, up_to_s=[0.3, 2.0, 5.0][run])
         engine = open_store(store, embedder)  # opening repairs what the journal names
         items = engine.list_items("u1", limit=10_000).total
@@ -96,13 +151,13 @@ def test_kill_9_during_ingest_leaves_all_or_nothing_and_no_orphans(tmp_path, emb
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-def test_kill_9_during_multi_slot_working_memory_updates_leaves_no_half_update(tmp_path, embedder):
+def test_kill_9_during_multi_slot_working_memory_updates_leaves_no_half_update(tmp_path, embedder, fork_server):
     rng = random.Random(int(os.environ.get("MEMLENS_CRASH_SEED", "17")) + 1)
     for run in range(3):
         store, flags = tmp_path / f"store{run}", tmp_path / f"flags{run}"
         flags.mkdir()
         open_store(store, embedder).close()
-        proc = start("working", store, flags)
+        proc = fork_server("working", store, flags)
         assert kill_at_random(proc, flags, rng, up_to_s=[0.1, 1.0, 3.0][run])
         committed = [
             json.loads(line)["working"] for f in flags.glob("committed-*.jsonl") for line in f.read_text().splitlines()

@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -74,6 +75,12 @@ def test_writers_in_several_processes_lose_no_commit(team_servers, tmp_path):
         )
         for w in range(WRITERS)
     ]
+    # Started together once every writer has imported LanceDB and connected (seconds apart on a loaded machine).
+    while not all((tmp_path / f"w{w}.ready").exists() for w in range(WRITERS)):
+        for p in procs:
+            if p.poll() is not None:
+                pytest.fail(f"a writer exited before the start: {p.communicate()[1][-3000:]}")
+        time.sleep(0.05)
     go.touch()
     for p in procs:
         _, err = p.communicate(timeout=600)

@@ -1,7 +1,9 @@
 """The agent process: writes memories, messages, episodes and skill outcomes through the public API in a loop.
 
-Usage: python agent_writer.py STORE READY_FILE GO_FILE RESULT_FILE SECONDS. Any error (a lock error included)
-ends the process with a traceback and a non-zero exit code; the result file lists exactly what was written.
+Usage: python agent_writer.py STORE READY_FILE GO_FILE RESULT_FILE SECONDS [PACE]. Any error (a lock error included)
+ends the process with a traceback and a non-zero exit code; the result file lists exactly what was written. PACE
+(seconds, default 0) is a pause after each round of writes, as an agent thinks between its calls: the run is then
+mostly waiting instead of burning a shared machine's CPU for its whole length.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ def main() -> None:
         Path(sys.argv[4]),
         float(sys.argv[5]),
     )
+    pace = float(sys.argv[6]) if len(sys.argv) > 6 else 0.0
     engine = open_engine(store)
     engine.ingest_lines(
         [json.dumps({"kind": "skill", "user_id": USER, "id": SKILL, "name": "plan", "body": "plan first"})]
@@ -53,6 +56,7 @@ def main() -> None:
             written["episodes"] += 1
         i += 1
         written["iterations"] = i
+        time.sleep(pace)
     written["finished_at"] = time.time()
     write_result(result_file, written)
 

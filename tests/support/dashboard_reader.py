@@ -1,8 +1,9 @@
 """The dashboard process: reads stats and lists, searches, edits the agent's working memory and hard-forgets two of
 its memories, in a loop.
 
-Usage: python dashboard_reader.py STORE READY_FILE GO_FILE RESULT_FILE SECONDS. Any error ends the process with a
-traceback and a non-zero exit code; the result file says what it saw and how many edits it made.
+Usage: python dashboard_reader.py STORE READY_FILE GO_FILE RESULT_FILE SECONDS [PACE]. Any error ends the process with
+a traceback and a non-zero exit code; the result file says what it saw and how many edits it made. PACE (seconds,
+default 0) is a pause after each round, as a person looks at a page before the next click.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ def main() -> None:
         Path(sys.argv[4]),
         float(sys.argv[5]),
     )
+    pace = float(sys.argv[6]) if len(sys.argv) > 6 else 0.0
     engine = open_engine(store)
     wait_for_start(ready, go)
     seen = {
@@ -61,6 +63,7 @@ def main() -> None:
         seen["edits"] += 1
         seen["last_edit"] = value
         seen["edit_times"].append(time.time())
+        time.sleep(pace)
     write_result(result_file, seen)
 
 

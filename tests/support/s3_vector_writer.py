@@ -1,9 +1,10 @@
 """One writer of the concurrent-commit test: appends vectors to the same LanceDB tables under an s3:// prefix that
 other writers (processes) append to at the same moment, through memlens' VectorIndex (compaction included).
 
-Usage: python s3_vector_writer.py URI WRITER_NO BATCHES GO_FILE RESULT_FILE. Waits for GO_FILE so all writers start
-together; writes one small batch per loop (each add() is one LanceDB commit); lists every acknowledged id in
-RESULT_FILE. An error ends the process with a traceback and a non-zero exit code.
+Usage: python s3_vector_writer.py URI WRITER_NO BATCHES GO_FILE RESULT_FILE. Touches RESULT_FILE with the suffix
+.ready once connected, then waits for GO_FILE so all writers start together; writes one small batch per loop (each
+add() is one LanceDB commit); lists every acknowledged id in RESULT_FILE. An error ends the process with a traceback
+and a non-zero exit code.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ MODEL = "commit-test"
 def main() -> None:
     uri, writer, batches, go, result = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]), sys.argv[5]
     index = VectorIndex(uri, MODEL, DIM, storage_options=s3_storage_options())
+    index.table_names()  # LanceDB imported and connected before the start, so the writers' commits really race
     rng = np.random.default_rng(writer)
+    Path(result).with_suffix(".ready").touch()
     while not go.exists():
         time.sleep(0.01)
     acked: list[str] = []

@@ -1,4 +1,5 @@
-"""What the two processes of tests/engine/test_two_processes.py share: opening the store and a synchronised start."""
+"""What the processes of tests/engine/test_three_processes.py and test_crashes.py share: opening the store and a
+synchronised start."""
 
 from __future__ import annotations
 
@@ -18,13 +19,15 @@ BEACON = "zyxquorvant"  # a made-up word: only the agent's first memory contains
 
 
 def open_engine(store: str, load_model: bool = True):
-    """The engine as an agent or the dashboard opens it, with the model loaded before the synchronised start
-    (``load_model=False`` for a process that never embeds: the model's load is seconds of CPU on a small machine)."""
+    """The engine as an agent or the dashboard opens it, with the model and LanceDB (which the engine imports on
+    first use) loaded before the synchronised start (``load_model=False`` for a process that never embeds nor
+    touches a vector: their imports are seconds of CPU on a small machine)."""
     from engine import MemoryEngine, Settings
 
     engine = MemoryEngine.open(settings=Settings.from_env({}, store=store, lock_timeout_s=30))
     if load_model:
         engine.embedder.embed(["load the model before the start signal"])
+        engine._b.index.table_names()  # connected
     return engine
 
 
