@@ -26,10 +26,13 @@ prepare_process_environment()  # the suite is an entry point too: before anythin
 # the soak tests run for >= 60 s by design). Only the order the scheduler below hands modules out in depends on these
 # numbers, so a stale one costs some wall time, never a failure.
 SLOW_MODULES = {
-    "tests/engine/test_crashes.py": 166,
-    "tests/engine/test_cli_subprocess.py": 162,
-    "tests/engine/test_three_processes.py": 99,
-    "tests/engine/test_two_processes.py": 64,
+    "tests/engine/test_three_processes.py": 110,
+    "tests/engine/test_cli_subprocess.py": 110,
+    "tests/engine/test_crashes.py": 100,
+    "tests/engine/test_hostile_input.py": 50,
+    "tests/engine/test_team_vectors.py": 50,
+    "tests/engine/test_mcp_live_agent.py": 45,
+    "tests/engine/test_small_refusals.py": 45,
 }
 BROWSER_DIR = "tests/browser/"
 BROWSER_SECONDS_PER_TEST = 30  # the 19 browser tests took ~9 min on one worker: several page runs each

@@ -104,9 +104,7 @@ class VectorIndex:
         # A zero interval makes every read see other processes' writes (no measurable cost, stack.md).
         # On s3:// LanceDB commits each version with a conditional PUT (If-None-Match: *), so writers on several hosts
         # cannot overwrite each other's commits; a loser re-reads and retries (tests/engine/test_team_vectors.py).
-        return lancedb.connect(
-            self.uri, read_consistency_interval=timedelta(0), storage_options=self._storage_options
-        )
+        return lancedb.connect(self.uri, read_consistency_interval=timedelta(0), storage_options=self._storage_options)
 
     # -- tables -----------------------------------------------------------------------------------------------------
     def _schema(self, kind: str) -> pa.Schema:

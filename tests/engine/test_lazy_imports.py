@@ -35,7 +35,7 @@ LIGHT = [
     ["traces", "--user", "ada"],
     ["export", "--user", "mira"],
     ["working", "--user", "ada", "--session", "ada-s06"],
-    ["working", "--user", "ada", "--session", "ada-s06", "--set", "goals=[\"tea\"]"],
+    ["working", "--user", "ada", "--session", "ada-s06", "--set", 'goals=["tea"]'],
     ["forget-log", "--user", "ada"],
     ["demo"],  # already loaded: nothing to embed
 ]

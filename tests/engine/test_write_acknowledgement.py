@@ -46,9 +46,7 @@ def record_store_events(engine: MemoryEngine, monkeypatch) -> list[str]:
     return events
 
 
-def test_a_working_memory_update_returns_its_slots_without_taking_the_store_again_after_its_commit(
-    engine, monkeypatch
-):
+def test_a_working_memory_update_returns_its_slots_without_taking_the_store_again_after_its_commit(engine, monkeypatch):
     engine.working_update(U, S, {"goals": ["ship"], "step": 1})
     events = record_store_events(engine, monkeypatch)
     slots = engine.working_update(U, S, {"step": 2, "half": 2}, source="agent")
@@ -58,9 +56,7 @@ def test_a_working_memory_update_returns_its_slots_without_taking_the_store_agai
     assert [h.new_value for h in engine.working_history(U, S, "step")] == [2, 1]
 
 
-def test_a_skill_outcome_returns_the_counted_skill_without_taking_the_store_again_after_its_commit(
-    engine, monkeypatch
-):
+def test_a_skill_outcome_returns_the_counted_skill_without_taking_the_store_again_after_its_commit(engine, monkeypatch):
     skill = engine.register_skill(U, "plan", "Plan, do, check.")
     events = record_store_events(engine, monkeypatch)
     counted = engine.report_outcome(U, skill.id, True)

@@ -43,6 +43,7 @@ def serve(requests: Path) -> None:
 
     _load_minilm()  # the weights only: a forward pass would start thread pools that a fork does not carry over
     import lancedb  # noqa: F401  (imported, not connected: after _load_minilm has set LANCEDB_LOG)
+
     flags_of: dict[int, Path] = {}
     (requests / "ready").write_text("ready")
     while not (requests / "stop").exists():
