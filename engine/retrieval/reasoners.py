@@ -190,7 +190,7 @@ class OfflineBridgeReasoner:
         chosen: list[str] = []
         details: dict = {}
         if bridges:
-            source = {}
+            source: dict[str, int] = {}
             for n, c in enumerate(bridges):
                 for t in c[3]:
                     source.setdefault(t, n)
