@@ -26,8 +26,9 @@ from engine import MemoryEngine, Settings
 
 CHROMIUM = Path("/usr/bin/chromium")
 # expect() gives up after 5 s by default. On a busy 2-core machine a rerun of a page can take longer than that to
-# redraw (seen once: the Overview's first metrics not yet back after 5 s); a real failure still fails, just later.
-expect.set_options(timeout=20_000)
+# redraw (seen: the Overview's first metrics not back after 5 s; the Skills chart not drawn after 20 s with two
+# browser modules and a soak test running at once); a real failure still fails, just later.
+expect.set_options(timeout=40_000)
 
 LAUNCH_ARGS = [
     "--headless",
