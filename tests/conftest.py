@@ -40,8 +40,12 @@ OTHER_SECONDS_PER_TEST = 0.5
 
 
 def xdist_scope(nodeid: str) -> str:
-    """The unit of work one xdist worker takes whole: a test module (browser modules too, see the scheduler)."""
-    return nodeid.split("::", 1)[0]
+    """The unit of work one xdist worker takes whole: a test module, or all of tests/browser/ (one Streamlit server
+    and one Chromium). Spreading browser modules over the workers (one server each) was tried: two of three full
+    runs then lost a browser wait (a chart not drawn in 20 s; a tab's rerun that never started in 180 s), while all
+    of them on one worker had passed every run; it saved about a minute."""
+    module = nodeid.split("::", 1)[0]
+    return BROWSER_DIR if module.startswith(BROWSER_DIR) else module
 
 
 def expected_seconds(scope: str, tests: int) -> float:
@@ -57,16 +61,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     module-scoped stores and servers are built once). xdist's own ``xdist_group`` marker cannot do this with pytest 9,
     whose node ids it no longer rewrites, so the grouping is a scheduler of our own.
 
-    Browser modules are scopes of their own too: a worker starts its Streamlit server and its Chromium when it gets
-    its first browser module (session fixtures of tests/browser/conftest.py, over the worker's own copy of the demo
-    store), so the browser tests spread over the workers instead of queueing behind one (they took ~9 minutes
-    together, longer than all the rest on the other worker).
+    All browser tests are one scope (see ``xdist_scope``): one worker runs them with one Streamlit server and one
+    Chromium, estimated at ``BROWSER_SECONDS_PER_TEST`` each, so that scope is handed out first.
 
     Longest first: the modules are handed out in order of ``expected_seconds``, most first (the "longest processing
     time" rule), so the last modules to start are short ones and no worker is left finishing a long module alone while
-    the others wait (modules of equal estimate keep their file order). Browser modules that share a worker's server
-    therefore meet in any order: none may depend on what another module wrote (each writes to the ``zz-lab`` user only
-    what no other module counts)."""
+    the others wait (modules of equal estimate keep their file order). Browser modules share their server: none may
+    depend on what another module wrote (each writes to the ``zz-lab`` user only what no other module counts)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class ModuleScheduling(LoadScopeScheduling):

@@ -18,13 +18,13 @@ def test_plain_pytest_runs_in_parallel():
     assert "-n auto" in addopts
 
 
-def test_the_scheduler_keeps_a_module_on_one_worker_and_spreads_browser_modules():
+def test_the_scheduler_keeps_a_module_on_one_worker_and_all_browser_tests_on_one():
     from tests.conftest import xdist_scope as split
 
     assert split("tests/engine/test_cli.py::test_a[x]") == split("tests/engine/test_cli.py::test_b")
     assert split("tests/engine/test_cli.py::test_a") != split("tests/engine/test_store.py::test_a")
-    # each browser module is a unit of its own: a worker that gets one starts its own Streamlit server
-    assert split("tests/browser/test_overview_browser.py::t") != split("tests/browser/test_skills_browser.py::t")
+    # every browser test runs on one worker, with its one Streamlit server and one Chromium
+    assert split("tests/browser/test_overview_browser.py::t") == split("tests/browser/test_skills_browser.py::t")
     assert split("tests/browser/test_workbench_browser.py::a") == split("tests/browser/test_workbench_browser.py::b")
 
 

@@ -2,8 +2,8 @@
 by Debian's Chromium through Playwright's sync API (no pytest-playwright plugin).
 
 - ``app_url`` / ``streamlit_server`` (session): the base URL of the server shared by the browser tests of this xdist
-  worker. Session fixtures are per worker: each worker that gets a browser module starts its own server, on a free
-  port, over its own ``server_store`` (tests/conftest.py's scheduler spreads browser modules over the workers).
+  worker. Session fixtures are per worker; tests/conftest.py's scheduler runs every browser test on one worker, so
+  one server on a free port over its own ``server_store`` (``pytest -n 0`` on browser files works the same).
 - ``server_store`` (session): that server's store: the demo plus a small ``zz-lab`` user (``LAB_USER``) that tests
   which *write* use, so the demo users' data stays as shipped for every other test file, in any order. Which browser
   modules share a server, and in which order they run, depends on the scheduling: a module may count only lab data
