@@ -48,8 +48,8 @@ def xdist_scope(nodeid: str) -> str:
     and one Chromium). Spreading browser modules over the workers (one server each) was tried: two of three full
     runs then lost a browser wait (a chart not drawn in 20 s; a tab's rerun that never started in 180 s), while all
     of them on one worker had passed every run; it saved about a minute. The second was the helpers' race (a click
-    during a run; browser_helpers.rerun now waits for rest first) and hit one worker too; since the suite's CPU
-    fell, the browser worker is no longer the last to finish, so spreading would not save that minute now."""
+    during a run; browser_helpers.rerun now waits for rest first) and hit one worker too. The browser tests now take
+    ~490 s of the suite's ~1,575 s of test time, so the two workers already finish close together."""
     module = nodeid.split("::", 1)[0]
     return BROWSER_DIR if module.startswith(BROWSER_DIR) else module
 
@@ -97,8 +97,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: one worker per core. Much of the suite waits rather than computes (subprocesses starting and
     polling, Streamlit reruns, Chromium), but 1.5 workers per core (3 on 2 cores) saved only ~1 min of 17 here and
-    made a browser wait run out once (a chart not drawn within 20 s); PYTEST_XDIST_AUTO_NUM_WORKERS still decides
-    when set, as with xdist's own ``auto``."""
+    made a browser wait run out once (a chart not drawn within 20 s), and after the start-up savings three workers
+    were slower than two (914 s against ~855 s, more CPU: one more model load, more contention);
+    PYTEST_XDIST_AUTO_NUM_WORKERS still decides when set, as with xdist's own ``auto``."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
