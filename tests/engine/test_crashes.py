@@ -122,7 +122,7 @@ def test_kill_9_during_ingest_leaves_all_or_nothing_and_no_orphans(tmp_path, emb
     ]
     source = tmp_path / "import.jsonl"
     source.write_text("\n".join(lines), encoding="utf-8")
-    outcomes = []
+    outcomes, reingested = [], False
     for run in range(3):
         store, flags = tmp_path / f"store{run}", tmp_path / f"flags{run}"
         flags.mkdir()
@@ -139,14 +139,20 @@ def test_kill_9_during_ingest_leaves_all_or_nothing_and_no_orphans(tmp_path, emb
         assert all(orphans[k] == CLEAN for k in orphans), orphans
         engine.repair()
         assert all(v == CLEAN for v in engine.stats().orphans.values())
-        if items == 0:  # the same file again: complete, and never two vectors for one memory
+        if items == 0 and not reingested:
+            # The same file again: complete, and never two vectors for one memory. Once per test: after repair,
+            # a lost ingest leaves the same state whatever the kill point was (~8 s of embedding per ingest here).
             engine.ingest_lines(lines)
-        assert engine.list_items("u1", limit=10_000).total == 1500
-        assert engine._b.index.count("semantic") == 1500 and engine._b.index.count("episodic") == 200
+            reingested = True
+        total = engine.list_items("u1", limit=10_000).total
+        assert total in (0, 1500)
+        vectors = {"semantic": total, "episodic": 200 if total else 0}  # one per memory, none besides
+        assert {kind: engine._b.index.count(kind) for kind in vectors} == vectors
         assert all(v == CLEAN for v in engine.stats().orphans.values())
         engine.close()
         outcomes.append((killed, items))
     assert any(killed for killed, _ in outcomes), "no run was killed mid-write"
+    assert reingested or all(items for _, items in outcomes)  # a lost ingest was tried again
 
 
 @pytest.mark.slow

@@ -17,6 +17,20 @@ from apptest_helpers import app_engine
 from engine import MemoryEngine
 
 
+@pytest.fixture(scope="session", autouse=True)
+def components_scanned_once() -> Iterator[None]:
+    """Each new AppTest looks for Streamlit components in every installed package's metadata (~0.3-0.7 s of CPU
+    here, ~170 packages, once per test); the installed packages do not change during a run, so look once. The
+    dashboard's own server scans once per process anyway."""
+    from streamlit.components.v2 import manifest_scanner
+
+    scan = manifest_scanner.scan_component_manifests
+    found = scan()
+    manifest_scanner.scan_component_manifests = lambda max_workers=None: list(found)
+    yield
+    manifest_scanner.scan_component_manifests = scan
+
+
 @pytest.fixture(scope="module")
 def demo_store_dir(demo_store_template: Path, tmp_path_factory) -> Path:
     """One copy of the demo store per test module (tests in a module may change it; each uses its own data)."""
