@@ -9,98 +9,42 @@ import json
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from engine import MemoryEngine, Settings
+from tests.support.fork_server import Forked, ForkServer
 
-SUPPORT = Path(__file__).resolve().parent.parent / "support"
 CLEAN = {"without_row": [], "without_vector": [], "duplicated": []}
-
-
-class Writer:
-    """A crash writer forked by the module's fork server (tests/support/crash_writer.py): a real process of its own,
-    killed by its pid; its exit status comes from the server, which is its parent."""
-
-    def __init__(self, flags: Path, errors: Path) -> None:
-        self.flags, self.errors = flags, errors
-        deadline = time.monotonic() + 300
-        while not (flags / "pid").exists():
-            assert time.monotonic() < deadline, f"the fork server started no writer: {errors.read_text()[-3000:]}"
-            time.sleep(0.01)
-        self.pid = int((flags / "pid").read_text())
-
-    def poll(self) -> int | None:
-        done = self.flags / f"exit-{self.pid}"
-        return int(done.read_text()) if done.exists() else None
-
-    def wait(self) -> int:
-        while (code := self.poll()) is None:
-            time.sleep(0.01)
-        return code
-
-    def stderr_tail(self) -> str:
-        return self.errors.read_text(errors="replace")[-3000:]
 
 
 @pytest.fixture(scope="module")
 def fork_server(tmp_path_factory):
-    """One crash_writer.py server per module: the engine and the model's weights are loaded once, each writer is
-    forked from it (every kill still ends a real process mid-write)."""
-    base = tmp_path_factory.mktemp("fork-server")
-    requests, errors = base / "requests", base / "stderr.txt"
-    requests.mkdir()
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    with errors.open("w") as err:
-        server = subprocess.Popen(
-            [sys.executable, str(SUPPORT / "crash_writer.py"), "serve", str(requests)],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            env=env,
-        )
-    deadline = time.monotonic() + 300
-    while not (requests / "ready").exists():
-        if server.poll() is not None or time.monotonic() > deadline:
-            server.kill()
-            pytest.fail(f"the fork server did not start: {errors.read_text()[-3000:]}")
-        time.sleep(0.05)
-    count = iter(range(1_000_000))
-
-    def start(mode: str, store: Path, flags: Path, *args: str) -> Writer:
-        request = requests / f"{next(count):06d}.json"
-        request.with_suffix(".tmp").write_text(json.dumps({"argv": [mode, str(store), str(flags), *args]}))
-        request.with_suffix(".tmp").replace(request)
-        return Writer(flags, errors)
-
-    yield start
-    (requests / "stop").write_text("stop")
-    try:
-        server.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
+    """One fork server per module: the engine and the model's weights are loaded once, each writer is forked from
+    it (every kill still ends a real process mid-write)."""
+    server = ForkServer(tmp_path_factory.mktemp("fork-server"))
+    yield lambda *argv: server.start("crash_writer.py", *argv)
+    server.stop()
 
 
-def kill_at_random(proc: Writer, flags: Path, rng: random.Random, up_to_s: float) -> bool:
+def kill_at_random(proc: Forked, flags: Path, rng: random.Random, up_to_s: float) -> bool:
     """Wait until the writer has started writing, then kill -9 it after a random delay; True if it was killed
     (False: it finished first, which is a valid outcome too)."""
     deadline = time.monotonic() + 300
     while not list(flags.glob("started-*")):
         if proc.poll() is not None:
-            pytest.fail(f"the writer died before it started: {proc.stderr_tail()}")
+            pytest.fail(f"the writer died before it started: {proc.stderr()[-3000:]}")
         assert time.monotonic() < deadline, "the writer never started"
         time.sleep(0.02)
     time.sleep(rng.uniform(0.0, up_to_s))
     if proc.poll() is not None:
-        assert proc.poll() == 0, proc.stderr_tail()
+        assert proc.poll() == 0, proc.stderr()[-3000:]
         return False
     os.kill(proc.pid, signal.SIGKILL)
     # -9, or 0 if it finished between the poll and the kill (its pid then waits for the server to reap it)
-    assert proc.wait() in (-signal.SIGKILL, 0), proc.stderr_tail()
+    assert proc.wait() in (-signal.SIGKILL, 0), proc.stderr()[-3000:]
     return proc.poll() == -signal.SIGKILL
 
 

@@ -4,7 +4,9 @@ writer that is killed with kill -9 at a random moment mid-run. The survivors see
 reported is lost, the dashboard sees the agent's LanceDB writes while both run, the killed writer left no
 half-written memory, and once the store is opened again (which repairs what the dead writer's journal names) no
 vector lacks its row or vice versa. (The two-process run of issue 2 was this run without the victim and 7 s long;
-its checks are here, on the longer run, so the suite starts these processes and loads their models once.)
+its checks are here, on the longer run, so the suite starts these processes and loads their models once.) The
+three are forked from one server that loaded the model (tests/support/fork_server.py): real processes, each with
+its own pid and store handles, that skip ~10 s of imports each.
 The survivors pause PACE seconds between rounds, as an agent and a person do: the minute is mostly waiting, not
 two cores spinning, and still holds hundreds of interleaved writes on a quiet machine. The victim does not pause,
 so the kill lands inside a write. Assertions are on states, never on speed: the run must hold on a loaded 2-core
@@ -15,41 +17,17 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from engine import MemoryEngine, NotFound, Settings
+from tests.support.fork_server import ForkServer
 from tests.support.twoproc_common import BEACON, SESSION, SKILL, USER
 
-SUPPORT = Path(__file__).resolve().parent.parent / "support"
 SECONDS = 60.0  # of concurrent activity, after every process has loaded the model
 PACE = 0.2  # seconds a survivor pauses between rounds (see the docstring)
 CLEAN = {"without_row": [], "without_vector": [], "duplicated": []}
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-
-
-def start_survivor(script: str, store: Path, flags: Path, name: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            str(SUPPORT / script),
-            str(store),
-            str(flags / f"{name}.ready"),
-            str(flags / "go"),
-            str(flags / f"{name}.json"),
-            str(SECONDS),
-            str(PACE),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +37,10 @@ def run(tmp_path_factory, embedder) -> dict:
     flags.mkdir()
     victim_flags.mkdir()
     MemoryEngine.open(settings=Settings.from_env({}, store=str(store)), embedder=embedder).close()
+    server = ForkServer(base / "fork-server")  # loads the model once; each process below is a child of its own
     procs = {
-        "agent": start_survivor("agent_writer.py", store, flags, "agent"),
-        "dashboard": start_survivor("dashboard_reader.py", store, flags, "dashboard"),
+        name: server.start(script, store, flags / f"{name}.ready", flags / "go", flags / f"{name}.json", SECONDS, PACE)
+        for name, script in (("agent", "agent_writer.py"), ("dashboard", "dashboard_reader.py"))
     }
     victim = None
     rng = random.Random(int(os.environ.get("MEMLENS_CRASH_SEED", "17")))
@@ -70,44 +49,31 @@ def run(tmp_path_factory, embedder) -> dict:
         while not all((flags / f"{n}.ready").exists() for n in procs):
             for n, p in procs.items():
                 if p.poll() is not None:
-                    pytest.fail(f"{n} exited before the start: {p.communicate()[1][-3000:]}")
+                    pytest.fail(f"{n} exited before the start: {p.stderr()[-3000:]}")
             assert time.monotonic() < deadline, "the processes did not get ready in time"
             time.sleep(0.05)
         (flags / "go").write_text("go")
         started = time.monotonic()
-        victim = subprocess.Popen(
-            [
-                sys.executable,
-                str(SUPPORT / "crash_writer.py"),
-                "agent",
-                str(store),
-                str(victim_flags),
-                str(SECONDS * 3),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=ENV,
-        )
+        victim = server.start("crash_writer.py", "agent", store, victim_flags, SECONDS * 3)
         # killed once it has committed writes, at a random moment inside the survivors' run
         while not any(f.stat().st_size for f in victim_flags.glob("committed-*.jsonl")):
             if victim.poll() is not None:
-                pytest.fail(f"the victim died by itself: {victim.stderr.read()[-3000:]}")
+                pytest.fail(f"the victim died by itself: {victim.stderr()[-3000:]}")
             time.sleep(0.05)
         time.sleep(rng.uniform(0.0, max(0.0, SECONDS - (time.monotonic() - started)) * 0.8))
         victim_alive_at_kill = victim.poll() is None
-        os.kill(victim.pid, signal.SIGKILL)
+        victim.kill()
         victim.wait()
         outcome = {"victim_alive_at_kill": victim_alive_at_kill}
         for name, proc in procs.items():
-            out, err = proc.communicate(timeout=SECONDS + 600)
-            outcome[name] = {"code": proc.returncode, "stderr": err}
+            outcome[name] = {"code": proc.wait(timeout=SECONDS + 600), "stderr": proc.stderr()}
         outcome["elapsed_s"] = time.monotonic() - started
     finally:
         for proc in [*procs.values(), *([victim] if victim else [])]:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+        server.stop()
     for name in procs:
         result = flags / f"{name}.json"
         outcome[name]["result"] = json.loads(result.read_text()) if result.exists() else None
