@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from browser_helpers import HOSTILE, LAB_USER, no_markup_rendered, open_page, pick_user, settle
+from browser_helpers import HOSTILE, LAB_USER, no_markup_rendered, open_page, pick_user, rerun
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -21,8 +21,8 @@ def test_reflection_shows_insights_that_link_to_their_source_episodes(page, app_
     no_markup_rendered(page)
 
     page.get_by_role("spinbutton", name="Episodes to reflect on (the most recent)").fill("3")
-    page.get_by_role("button", name="Run reflection").click()
-    settle(page)
+    with rerun(page):
+        page.get_by_role("button", name="Run reflection").click()
     expect(page.get_by_text("Across the last 3 episodes the outcomes were success: 2, failure: 1.")).to_be_visible()
     expect(page.get_by_text("Strategy: reflection_offline", exact=False)).to_be_visible()
     links = page.locator("[data-testid='stPageLink'] a")
@@ -30,8 +30,8 @@ def test_reflection_shows_insights_that_link_to_their_source_episodes(page, app_
     screenshot("episodes_reflection")
 
     source = links.first.locator("[data-testid='stMarkdownContainer']").inner_text().strip()
-    links.first.click()
-    settle(page)
+    with rerun(page):
+        links.first.click()
     expect(page.get_by_role("heading", name=f"Episode {source}", exact=False)).to_be_visible()
     expect(page.get_by_role("textbox", name="Open an episode by id")).to_have_value(source)
     screenshot("episodes_source_episode")

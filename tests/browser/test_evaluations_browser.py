@@ -17,7 +17,7 @@ def test_run_the_demo_set_follow_a_miss_to_why_not_and_pin_an_expectation(page, 
     page.goto(app_url, wait_until="domcontentloaded")
     page.get_by_role("link", name=re.compile("Evaluations")).first.click(timeout=120_000)
     page.get_by_role("heading", name="Evaluations", exact=True).wait_for(timeout=120_000)
-    settle(page)
+    settle(page, started=True)
     create = page.get_by_role("button", name="Create the demo expectation set and run it")
     start = page.get_by_text("Start a run")
     expect(create.or_(start).first).to_be_visible()  # the page has drawn one of the two (count() does not wait)
@@ -39,7 +39,7 @@ def test_run_the_demo_set_follow_a_miss_to_why_not_and_pin_an_expectation(page, 
     assert memory.startswith("ada-")
     page.get_by_role("button", name="Open trace at Why not?").click()
     page.get_by_role("heading", name="Retrieval trace", exact=True).wait_for(timeout=120_000)
-    settle(page)
+    settle(page, started=True)
     assert "tab=why-not" in page.url and f"memory={memory}" in page.url
     click_tab(page, "Why not?")
     expect(page.get_by_role("combobox", name="Memory")).to_have_value(re.compile(memory))

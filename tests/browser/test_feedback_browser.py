@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_helpers import LAB_USER, click_tab, no_markup_rendered, pick_user, settle
+from browser_helpers import LAB_USER, click_tab, no_markup_rendered, pick_user, rerun, settle
 from playwright.sync_api import expect
 from test_retrieval_browser import ask, open_from_sidebar
 
@@ -24,22 +24,22 @@ def test_labelling_a_candidate_shows_it_in_the_ledger(page, app_url: str, screen
 
     page.get_by_role("link", name=re.compile("Feedback labelling")).first.click()
     page.get_by_role("heading", name="Feedback labelling", exact=True).wait_for(timeout=60_000)
-    settle(page)
+    settle(page, started=True)
     expect(page.get_by_text(f"Question: {QUESTION}")).to_be_visible()  # the trace just asked is the one offered
     screenshot("feedback_label_a_trace")
     no_markup_rendered(page)  # the lab user's hostile memory is listed as plain text
 
     note = page.get_by_label("Note for the next label (optional)")
     note.fill(NOTE)
-    note.press("Tab")
-    settle(page)
+    with rerun(page):
+        note.press("Tab")
     first_row = page.locator(
         "[data-testid='stHorizontalBlock']", has=page.get_by_role("button", name=re.compile("Useful"))
     ).first
     item_id = re.search(r"(\S+) · \w+ · hop 1", first_row.inner_text()).group(1)
     first_row.get_by_role("button", name=re.compile("Useful")).click()
     page.get_by_text(re.compile(rf"Labelled {re.escape(item_id)} useful")).wait_for(timeout=60_000)
-    settle(page)
+    settle(page, started=True)
 
     click_tab(page, "Label ledger")
     expect(page.get_by_text(re.compile(rf"^{re.escape(item_id)}: 1 label\(s\), net \+1"))).to_be_visible()

@@ -26,7 +26,7 @@ def open_from_sidebar(page, app_url: str, title: str) -> None:
     page.goto(app_url, wait_until="domcontentloaded")
     page.get_by_role("link", name=re.compile(title)).first.click(timeout=120_000)
     page.get_by_role("heading", name=title, exact=True).wait_for(timeout=120_000)
-    settle(page)
+    settle(page, started=True)
 
 
 def ask(page, question: str, hops: int) -> None:
@@ -38,7 +38,7 @@ def ask(page, question: str, hops: int) -> None:
     with rerun(page):  # a second question: "Hop 1" of the first answer is still on the page until the run ends
         page.get_by_role("button", name="Retrieve").click()
     page.get_by_role("heading", name="Hop 1", exact=True).wait_for(timeout=120_000)
-    settle(page)
+    settle(page, started=True)
 
 
 def test_asking_a_two_hop_question_shows_both_hops_queries(page, app_url: str, screenshot):
@@ -61,7 +61,7 @@ def test_asking_a_two_hop_question_shows_both_hops_queries(page, app_url: str, s
     click_tab(page, "What-if")
     page.get_by_role("button", name="Replay with these settings").click()
     page.get_by_text("Changed settings: none (the original settings)").wait_for(timeout=60_000)
-    settle(page)
+    settle(page, started=True)
     rank_changes = page.locator("[data-testid='stMetric']", has_text="Rank changes")
     expect(rank_changes.locator("[data-testid='stMetricValue']")).to_have_text("0")
     screenshot("retrieval_whatif")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_helpers import LAB_USER, open_page, pick_user, settle
+from browser_helpers import LAB_USER, open_page, pick_user, rerun
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -19,8 +19,8 @@ def test_recording_a_skill_outcome_updates_its_counts(page, app_url, screenshot)
     expect(page.get_by_role("heading", name="Versions of bench-checklist")).to_be_visible()
     expect(page.get_by_text(re.compile(r"^2 of 3 trials succeeded"))).to_be_visible()
     page.get_by_text("failure", exact=True).click()
-    page.get_by_role("button", name="Record outcome").click()
-    settle(page)
+    with rerun(page):
+        page.get_by_role("button", name="Record outcome").click()
     expect(
         page.get_by_text("Recorded a failure for bench-checklist v1: now 2 of 4 trials succeeded (50.0%).")
     ).to_be_visible()

@@ -77,8 +77,8 @@ def test_the_sessions_page_lists_the_team_store_s_sessions(page, team_app_url, s
     expect(page.get_by_text("sessions 1–6 of 6")).to_be_visible()  # ada's sessions, the sidebar user
     search = page.get_by_role("textbox", name="Search", exact=True)
     search.fill("JPY")
-    search.press("Enter")
-    settle(page)
+    with rerun(page):
+        search.press("Enter")
     expect(page.get_by_text("sessions 1–1 of 1")).to_be_visible()
     expect(page.get_by_text("New bug: JPY refunds show a decimal in the dashboard, like ¥1200.0.")).to_be_visible()
     no_password_on(page)
@@ -91,13 +91,13 @@ def test_a_retrieval_on_the_team_store_shows_and_stores_its_trace(page, team_app
     page.goto(team_app_url, wait_until="domcontentloaded")
     page.get_by_role("link", name=re.compile("Retrieval trace")).first.click(timeout=120_000)
     page.get_by_role("heading", name="Retrieval trace", exact=True).wait_for(timeout=120_000)
-    settle(page)
+    settle(page, started=True)
     pick_user(page, user)
     page.get_by_role("textbox", name="Question", exact=True).fill(QUESTION["question"])
     with rerun(page):
         page.get_by_role("button", name="Retrieve").click()
     page.get_by_role("heading", name="Hop 1", exact=True).wait_for(timeout=120_000)
-    settle(page)
+    settle(page, started=True)
     code_blocks = page.locator("[data-testid='stCode'] code")
     expect(code_blocks.filter(has_text=QUESTION["question"]).first).to_be_visible(timeout=60_000)
     no_password_on(page)

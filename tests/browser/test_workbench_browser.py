@@ -12,9 +12,9 @@ import re
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from browser_helpers import LAB_USER, click_tab, open_page, pick_user, save_screenshot, settle
+from browser_helpers import LAB_USER, click_tab, open_page, pick_user, rerun, save_screenshot, settle
 from playwright.sync_api import expect
-from test_retrieval_browser import QUESTION, ask, open_from_sidebar
+from test_retrieval_browser import QUESTION, ask
 
 pytestmark = pytest.mark.browser
 
@@ -47,7 +47,7 @@ def selected_tab(page, name: str):
 def test_a_link_to_a_trace_opens_on_its_tab_in_a_fresh_browser_and_survives_a_reload(
     page, browser, app_url, screenshot
 ):
-    open_from_sidebar(page, app_url, "Retrieval trace")
+    open_page(page, app_url, "retrieval", "Retrieval trace")
     pick_user(page, QUESTION["user_id"])
     ask(page, QUESTION["question"], hops=2)
     trace_id = wait_for_param(page, "trace")
@@ -62,7 +62,7 @@ def test_a_link_to_a_trace_opens_on_its_tab_in_a_fresh_browser_and_survives_a_re
         fresh = other.new_page()
         fresh.goto(link, wait_until="domcontentloaded")
         fresh.get_by_role("heading", name="Retrieval trace", exact=True).wait_for(timeout=120_000)
-        settle(fresh)
+        settle(fresh, started=True)
         selected_tab(fresh, "Why not?")
         expect(fresh.get_by_role("combobox", name="User")).to_have_value(QUESTION["user_id"])
         expect(fresh.get_by_text(f"Trace {trace_id}", exact=False).first).to_be_attached()
@@ -70,7 +70,7 @@ def test_a_link_to_a_trace_opens_on_its_tab_in_a_fresh_browser_and_survives_a_re
         # A reload keeps it all too (the sidebar user used to fall back to the first user).
         fresh.reload(wait_until="domcontentloaded")
         fresh.get_by_role("heading", name="Retrieval trace", exact=True).wait_for(timeout=120_000)
-        settle(fresh)
+        settle(fresh, started=True)
         selected_tab(fresh, "Why not?")
         expect(fresh.get_by_role("combobox", name="User")).to_have_value(QUESTION["user_id"])
         assert url_params(fresh)["trace"] == trace_id
@@ -79,7 +79,7 @@ def test_a_link_to_a_trace_opens_on_its_tab_in_a_fresh_browser_and_survives_a_re
 
 
 def test_label_from_the_trace_compare_two_traces_and_see_where_the_time_went(page, app_url, screenshot):
-    open_from_sidebar(page, app_url, "Retrieval trace")
+    open_page(page, app_url, "retrieval", "Retrieval trace")
     pick_user(page, LAB_USER)
     question = "Where is the lab printer?"
     ask(page, question, hops=1)
@@ -90,14 +90,14 @@ def test_label_from_the_trace_compare_two_traces_and_see_where_the_time_went(pag
     # Label a memory of the open trace from its Context tab, see the label, undo it.
     click_tab(page, "Context")
     panel = page.get_by_role("tabpanel", name="Context", exact=True)
-    panel.get_by_role("button", name=re.compile("Useful")).first.click()
-    settle(page)
+    with rerun(page):
+        panel.get_by_role("button", name=re.compile("Useful")).first.click()
     expect(panel.get_by_text(re.compile(r"^Labelled \S+ useful")).first).to_be_visible()
     expect(panel.get_by_text("label from this trace: useful").first).to_be_visible()
     selected_tab(page, "Context")  # the message above did not send the tabs back to Hops
     screenshot("workbench_label_from_trace")
-    panel.get_by_role("button", name=re.compile("Undo")).first.click()
-    settle(page)
+    with rerun(page):
+        panel.get_by_role("button", name=re.compile("Undo")).first.click()
     expect(panel.get_by_text(re.compile(r"^Undid the useful label of"))).to_be_visible()
     expect(panel.get_by_text("label from this trace: useful")).to_have_count(0)
     screenshot("workbench_label_undone")
@@ -121,7 +121,7 @@ def test_label_from_the_trace_compare_two_traces_and_see_where_the_time_went(pag
 
 
 def test_labelling_a_selected_candidate_from_a_link_and_undoing_it(page, app_url, screenshot):
-    open_from_sidebar(page, app_url, "Retrieval trace")
+    open_page(page, app_url, "retrieval", "Retrieval trace")
     pick_user(page, LAB_USER)
     ask(page, "Which bench has a broken gas tap?", hops=1)
     trace_id = wait_for_param(page, "trace")
@@ -130,16 +130,16 @@ def test_labelling_a_selected_candidate_from_a_link_and_undoing_it(page, app_url
         f"{app_url}/retrieval?user={LAB_USER}&trace={trace_id}&tab=hops&memory={memory}", wait_until="domcontentloaded"
     )
     page.get_by_role("heading", name="Hop 1", exact=True).wait_for(timeout=120_000)
-    settle(page)
+    settle(page, started=True)
     selected_tab(page, "Hops")
     hops = page.get_by_role("tabpanel", name="Hops", exact=True)
     expect(hops.get_by_text(f"{memory} · not labelled from this trace", exact=False)).to_be_visible()
-    hops.get_by_role("button", name=re.compile("Harmful")).first.click()
-    settle(page)
+    with rerun(page):
+        hops.get_by_role("button", name=re.compile("Harmful")).first.click()
     expect(hops.get_by_text(f"{memory} · label from this trace: harmful", exact=False)).to_be_visible()
     screenshot("workbench_label_candidate")
-    hops.get_by_role("button", name=re.compile("Undo")).first.click()
-    settle(page)
+    with rerun(page):
+        hops.get_by_role("button", name=re.compile("Undo")).first.click()
     expect(hops.get_by_text(f"{memory} · not labelled from this trace", exact=False)).to_be_visible()
 
 
@@ -152,8 +152,8 @@ def test_tabs_stay_put_when_a_message_appears_above_them(page, app_url, screensh
     text.fill("The lab's spare keys hang behind the door.")
     # not "lab": the Memories test counts the lab user's "lab" memories, and may run after this one on this server
     page.get_by_role("textbox", name="Category").fill("keys")
-    page.get_by_role("button", name="Add memory").click()
-    settle(page)
+    with rerun(page):
+        page.get_by_role("button", name="Add memory").click()
     expect(page.get_by_text(re.compile(r"^Added \S+ to keys\.$"))).to_be_visible()  # the message above the tabs
     selected_tab(page, "Add a memory")  # before the fix: back on "Browse"
     expect(page.get_by_role("textbox", name="Memory text")).to_have_value("")  # and no duplicate on a second click

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from browser_helpers import LAB_USER, open_page, pick_user, settle
+from browser_helpers import LAB_USER, open_page, pick_user, rerun
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -16,8 +16,8 @@ def test_editing_a_slot_with_invalid_then_valid_json(page, app_url, screenshot):
     expect(box).to_have_value('[\n  "plan the lab cleanup"\n]')
 
     box.fill('["plan the lab cleanup", ')
-    page.get_by_role("button", name="Save", exact=True).click()
-    settle(page)
+    with rerun(page):
+        page.get_by_role("button", name="Save", exact=True).click()
     expect(page.get_by_text("Not saved: invalid JSON for goals", exact=False)).to_be_visible()
     expect(page.locator("[data-testid='stCode']").first).to_contain_text('"plan the lab cleanup"')
     expect(page.locator("[data-testid='stCode']").first).not_to_contain_text("order the spare gas taps")
@@ -25,8 +25,8 @@ def test_editing_a_slot_with_invalid_then_valid_json(page, app_url, screenshot):
 
     box = page.get_by_role("textbox", name="New value of goals as JSON")
     box.fill('["plan the lab cleanup", "order the spare gas taps"]')
-    page.get_by_role("button", name="Save", exact=True).click()
-    settle(page)
+    with rerun(page):
+        page.get_by_role("button", name="Save", exact=True).click()
     expect(page.get_by_text("Saved goals.")).to_be_visible()
     expect(page.locator("[data-testid='stCode']").first).to_contain_text('"order the spare gas taps"')
     expect(page.get_by_text('+  "order the spare gas taps"', exact=False)).to_be_visible()  # the edit's diff
