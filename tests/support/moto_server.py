@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import sys
 from datetime import datetime
+from typing import Any
 
 from botocore.utils import parse_to_aware_datetime
 from dateutil.tz import tzutc
@@ -21,7 +22,7 @@ _MOTO_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z")
 _UTC = tzutc()
 
 
-def aware_datetime(value):
+def aware_datetime(value: Any) -> datetime:
     """botocore's ``parse_to_aware_datetime``, without dateutil for the ISO 8601 UTC strings moto writes."""
     if isinstance(value, str) and _MOTO_STAMP.fullmatch(value):
         fmt = "%Y-%m-%dT%H:%M:%S.%fZ" if "." in value else "%Y-%m-%dT%H:%M:%SZ"

@@ -95,7 +95,7 @@ class TeamServers:
             self.template = template
         return self.template
 
-    def s3(self):
+    def s3(self) -> Any:
         """A boto3 client of the session's S3 server (made once)."""
         if self._s3 is None:
             import boto3
