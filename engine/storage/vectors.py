@@ -155,8 +155,11 @@ class VectorIndex:
                     return self.table(kind, create=False)
                 try:
                     tb = self.db.create_table(name, schema=self._schema(kind))
-                except ValueError as exc:  # another process outside the lock (an older memlens) created it
-                    if "already exists" not in str(exc):
+                except (ValueError, RuntimeError) as exc:
+                    # Another process outside the lock (an older memlens, a bare VectorIndex) created it: either
+                    # LanceDB saw the table, or on s3 this creation lost the race for the manifest (a commit conflict:
+                    # nothing of it was committed). Open the table the other process made.
+                    if "already exists" not in str(exc) and not any(m in str(exc) for m in _COMMIT_CONFLICT):
                         raise
                     return self.table(kind, create=False)
         else:

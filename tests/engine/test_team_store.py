@@ -30,7 +30,8 @@ def with_password(dsn: str) -> str:
 
 @pytest.fixture
 def team(team_servers, request):
-    dsn, vectors = team_servers.fresh(request.node.name)
+    """A team store the engine has not opened yet: an empty database (the first open migrates it) and bucket."""
+    dsn, vectors = team_servers.fresh(request.node.name, migrated=False)
     yield with_password(dsn), vectors
     team_servers.drop(dsn)
 
