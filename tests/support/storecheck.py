@@ -2,26 +2,52 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import duckdb
+
 from engine import MemoryEngine
 
 
 def row_counts(engine: MemoryEngine) -> dict[str, int]:
-    """Rows in every DuckDB table of the store, schema_migrations included."""
+    """Rows in every DuckDB table of the store, schema_migrations included. One count query for all tables: a query
+    per table cost ~1 ms of planning each, and the hostile-input tests count a store a thousand times."""
     with engine._b.db.read() as conn:
-        tables = [
-            r[0]
-            for r in conn.execute(
+        if isinstance(conn, duckdb.DuckDBPyConnection):  # its catalog function: a third of information_schema's cost
+            listing = (
+                "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+                "AND schema_name = 'main' ORDER BY 1"
+            )
+        else:  # a team store's PostgreSQL
+            listing = (
                 "SELECT table_name FROM information_schema.tables WHERE table_schema IN ('main', 'public') "
                 "AND table_type = 'BASE TABLE' ORDER BY 1"
-            ).fetchall()
-        ]
-        return {t: conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
+            )
+        tables = [r[0] for r in conn.execute(listing).fetchall()]
+        if not tables:
+            return {}
+        counts = " UNION ALL ".join(
+            "SELECT '{}' AS name, count(*) AS n FROM \"{}\"".format(t.replace("'", "''"), t.replace('"', '""'))
+            for t in tables
+        )
+        found = dict(conn.execute(counts).fetchall())
+        return {t: int(found[t]) for t in tables}
 
 
 def vector_counts(engine: MemoryEngine) -> dict[str, int]:
-    """Rows in every LanceDB table of the store, whatever model made it."""
+    """Rows in every LanceDB table of the store, whatever model made it (a local table counted by pylance directly,
+    which costs less than a LanceDB handle opened for it)."""
     index = engine._b.index
-    return {name: index.db.open_table(name).count_rows() for name in index.table_names()}
+    out = {}
+    for name in index.table_names():
+        path = Path(index.uri) / f"{name}.lance"
+        if "://" not in str(index.uri) and path.is_dir():
+            import lance
+
+            out[name] = lance.dataset(str(path)).count_rows()
+        else:
+            out[name] = index.db.open_table(name).count_rows()
+    return out
 
 
 def snapshot(engine: MemoryEngine) -> dict[str, dict[str, int]]:
