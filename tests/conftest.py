@@ -25,22 +25,21 @@ from engine.providers.embedders import LocalMiniLM  # noqa: E402
 
 prepare_process_environment()  # the suite is an entry point too: before anything imports torch or LanceDB
 
-# Seconds the longest non-browser modules kept their worker busy (`pytest --durations=0`, 2 cores, under load;
-# the soak tests run for >= 60 s by design). Only the order the scheduler below hands modules out in depends on these
-# numbers, so a stale one costs some wall time, never a failure.
+# Seconds the longest non-browser modules kept their worker busy (junit times of a full `pytest` run on 2 cores,
+# 2026-12-02; the soak test runs for >= 60 s by design). Only the order the scheduler below hands modules out in
+# depends on these numbers, so a stale one costs some wall time, never a failure.
 SLOW_MODULES = {
-    "tests/engine/test_cli_subprocess.py": 110,
-    "tests/engine/test_three_processes.py": 95,
-    "tests/engine/test_crashes.py": 70,
-    "tests/engine/test_validation_fuzz.py": 60,
-    "tests/engine/test_forgetting.py": 50,
-    "tests/engine/test_hostile_input.py": 50,
-    "tests/engine/test_mcp_live_agent.py": 45,
-    "tests/engine/test_team_vectors.py": 40,
+    "tests/engine/test_cli_subprocess.py": 100,
+    "tests/engine/test_validation_fuzz.py": 95,
+    "tests/engine/test_three_processes.py": 92,
+    "tests/engine/test_forgetting.py": 80,
+    "tests/engine/test_crashes.py": 54,
+    "tests/engine/test_team_vectors.py": 39,
+    "tests/engine/test_mcp_live_agent.py": 36,
+    "tests/engine/test_hostile_input.py": 36,
 }
 BROWSER_DIR = "tests/browser/"
-BROWSER_SECONDS_PER_TEST = 22  # 19 browser tests took ~8 min on one worker (several page runs each); the 18 with one
-# app-frame server took ~20% less than those 19 in serial runs under similar load (an estimate, not a suite run)
+BROWSER_SECONDS_PER_TEST = 27  # the 18 browser tests took 488 s on one worker in the same full run
 OTHER_SECONDS_PER_TEST = 0.5
 
 
@@ -50,7 +49,7 @@ def xdist_scope(nodeid: str) -> str:
     runs then lost a browser wait (a chart not drawn in 20 s; a tab's rerun that never started in 180 s), while all
     of them on one worker had passed every run; it saved about a minute. The second was the helpers' race (a click
     during a run; browser_helpers.rerun now waits for rest first) and hit one worker too. The browser tests now take
-    ~490 s of the suite's ~1,575 s of test time, so the two workers already finish close together."""
+    ~490 s of the suite's ~1,600 s of test time, so the two workers already finish close together."""
     module = nodeid.split("::", 1)[0]
     return BROWSER_DIR if module.startswith(BROWSER_DIR) else module
 
