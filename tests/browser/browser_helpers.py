@@ -167,12 +167,10 @@ def settle(page: Page, *, runs_before: int | None = None, started: bool = False)
     ``started``, the caller has seen something only that run draws (a page's title after a load or a page change), so
     it has started. Without either, give a run 300 ms to start: only for an action that may start no run at all.
     """
-    if started:
-        pass
-    elif runs_before is None:
-        page.wait_for_timeout(300)
-    else:
+    if runs_before is not None:
         page.wait_for_function(f"(window.__memlensRunStarts || 0) > {int(runs_before)}", timeout=RUN_TIMEOUT_MS)
+    elif not started:
+        page.wait_for_timeout(300)
     page.wait_for_function(RUN_IS_OVER, timeout=RUN_TIMEOUT_MS)
     page.wait_for_function("!document.querySelector('[data-stale=\"true\"]')", timeout=30_000)
 

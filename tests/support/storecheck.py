@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import duckdb
 
 from engine import MemoryEngine
+from tests.support.store_snapshot import local_lance_dataset, sql_name, sql_text
 
 
 def row_counts(engine: MemoryEngine) -> dict[str, int]:
@@ -26,10 +25,7 @@ def row_counts(engine: MemoryEngine) -> dict[str, int]:
         tables = [r[0] for r in conn.execute(listing).fetchall()]
         if not tables:
             return {}
-        counts = " UNION ALL ".join(
-            "SELECT '{}' AS name, count(*) AS n FROM \"{}\"".format(t.replace("'", "''"), t.replace('"', '""'))
-            for t in tables
-        )
+        counts = " UNION ALL ".join(f"SELECT {sql_text(t)} AS name, count(*) AS n FROM {sql_name(t)}" for t in tables)
         found = dict(conn.execute(counts).fetchall())
         return {t: int(found[t]) for t in tables}
 
@@ -40,13 +36,8 @@ def vector_counts(engine: MemoryEngine) -> dict[str, int]:
     index = engine._b.index
     out = {}
     for name in index.table_names():
-        path = Path(index.uri) / f"{name}.lance"
-        if "://" not in str(index.uri) and path.is_dir():
-            import lance
-
-            out[name] = lance.dataset(str(path)).count_rows()
-        else:
-            out[name] = index.db.open_table(name).count_rows()
+        dataset = local_lance_dataset(index, name)
+        out[name] = dataset.count_rows() if dataset is not None else index.db.open_table(name).count_rows()
     return out
 
 
