@@ -1,14 +1,14 @@
-"""Where the test suite's CPU goes: runs ``pytest`` (any arguments after ``--`` are passed on) with every Python
-process of the run reporting its own CPU time when it exits, then prints a table by kind of process.
+"""Where the test suite's CPU goes: runs ``pytest`` (any arguments after ``--`` are passed on) while sampling every
+process's CPU from /proc, then prints a table by kind of process and the machine's busy time over the run.
 
     python bench/suite_cpu.py [--log PATH] [-- PYTEST ARGS...]
 
-How: a ``sitecustomize`` module on PYTHONPATH registers an exit hook in every Python process the suite starts
-(xdist workers, Streamlit servers, CLI/MCP subprocesses, moto, writers of the soak tests) that appends its CPU time,
-argv, the heavy modules it imported and the test that started it to a JSON-lines file. A process killed with
-SIGKILL never reports (the crash tests' victims). What no Python process reports (Chromium, Playwright's driver)
-is the run's total children CPU minus the Python processes' own. The test PostgreSQL detaches from the run
-(``pg_ctl`` starts it as a daemon), so its CPU is in no row.
+How: ``bench/process_sampler.py`` reads every process's CPU from /proc twice a second, so Chromium's renderers,
+PostgreSQL and the processes the tests kill are counted too (``getrusage`` and ``/usr/bin/time`` miss them: in a
+browser-tests-only run they reported 233 s of CPU while the machine was busy for 525 s). The machine's busy time
+from /proc/stat is the total; run it on an otherwise idle machine. A ``sitecustomize`` module on PYTHONPATH also
+makes every Python process of the run report, at exit, the test that started it: the list of processes that loaded
+the model besides the workers.
 
 Speed of the suite is a benchmark like any other: the issue's target (``.ci/run`` <= 8 min on 2 cores) needs the
 suite's CPU well under 2 x 8 min, so this says which part to cut.
@@ -24,10 +24,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
 
 from _common import ROOT, table
+from process_sampler import ProcessSampler
 
 # The log's path is written into the hook itself: tests that start a process with an environment of their own
 # (the CLI and MCP tests do) keep PYTHONPATH but not other variables.
@@ -76,33 +76,26 @@ def main() -> None:
         Path(tmp, "sitecustomize.py").write_text(HOOK.replace("{log!r}", repr(str(log))), encoding="utf-8")
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (tmp, env.get("PYTHONPATH", "")) if p)
+        sampler = ProcessSampler()
+        sampler.start()
         start = time.monotonic()
         code = subprocess.call(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *pytest_args], cwd=ROOT, env=env
         )
         wall = time.monotonic() - start
+        sampler.stop()
         records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()] if log.exists() else []
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    total = children.ru_utime + children.ru_stime
-    by_kind: dict[str, list[float]] = defaultdict(list)
-    for record in records:
-        by_kind[kind(record)].append(record["cpu"])
-    python_cpu = sum(sum(v) for v in by_kind.values())
-    rows = [[k, len(v), round(sum(v)), f"{100 * sum(v) / total:.0f}%"] for k, v in by_kind.items()]
-    rows.sort(key=lambda r: -r[2])
-    rows.append(
-        [
-            "not Python (Chromium, Playwright driver)",
-            "",
-            round(total - python_cpu),
-            f"{100 * (total - python_cpu) / total:.0f}%",
-        ]
-    )
+    busy = sampler.machine_busy_s
+    kinds = sampler.by_kind()
+    sampled = sum(k.cpu_s for k in kinds)
+    rows = [[k.kind, k.processes, round(k.cpu_s), f"{100 * k.cpu_s / busy:.0f}%"] for k in kinds if k.cpu_s >= 0.5]
+    rows.append(["not seen by the sampler (processes shorter than 0.5 s, kernel)", "", round(busy - sampled), ""])
     print()
-    print(table(["process kind", "processes", "CPU s", "share"], rows))
+    print(table(["process kind", "processes", "CPU s", "share of busy"], rows))
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(
-        f"\npytest exit {code}; wall {wall:.0f} s; CPU {total:.0f} s over {os.cpu_count()} cores "
-        f"(average use {total / wall:.2f} cores)"
+        f"\npytest exit {code}; wall {wall:.0f} s; machine busy {busy:.0f} CPU s over {os.cpu_count()} cores "
+        f"(average use {busy / wall:.2f} cores); getrusage of the run saw {children.ru_utime + children.ru_stime:.0f} s"
     )
     model_loaders = sorted(
         (r for r in records if "torch" in r["heavy"] and kind(r) != "xdist worker (in-process tests)"),
