@@ -8,7 +8,9 @@ by Debian's Chromium through Playwright's sync API (no pytest-playwright plugin)
   which *write* use, so the demo users' data stays as shipped for every other test file, in any order. Which browser
   modules share a server, and in which order they run, depends on the scheduling: a module may count only lab data
   that no other module changes.
-- ``browser`` (module), ``page`` / ``browser_page`` (function): a fresh 1400x1000 page per test.
+- ``browser`` (session), ``page`` / ``browser_page`` (function): one Chromium for all the browser tests of a worker
+  (each launch cost ~4 s of CPU in Chromium's browser and GPU processes), and a fresh context (own cookies, cache and
+  Streamlit session) with a 1400x1000 page per test.
 - ``screenshot`` (function): ``screenshot("name")`` saves the whole page to test-artifacts/screenshots/name.png.
 """
 
@@ -62,7 +64,7 @@ def app_url(streamlit_server: str) -> str:
     return streamlit_server
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
     if not CHROMIUM.exists():
         pytest.fail(
