@@ -26,20 +26,20 @@ from engine.providers.embedders import LocalMiniLM  # noqa: E402
 prepare_process_environment()  # the suite is an entry point too: before anything imports torch or LanceDB
 
 # Seconds the longest non-browser modules kept their worker busy (junit times of a full `pytest` run on 2 cores,
-# 2026-12-02; the soak test runs for >= 60 s by design). Only the order the scheduler below hands modules out in
+# 2026-12-02, 703 s; the soak test runs for >= 60 s by design). Only the order the scheduler below hands modules out in
 # depends on these numbers, so a stale one costs some wall time, never a failure.
 SLOW_MODULES = {
-    "tests/engine/test_cli_subprocess.py": 100,
-    "tests/engine/test_validation_fuzz.py": 95,
-    "tests/engine/test_three_processes.py": 92,
-    "tests/engine/test_forgetting.py": 80,
-    "tests/engine/test_crashes.py": 54,
-    "tests/engine/test_team_vectors.py": 39,
-    "tests/engine/test_mcp_live_agent.py": 36,
-    "tests/engine/test_hostile_input.py": 36,
+    "tests/engine/test_three_processes.py": 84,
+    "tests/engine/test_cli_subprocess.py": 79,
+    "tests/engine/test_forgetting.py": 71,
+    "tests/engine/test_validation_fuzz.py": 67,
+    "tests/engine/test_crashes.py": 42,
+    "tests/engine/test_hostile_input.py": 40,
+    "tests/engine/test_team_vectors.py": 33,
+    "tests/engine/test_mcp_live_agent.py": 27,
 }
 BROWSER_DIR = "tests/browser/"
-BROWSER_SECONDS_PER_TEST = 27  # the 18 browser tests took 488 s on one worker in the same full run
+BROWSER_SECONDS_PER_TEST = 21  # the 18 browser tests took 383 s on one worker in the same full run
 OTHER_SECONDS_PER_TEST = 0.5
 
 
