@@ -50,19 +50,10 @@ atexit.register(_report)
 """
 
 
-def kind(record: dict) -> str:
-    argv, heavy = record["argv"], record["heavy"]
-    if "exec(eval(sys.stdin.readline()))" in argv or argv.endswith("-c"):
-        return "xdist worker (in-process tests)" if record["wall"] > 60 and "torch" in heavy else "python -c probe"
-    if "pytest" in argv.split(" ", 1)[0]:
-        return "pytest controller"
-    if "app.py" in argv:
-        return "Streamlit server"
-    if "moto" in argv:
-        return "moto (S3) server"
-    if "engine/__main__.py" in argv or "agent_loop.py" in argv:
-        return "CLI / MCP subprocess" + (" (loads the model)" if "torch" in heavy else "")
-    return "test helper process" + (" (loads the model)" if "torch" in heavy else "")
+def is_worker(record: dict) -> bool:
+    """An xdist worker reports ``-c`` as its argv (execnet starts it with ``python -c``) and lives the whole run."""
+    argv = record["argv"]
+    return ("exec(eval(sys.stdin.readline()))" in argv or argv.endswith("-c")) and record["wall"] > 60
 
 
 def main() -> None:
@@ -98,7 +89,7 @@ def main() -> None:
         f"(average use {busy / wall:.2f} cores); getrusage of the run saw {children.ru_utime + children.ru_stime:.0f} s"
     )
     model_loaders = sorted(
-        (r for r in records if "torch" in r["heavy"] and kind(r) != "xdist worker (in-process tests)"),
+        (r for r in records if "torch" in r["heavy"] and not is_worker(r)),
         key=lambda r: -r["cpu"],
     )
     if model_loaders:
