@@ -30,12 +30,13 @@ def _cpu_and_start(pid: str) -> tuple[float, int]:
     return (int(fields[11]) + int(fields[12])) / TICKS, int(fields[19])  # utime + stime, starttime
 
 
-def machine_busy_s() -> float:
-    """Busy CPU seconds of the whole machine since boot (every core; idle and I/O wait excluded)."""
+def machine_times_s() -> tuple[float, float]:
+    """(busy, steal) CPU seconds of the whole machine since boot, every core. Busy excludes idle, I/O wait and steal:
+    steal is time a virtual machine's cores waited for the host, capacity lost rather than work done."""
     with open("/proc/stat") as f:
         values = [int(v) for v in f.readline().split()[1:9]]
     user, nice, system, _idle, _iowait, irq, softirq, steal = values
-    return (user + nice + system + irq + softirq + steal) / TICKS
+    return (user + nice + system + irq + softirq) / TICKS, steal / TICKS
 
 
 def process_kind(cmdline: str) -> str:
@@ -77,8 +78,8 @@ class ProcessCpu:
 
 
 class ProcessSampler:
-    """``start()``, run something, ``stop()``; then ``by_kind()`` and ``machine_busy_s``. Processes alive at
-    ``start()`` (and this one) are left out: they are not the run's."""
+    """``start()``, run something, ``stop()``; then ``by_kind()``, ``machine_busy_s`` and ``machine_steal_s``.
+    Processes alive at ``start()`` (and this one) are left out: they are not the run's."""
 
     def __init__(self, interval_s: float = 0.5) -> None:
         self.interval_s = interval_s
@@ -86,19 +87,22 @@ class ProcessSampler:
         self._before: set[tuple[str, int]] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="process-sampler", daemon=True)
-        self._busy_at_start = 0.0
+        self._times_at_start = (0.0, 0.0)
         self.machine_busy_s = 0.0
+        self.machine_steal_s = 0.0
 
     def start(self) -> None:
         self._before = set(self._scan(record=False))
-        self._busy_at_start = machine_busy_s()
+        self._times_at_start = machine_times_s()
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
         self._scan(record=True)
-        self.machine_busy_s = machine_busy_s() - self._busy_at_start
+        busy, steal = machine_times_s()
+        self.machine_busy_s = busy - self._times_at_start[0]
+        self.machine_steal_s = steal - self._times_at_start[1]
 
     def by_kind(self) -> list[ProcessCpu]:
         totals: dict[str, list[float]] = defaultdict(list)

@@ -88,6 +88,9 @@ def main() -> None:
         f"\npytest exit {code}; wall {wall:.0f} s; machine busy {busy:.0f} CPU s over {os.cpu_count()} cores "
         f"(average use {busy / wall:.2f} cores); getrusage of the run saw {children.ru_utime + children.ru_stime:.0f} s"
     )
+    # A busy host slows this machine's cores down: the same tests took 965 to 1,480 s of busy time (steal included)
+    # on different hours of one day here, so compare runs made back to back, and their steal.
+    print(f"steal (core time the host took from this virtual machine): {sampler.machine_steal_s:.0f} s")
     model_loaders = sorted(
         (r for r in records if "torch" in r["heavy"] and not is_worker(r)),
         key=lambda r: -r["cpu"],
