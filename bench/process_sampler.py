@@ -130,6 +130,5 @@ class ProcessSampler:
                 kind = self._seen[key][0] if key in self._seen else process_kind(_cmdline(pid))
             except (OSError, IndexError, ValueError):  # gone between listing and reading
                 continue
-            if kind:
-                self._seen[key] = (kind, cpu)
+            self._seen[key] = (kind, cpu)
         return keys
