@@ -11,6 +11,8 @@ from .errors import (
     NotFound,
     StoreBusy,
     StoreCorrupt,
+    StoreFull,
+    StoreReadOnly,
     StoreTooNew,
 )
 from .evaluation import CaseResult, Comparison, EvalCase, EvalRun, EvalSet
@@ -57,6 +59,8 @@ __all__ = [
     "NotFound",
     "StoreBusy",
     "StoreCorrupt",
+    "StoreFull",
+    "StoreReadOnly",
     "prepare_process_environment",
     "StoreTooNew",
     "ModelMismatch",

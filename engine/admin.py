@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,8 @@ from typing import Any
 from .clock import utcnow
 from .config import DEMO_DIR
 from .errors import StoreCorrupt
-from .ids import check_id
+from .evaluation.demo import demo_cases
+from .ids import check_id, lance_literal
 from .memory.base import Backends
 from .memory.episodic import EpisodicMemory
 from .memory.procedural import SkillLibrary
@@ -26,6 +28,10 @@ from .providers.llm import LLM
 from .records import KIND_TABLES, KINDS, Page, StoreStats
 from .storage.database import one_row
 from .storage.purges import VectorPurges
+from .storage.tables import TABLES
+
+# Progress of a load: (kind of memory, done, total).
+DemoProgress = Callable[[str, int, int], None]
 
 
 def _some(ids: Sequence[str], n: int = 5) -> str:
@@ -69,10 +75,15 @@ class StoreAdmin:
 
     # -- import, export, demo -------------------------------------------------------------------------------------
     def ingest_lines(
-        self, lines: Iterable[str], progress: Callable[[str, int, int], None] | None = None
+        self,
+        lines: Iterable[str],
+        progress: Callable[[str, int, int], None] | None = None,
+        skip_existing: bool = False,
     ) -> dict[str, int]:
-        """Import JSONL records; a bad line raises InvalidInput naming it, and nothing is written."""
-        return self.transfer.apply(self.transfer.plan(lines), progress)
+        """Import JSONL records; a bad line raises InvalidInput naming it, and nothing is written. Records without
+        an id that the store already holds are counted as ``already_stored`` (written again) or, with
+        ``skip_existing``, left out and counted as ``skipped`` (see engine/memory/ingest_duplicates.py)."""
+        return self.transfer.apply(self.transfer.plan(lines), progress, skip_existing)
 
     def export(self, user_id: str) -> Iterator[dict]:
         check_id(user_id, "user id")
@@ -82,44 +93,84 @@ class StoreAdmin:
         with self._b.db.read() as conn:
             return one_row(conn.execute("SELECT count(*) FROM items WHERE id = 'ada-item-001'"))[0] > 0
 
-    def load_demo(self, reset: bool = False, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
-        """Load the bundled demo dataset; loading twice changes nothing, ``reset`` reloads it from scratch."""
+    def load_demo(self, reset: bool = False, progress: DemoProgress | None = None, evals: Any = None) -> dict[str, int]:
+        """Load the bundled demo dataset and, given ``evals`` (the engine's Evaluations), its expectation set with one
+        stored run of it: the one loading behind the CLI's `demo` and the dashboard's first start, so both leave the
+        same store (`eval-sets` lists the demo set after either). Loading twice changes nothing; ``reset`` reloads
+        the dataset and the set from scratch (a demo loaded before the set came with it gets it this way). The
+        counts say ``eval_case`` when the set was made."""
         path = DEMO_DIR / "demo.jsonl"
         lines = path.read_text(encoding="utf-8").splitlines()
         users = sorted({json.loads(line)["user_id"] for line in lines if line.strip()})
+        name = demo_cases()[0]
         if reset:
             for u in users:
                 self.delete_user(u)
+            if evals is not None and name in {s.name for s in evals.sets()}:
+                evals.delete_set(name)  # its cases and runs name the memories just deleted
         elif any(u in self.users() for u in users):
             return {}
-        return self.ingest_lines(lines, progress)
+        counts = self.ingest_lines(lines, progress)
+        if evals is not None:
+            made = name not in {s.name for s in evals.sets()}
+            evals.load_demo()  # the set (when missing) and one run of it (when it has none)
+            if made:
+                counts["eval_case"] = len(evals.cases(name))
+        return counts
 
     def delete_user(self, user_id: str) -> None:
-        """Remove every row and vector of a user (used by demo reset and tests)."""
+        """Remove every row of a user from every per-user table the registry declares (evaluation cases and results
+        included), and the user's vectors from every embedding model's tables; old LanceDB versions holding them are
+        purged as after a hard forget. Used by demo reset and tests.
+
+        All or nothing: a read-only store is refused first; the vector tables are read before anything is written
+        (an unreadable one is StoreCorrupt, nothing deleted); the rows go in one transaction, then the vectors, under
+        a journal note that the next open repairs from should a vector delete fail."""
         check_id(user_id, "user id")
-        with self._b.db.write() as conn:
+        self._b.db.refuse_if_read_only()
+        # By user, not only by the rows' ids: an orphan vector of the user's (a crash, a model switch) goes too.
+        held = {kind: self._user_vector_ids(kind, user_id) for kind in KINDS}
+        now = utcnow()
+        # The journal notes go down before the rows do (a full disk refuses the note, not a half-done delete), so
+        # the ids are read first, on a connection held through the delete: no other process can add a row between.
+        with self._b.db.hold() as conn, ExitStack() as intents:
             ids = {
-                k: [r[0] for r in conn.execute(f"SELECT id FROM {t} WHERE user_id=?", [user_id]).fetchall()]
+                k: sorted(
+                    held[k].union(
+                        r[0] for r in conn.execute(f"SELECT id FROM {t} WHERE user_id=?", [user_id]).fetchall()
+                    )
+                )
                 for k, t in KIND_TABLES.items()
             }
-            for table in (
-                "messages",
-                "sessions",
-                "working_slots",
-                "working_history",
-                "items",
-                "categories",
-                "episodes",
-                "skills",
-                "skill_outcomes",
-                "feedback",
-                "forget_log",
-                "traces",
-                "llm_usage",
-            ):
-                conn.execute(f"DELETE FROM {table} WHERE user_id=?", [user_id])
-        for kind, kind_ids in ids.items():
-            self._b.index.delete(kind, kind_ids)
+            for kind in KINDS:
+                intents.enter_context(self._b.intent(kind, ids[kind]))
+            with self._b.db.write() as wconn:
+                for spec in TABLES:
+                    if spec.user_column is not None:  # names from our own registry, the user id a parameter
+                        wconn.execute(f"DELETE FROM {spec.name} WHERE {spec.user_column}=?", [user_id])
+                for kind in KINDS:
+                    if held[kind]:
+                        self.purges.owe(wconn, kind, now)
+            for kind in KINDS:
+                self._b.index.delete(kind, ids[kind], every_model=True)
+        for kind in KINDS:
+            if held[kind]:
+                self.purges.start(kind)
+
+    def _user_vector_ids(self, kind: str, user_id: str) -> set[str]:
+        """The ids of the user's vectors in the kind's tables of every embedding model."""
+        found: set[str] = set()
+        for name in self._b.index.kind_tables(kind):
+            try:
+                tb = self._b.index.db.open_table(name)
+                rows = tb.search().where(f"user_id = {lance_literal(user_id)}").select(["id"]).limit(None).to_arrow()
+            except Exception as exc:  # whatever LanceDB raises for a table it cannot read: named, nothing written
+                raise StoreCorrupt(
+                    f"LanceDB table {name} is unreadable ({type(exc).__name__}: {str(exc)[:200]}); nothing was "
+                    "deleted: run `python -m engine repair` first"
+                ) from None
+            found.update(rows.column("id").to_pylist())
+        return found
 
     # -- usage, stats, maintenance ----------------------------------------------------------------------------------
     def record_usage(
@@ -336,10 +387,8 @@ class StoreAdmin:
         browsed as it is: its next writable open recovers it."""
         if self._b.db.read_only:
             return
-        for path, kind, ids in self._b.journal.leftovers() if self._b.journal is not None else ():
-            if kind in KIND_TABLES:
-                self.repair_ids(kind, ids)
-            path.unlink(missing_ok=True)
+        if self._b.journal is not None:  # a note is removed once its ids are repaired (storage/journal.py)
+            self._b.journal.recover(self.repair_ids, tuple(KIND_TABLES))
         self.purges.start_owed()
 
     def optimize(self, vector_index: bool = True) -> list[str]:

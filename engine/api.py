@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .admin import StoreAdmin
+from .admin import DemoProgress, StoreAdmin
 from .config import Settings, prepare_process_environment
 from .errors import InvalidInput
 from .evaluation import EvalRun, Evaluations
@@ -501,8 +501,8 @@ class MemoryEngine:
         whether it was forgotten or is not in the store."""
         trace = self.traces.get(trace) if isinstance(trace, str) else trace
         check_id(item_id, "memory id")
-        seen = any(c.id == item_id for h in trace.hops for c in h.candidates)
-        state = None if seen else self.memory_states(trace.user_id, [item_id])[item_id]
+        # The store's word even on a memory the trace saw: it may have been forgotten since (retrieval/why_not.py).
+        state = self.memory_states(trace.user_id, [item_id])[item_id]
         return why_not(trace, item_id, state)
 
     def evaluate(
@@ -529,10 +529,10 @@ class MemoryEngine:
 
     # -- store administration (engine/admin.py) ---------------------------------------------------------------------
     def ingest_lines(
-        self, lines: Iterable[str], progress: Callable[[str, int, int], None] | None = None
+        self, lines: Iterable[str], progress: Callable[[str, int, int], None] | None = None, skip_existing: bool = False
     ) -> dict[str, int]:
-        """Import JSONL records; a bad line raises InvalidInput naming it, and nothing is written."""
-        return self.admin.ingest_lines(lines, progress)
+        """Import JSONL records (all or nothing; a bad line is named); see StoreAdmin.ingest_lines for skip_existing."""
+        return self.admin.ingest_lines(lines, progress, skip_existing)
 
     def export(self, user_id: str) -> Iterator[dict]:
         return self.admin.export(user_id)
@@ -540,9 +540,9 @@ class MemoryEngine:
     def demo_loaded(self) -> bool:
         return self.admin.demo_loaded()
 
-    def load_demo(self, reset: bool = False, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
-        """Load the bundled demo dataset; loading twice changes nothing, ``reset`` reloads it from scratch."""
-        return self.admin.load_demo(reset, progress)
+    def load_demo(self, reset: bool = False, progress: DemoProgress | None = None, evaluation: bool = True) -> dict:
+        """The demo dataset and (``evaluation``) its expectation set with a run; see StoreAdmin.load_demo."""
+        return self.admin.load_demo(reset, progress, self.evals if evaluation else None)
 
     def delete_user(self, user_id: str) -> None:
         """Remove every row and vector of a user (used by demo reset and tests)."""

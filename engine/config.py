@@ -191,6 +191,13 @@ class Settings:
         secret=True,
         env="MEMLENS_MCP_TOKEN",
     )
+    dashboard_token: str = _s(
+        "",
+        "Token the dashboard asks for before it shows any page (a sign-in form, once per browser session); needed, "
+        "of at least 16 characters, when the dashboard listens beyond loopback (server.address). Never displayed.",
+        secret=True,
+        env="MEMLENS_DASHBOARD_TOKEN",
+    )
     # --- session lifecycle (llmemory §1.6) ---------------------------------------------------------------------
     session_idle_minutes: int = _s(60, "Idle pruning: sessions inactive longer than this.", lo=1)
     session_stale_days: int = _s(30, "Stale pruning: sessions inactive longer than this many days.", lo=1)

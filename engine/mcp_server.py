@@ -1,8 +1,9 @@
 """The MCP server: memlens' memory as tools for any MCP client (Claude Desktop, Cursor, agents).
 
 Each tool is a thin call into one :class:`MemoryEngine` opened once per server process. Inputs are validated by the
-JSON schema MCPServer derives from the type hints; the engine's own checks (ids, text, kinds) come next, and a
-:class:`MemlensError` becomes a tool error carrying its message. Answers are short text meant for a model to read
+JSON schema MCPServer derives from the type hints, with unknown argument names refused (``strict_tool``); the
+engine's own checks (ids, text, kinds) come next, and a :class:`MemlensError` becomes a tool error carrying its
+message. Answers are short text meant for a model to read
 (``memory_retrieve`` answers JSON with the context and the ``trace_id``). Transports live in ``engine.mcp_http``.
 """
 
@@ -12,10 +13,11 @@ import functools
 import json
 import threading
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from pydantic import BaseModel, ConfigDict, Field
 
 from .api import MemoryEngine
@@ -68,9 +70,23 @@ def _short(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def strict_tool(fn: Callable[..., Any], name: str) -> Tool:
+    """``fn`` as an MCP tool whose arguments model forbids unknown names: the library's model ignores them, so a
+    misspelt ``importance_`` or a made-up ``mode`` would silently fall back to the default. The published input
+    schema says so too (``additionalProperties: false``)."""
+    tool = Tool.from_function(fn, name=name)
+    loose = tool.fn_metadata.arg_model
+    strict = cast(
+        type[BaseModel],
+        type(loose.__name__, (loose,), {"model_config": ConfigDict(extra="forbid"), "__module__": __name__}),
+    )
+    metadata = tool.fn_metadata.model_copy(update={"arg_model": strict})
+    return tool.model_copy(update={"fn_metadata": metadata, "parameters": strict.model_json_schema(by_alias=True)})
+
+
 def build_server(engine: MemoryEngine) -> MCPServer:
     """An MCPServer whose tools act on ``engine``. Tool calls run in worker threads; one lock serialises them."""
-    server = MCPServer("memlens", instructions=INSTRUCTIONS, log_level="WARNING")
+    tools: list[Tool] = []
     lock = threading.Lock()
 
     def tool(fn: F) -> F:
@@ -83,7 +99,7 @@ def build_server(engine: MemoryEngine) -> MCPServer:
                 # The engine's message is written for the caller; the class name says which kind of refusal.
                 raise ToolError(f"{type(exc).__name__}: {exc}") from None
 
-        server.tool(name=fn.__name__)(wrapped)
+        tools.append(strict_tool(wrapped, fn.__name__))
         return fn
 
     @tool
@@ -249,4 +265,4 @@ def build_server(engine: MemoryEngine) -> MCPServer:
         ]
         return "\n".join(lines + [f"Warning: {w}" for w in st.warnings])
 
-    return server
+    return MCPServer("memlens", instructions=INSTRUCTIONS, log_level="WARNING", tools=tools)

@@ -7,6 +7,11 @@ one cannot be read, recovers the request's ``id`` and ``method`` with a small no
 a ``tools/call`` gets a tool error (``isError: true``, text ``InvalidInput: ...``) that an agent's model can read, any
 other request a JSON-RPC error. A notification (no id) cannot be answered and is dropped, as JSON-RPC prescribes.
 
+A line longer than ``MAX_MESSAGE_BYTES`` (HTTP's 413 limit) is never held whole nor parsed: its first part is kept to
+find the id, the rest is read and dropped, and the request is refused by name, so the line after it is read at once.
+A request whose id is neither an integer nor a string (``1.5``, ``{}``; the library reads it as a notification) gets
+a JSON-RPC error with a null id, as over HTTP.
+
 Answers the server cannot encode (a lone surrogate in a result) become a JSON-RPC error for the same id instead of
 killing the writer. Standard input and output are claimed as the library does (stray prints go to stderr).
 """
@@ -14,9 +19,11 @@ killing the writer. Standard input and output are claimed as the library does (s
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from itertools import accumulate, islice
 from typing import Any
 
 import anyio
@@ -25,24 +32,99 @@ from mcp.server import stdio as upstream
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
+from .mcp_http import BAD_ID_MESSAGE, MAX_MESSAGE_BYTES
+
 MAX_ID_CHARS = 200
+# A JSON-RPC message has four keys, so some twenty tokens at its top level. Reading no more than this many bounds the
+# scan of a line like {"a":1,"b":1,... or {"a":[][][]... to a fixed cost; such a line is not a message to answer by id.
+MAX_TOP_LEVEL_TOKENS = 4000
+MIN_WINDOW = 256  # characters of a nested value read at once at first (see request_head)
+READ_CHUNK = 1 << 20  # the tail of an oversized line is read and dropped in pieces of this size
+
+
+def read_line(stream: Any, limit: int = MAX_MESSAGE_BYTES) -> tuple[bytes, int]:
+    """The next line of a binary stream, read no further than ``limit`` bytes (plus its newline) into memory, and
+    the line's full size (larger than the bytes returned when the line was over the limit). A longer line is read to
+    its end and dropped piecewise, so one huge line neither fills memory nor is ever handed to the JSON parser.
+    ``(b"", 0)`` at the end of the stream."""
+    line = stream.readline(limit + 1)
+    size = len(line)
+    if size <= limit or line.endswith(b"\n"):
+        return line, size
+    while True:
+        rest = stream.readline(READ_CHUNK)
+        size += len(rest)
+        if not rest or rest.endswith(b"\n"):
+            return line, size
+
+
+# One token of a JSON text at the top level of the message: a string (an unterminated one runs to the end), a run of
+# openers or of closers, a comma, or a number. Everything else (colons, blanks, true, garbage) is skipped by the regex
+# engine, not by a Python loop.
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[{\[]+|[}\]]+|,|-?\d+(?:[.eE][-+.eE\d]*)?')
+# Inside a nested value only brackets outside strings matter: a whole run of them, strings and anything else up to an
+# unterminated string is one token, whose brackets ``_nested_run`` counts with C code, so ``[],[],...`` or
+# ``["a","a",...]`` is not millions of Python steps.
+_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+_NESTED = re.compile(rf'(?:[^"]+|{_STRING})+|"[^"\\]*(?:\\.[^"\\]*)*')
+_STRINGS = re.compile(_STRING)
+_BRACKET_OR_STRING = re.compile(rf"{_STRING}|[{{}}\[\]]")
+_NOT_BRACKET = re.compile(r"[^{}\[\]]+")
+_STEP = {"{": 1, "[": 1, "}": -1, "]": -1}
+
+
+def _nested_run(run: str, depth: int) -> tuple[int, int]:
+    """The depth after ``run`` (whole strings and other text) entered at ``depth`` (> 1) and how many of its
+    characters were read: all of them, or up to the bracket that brings the depth back to 1 (the top level, which is
+    read token by token)."""
+    brackets = _NOT_BRACKET.sub("", _STRINGS.sub("", run))
+    closers = brackets.count("}") + brackets.count("]")
+    if closers < depth - 1:  # cannot get back to the top level within this run
+        return depth + len(brackets) - 2 * closers, len(run)
+    levels = list(accumulate(map(_STEP.__getitem__, brackets)))
+    try:
+        k = levels.index(1 - depth)
+    except ValueError:
+        return depth + levels[-1], len(run)
+    outside = (m for m in _BRACKET_OR_STRING.finditer(run) if m.group()[0] != '"')
+    return 1, next(islice(outside, k, None)).end()
 
 
 def request_head(text: str) -> tuple[Any, str | None, bool]:
     """The top-level ``id`` (int or str, else None), ``method`` and whether an ``id`` key is there at all, of a
-    JSON-RPC message that may be malformed, too deep or too big to parse: one linear pass, no recursion."""
+    JSON-RPC message that may be malformed, too deep or too big to parse: one linear pass over its tokens, no
+    recursion, reading at most :data:`MAX_TOP_LEVEL_TOKENS` at the top level."""
     found: dict[str, Any] = {}
-    depth = 0
-    i, n = 0, len(text)
+    depth = tokens = pos = 0
+    window = MIN_WINDOW
     key: str | None = None
     expect_key = has_id = False
-    while i < n and len(found) < 2:
-        ch = text[i]
+    while len(found) < 2:
+        if depth > 1:
+            # A nested value is read in windows that double while it lasts and shrink back when it ends, so each
+            # return to the top level costs about what was read since the last: linear, even for [] [] [] ...
+            end = min(len(text), pos + window)
+            match = _NESTED.search(text, pos, end)
+            if match is None:
+                break
+            token = match.group()
+            if token[0] == '"' and not _STRINGS.match(token):
+                if end == len(text):
+                    break  # an unterminated string runs to the end
+                window *= 2  # the string goes on past the window
+                continue
+            depth, read = _nested_run(token, depth)
+            pos = match.start() + read
+            window = window * 2 if depth > 1 else MIN_WINDOW
+            continue
+        match = _TOKEN.search(text, pos)
+        tokens += 1
+        if match is None or tokens > MAX_TOP_LEVEL_TOKENS:
+            break
+        pos = match.end()
+        token = match.group()
+        ch = token[0]
         if ch == '"':
-            end = i + 1
-            while end < n and text[end] != '"':
-                end += 2 if text[end] == "\\" else 1
-            token = text[i : end + 1]
             if depth == 1 and expect_key:
                 key = _string(token)
                 expect_key = False
@@ -52,31 +134,26 @@ def request_head(text: str) -> tuple[Any, str | None, bool]:
                 if value is not None and len(value) <= MAX_ID_CHARS:
                     found[key] = value
                 key = None
-            i = end + 1
-            continue
-        if ch in "{[":
-            depth += 1
-            if depth == 1 and ch == "{":
+        elif ch in "{[":
+            if depth == 0 and token == "{":
                 expect_key = True
+            depth += len(token)
         elif ch in "}]":
-            depth -= 1
-        elif ch == "," and depth == 1:
-            expect_key, key = True, None
-        elif depth == 1 and key == "id" and (ch.isdigit() or ch == "-"):
-            end = i + 1
-            while end < n and text[end].isdigit():
-                end += 1
-            if end - i <= 19 and text[end : end + 1] not in (".", "e", "E"):
-                found["id"] = int(text[i:end])
+            depth -= len(token)
+        elif ch == ",":
+            if depth == 1:
+                expect_key, key = True, None
+        elif depth == 1 and key == "id":  # a number
+            if len(token) <= 19 and token.lstrip("-").isdigit():
+                found["id"] = int(token)
             key = None
-            i = end
-            continue
-        i += 1
     method = found.get("method")
     return found.get("id"), method if isinstance(method, str) else None, has_id
 
 
 def _string(token: str) -> str | None:
+    if len(token) >= 2 and token[-1] == '"' and "\\" not in token:
+        return token[1:-1]  # no escape: the common case, without the JSON parser
     try:
         value = json.loads(token)
     except ValueError:
@@ -88,6 +165,23 @@ def _string(token: str) -> str | None:
     except UnicodeEncodeError:
         return None
     return value
+
+
+def bad_id_refusal() -> types.JSONRPCError:
+    """The answer to a request whose id is neither an integer nor a string (it cannot be echoed); HTTP gives the
+    same (``engine.mcp_http.RequestIdCheck``)."""
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=None, error=types.ErrorData(code=types.INVALID_REQUEST, message=BAD_ID_MESSAGE)
+    )
+
+
+def too_long_refusal(head: bytes, size: int) -> types.JSONRPCMessage | None:
+    """The answer to a line over :data:`MAX_MESSAGE_BYTES`, addressed by the id found in its first part."""
+    problem = (
+        f"the request is {size:,} bytes, over the limit of {MAX_MESSAGE_BYTES:,} bytes for one message "
+        "(the same limit as over HTTP)"
+    )
+    return refusal(head.decode("utf-8", errors="replace"), problem)
 
 
 def refusal(text: str, problem: str) -> types.JSONRPCMessage | None:
@@ -155,7 +249,6 @@ async def answering_stdio_server() -> AsyncIterator[tuple[Any, Any]]:
     try:
         stdin_buffer, restore_in = upstream._claim_fd(0, sys.stdin, "rb", upstream._open_stdin_diversion)
         stdout_buffer, restore_out = upstream._claim_fd(1, sys.stdout, "wb", upstream._open_stdout_diversion)
-        stdin = anyio.wrap_file(stdin_buffer)
         stdout = anyio.wrap_file(stdout_buffer)
         read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
         write_stream, write_reader = create_context_streams[SessionMessage](0)
@@ -170,7 +263,15 @@ async def answering_stdio_server() -> AsyncIterator[tuple[Any, Any]]:
         async def reader() -> None:
             try:
                 async with read_writer:
-                    async for raw in stdin:
+                    while True:
+                        raw, size = await anyio.to_thread.run_sync(read_line, stdin_buffer)
+                        if not raw:
+                            break
+                        if size > len(raw):  # over the limit: only its first part was kept
+                            answer = await anyio.to_thread.run_sync(too_long_refusal, raw, size)
+                            if answer is not None:
+                                await emit(encode(answer))
+                            continue
                         if not raw.strip():
                             continue
                         text = raw.decode("utf-8", errors="replace")
@@ -178,24 +279,14 @@ async def answering_stdio_server() -> AsyncIterator[tuple[Any, Any]]:
                             raw.decode("utf-8")  # strict: an invalid byte is refused, not silently replaced
                             message = types.jsonrpc_message_adapter.validate_json(raw, by_name=False)
                         except Exception as exc:  # noqa: BLE001 - whatever went wrong, the client gets an answer
-                            answer = refusal(text, describe(exc))
+                            # the id scan is linear but in Python: off the event loop, which keeps serving answers
+                            answer = await anyio.to_thread.run_sync(refusal, text, describe(exc))
                             if answer is not None:
                                 await emit(encode(answer))
                             continue
                         if isinstance(message, types.JSONRPCNotification) and request_head(text)[2]:
                             # {"id": 1.5, "method": ...} reads as a notification, but its sender waits for an answer
-                            await emit(
-                                encode(
-                                    refusal(text, "the id must be an integer or a string")
-                                    or types.JSONRPCError(
-                                        jsonrpc="2.0",
-                                        id=None,
-                                        error=types.ErrorData(
-                                            code=types.INVALID_REQUEST, message="Invalid request: bad id"
-                                        ),
-                                    )
-                                )
-                            )
+                            await emit(encode(bad_id_refusal()))
                             continue
                         await read_writer.send(SessionMessage(message))
             except anyio.ClosedResourceError:

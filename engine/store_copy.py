@@ -19,36 +19,11 @@ from .config import Settings
 from .errors import InvalidInput, StoreCorrupt
 from .startup import collector_paused
 from .storage.database import one_row
+from .storage.tables import COPIED, SEQUENCES
 from .store_location import StoreLocation, open_tables, store_location
 
-# Every table of the schema (migrations 0001-0006), parents before children; schema_migrations is the destination's.
-TABLES = (
-    "sessions",
-    "messages",
-    "working_slots",
-    "working_history",
-    "items",
-    "categories",
-    "episodes",
-    "skills",
-    "skill_outcomes",
-    "feedback",
-    "forget_log",
-    "traces",
-    "llm_usage",
-    "vector_purges",
-    "eval_sets",
-    "eval_cases",
-    "eval_runs",
-    "eval_results",
-)
-# table -> the sequence its id column's default draws from.
-SEQUENCES = {
-    "working_history": "working_history_seq",
-    "skill_outcomes": "skill_outcomes_seq",
-    "feedback": "feedback_seq",
-    "forget_log": "forget_log_seq",
-}
+# Every table the registry says is copied, parents before children; schema_migrations is the destination's own.
+TABLES = COPIED
 BATCH_ROWS = 5000
 DB_FILE = "memlens.duckdb"
 

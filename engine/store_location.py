@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from .config import Settings, s3_storage_options
-from .errors import InvalidInput
+from .errors import InvalidInput, NotFound
 from .storage.database import Database, release_under
 from .validation import text_problem
 
@@ -147,6 +147,19 @@ def open_tables(location: StoreLocation, settings: Settings, db_file: str) -> tu
         db.close()
         raise
     return db, read_only
+
+
+def require_existing_store(location: StoreLocation, db_file: str) -> None:
+    """For a command that only reads: an embedded store that is not there is NotFound, and nothing is created (a
+    read with ``--store file:///new/dir`` used to leave that folder, migrated and empty, behind). A team store's
+    database is made by its administrator, so it is left to the open to refuse."""
+    if location.folder is None:
+        return
+    if not (location.folder / db_file).is_file():
+        raise NotFound(
+            f"no store at {location.display}: nothing has been stored there yet (a command that only reads does "
+            "not create one)"
+        )
 
 
 def remove_store(path: str | Path) -> None:

@@ -6,11 +6,12 @@ from __future__ import annotations
 import streamlit as st
 
 from engine import Episode, Item, MemoryEngine
-from ui.components import fetch_page, need_user, pager, reset_page_on_change, show_flash
+from ui.components import can_edit, fetch_page, need_user, pager, reset_page_on_change, show_flash
 from ui.feedback import engine_errors
 from ui.nav import page_file
 from ui.resources import get_engine
-from ui.text import label, md_escape, when
+from ui.text import counted, label, md_escape, when
+from ui.wording import reflection_strategy
 
 ANY = "any outcome"
 OUTCOME_ICONS = {
@@ -124,14 +125,17 @@ def episode_list(engine: MemoryEngine, user: str) -> None:
 
 
 def show_insights(items: list[Item], strategy: str) -> None:
-    st.caption(f"Strategy: {md_escape(strategy)} · {len(items)} insight(s) stored in category 'insights'.")
+    st.caption(
+        f"Made by {md_escape(reflection_strategy(strategy))} · {counted(len(items), 'insight')} stored in category "
+        "'insights'."
+    )
     for item in items:
         with st.container(border=True):
             st.text(item.content)
             sources = [s["id"] for s in item.provenance.get("sources", []) if s.get("type") == "episode"]
             st.caption(
                 f"{md_escape(item.id)} · confidence {item.provenance.get('confidence')} · from "
-                f"{len(sources)} episode(s):"
+                f"{counted(len(sources), 'episode')}:"
             )
             cols = st.columns(min(6, max(1, len(sources))))
             for n, source in enumerate(sources):
@@ -150,6 +154,8 @@ def reflection(engine: MemoryEngine, user: str) -> None:
         "outcome statistics and recurring actions) and stores them as semantic items whose provenance lists "
         "the source episodes."
     )
+    if not can_edit(engine, "reflecting (it stores insights)"):
+        return
     with st.form("episodes_reflect_form"):
         window = st.number_input(
             "Episodes to reflect on (the most recent)",

@@ -8,13 +8,16 @@ from __future__ import annotations
 import streamlit as st
 
 from engine import PRESETS
-from ui.components import confirmed, flash, kept_choice, show_flash
+from ui.components import can_edit, confirmed, flash, kept_choice, show_flash
 from ui.eval_data import FOUND, TABLE_METRICS, case_rows, delta_rows, metric_rows, parse_overrides, run_label
 from ui.eval_figures import ab_scatter, category_bars, funnel_figure, loss_bars, loss_label
 from ui.feedback import engine_errors
+from ui.forget_watch import current_stamp, drop_text_caches
+from ui.layout import metric_row
 from ui.resources import get_engine
-from ui.text import md_escape
+from ui.text import counted, md_escape, when
 from ui.trace_links import open_trace_page
+from ui.wording import setting_changes, store_counts_text
 
 engine = get_engine()
 st.title("Evaluations")
@@ -30,7 +33,11 @@ if not sets:
         'No expectation sets yet. Pin one from a trace on the Retrieval trace page ("Pin as expectation"), '
         "import a benchmark (`python -m engine import-benchmark locomo PATH --set NAME`), or create the demo's."
     )
-    if engine.demo_loaded() and st.button("Create the demo expectation set and run it", key="ev_demo", type="primary"):
+    if (
+        engine.demo_loaded()
+        and can_edit(engine, "creating the demo set")
+        and st.button("Create the demo expectation set and run it", key="ev_demo", type="primary")
+    ):
         with engine_errors("Could not create the demo set"), st.spinner("Running the demo evaluation..."):
             engine.evals.load_demo()
             st.rerun()
@@ -42,7 +49,7 @@ set_name = kept_choice(
     list(sets),
     key="ev_set",
     default=next(iter(sets)),
-    format_func=lambda n: f"{n} · {sets[n].cases} cases · {sets[n].runs} runs",
+    format_func=lambda n: f"{n} · {counted(sets[n].cases, 'case')} · {counted(sets[n].runs, 'run')}",
 )
 current = sets[set_name]
 st.caption(
@@ -56,39 +63,44 @@ st.caption(
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def _results(store: str, run_id: str):
-    """A finished run's results never change; read once per run (a 1,000-case run is ~1,000 rows of JSON)."""
+def _results(store: str, run_id: str, forgets: tuple | None):
+    """A finished run's results change only when a forget redacts them: read once per run and per newest forget
+    (``forgets``, ui/forget_watch.py; a 1,000-case run is ~1,000 rows of JSON)."""
     return engine.evals.results(run_id)
 
 
 def results_of(run) -> list:
-    return _results(engine.location.display, run.run_id) if run.status == "done" else engine.evals.results(run.run_id)
+    if run.status != "done":  # a run still going changes with every case
+        return engine.evals.results(run.run_id)
+    return _results(engine.location.display, run.run_id, current_stamp())
 
 
 tab_runs, tab_compare, tab_cases = st.tabs(["Runs", "Compare two runs", "Cases"])
 
 # -- runs ----------------------------------------------------------------------------------------------------------
 with tab_runs:
-    with st.expander("Start a run", expanded=not current.runs), st.form("ev_start_form"):
-        c1, c2, c3 = st.columns(3)
-        method = c1.selectbox(
-            "Method",
-            ["memlens", "vector", "bm25"],
-            key="ev_method",
-            help="memlens: the traced pipeline; vector / bm25: plain rankings as baselines",
-        )
-        preset = c2.selectbox("Preset", sorted(PRESETS), key="ev_preset")
-        hops = c3.number_input("Hops", 1, 5, int(engine.settings.hops), key="ev_hops")
-        overrides_text = st.text_area(
-            "Overrides (KEY=VALUE, one per line)",
-            key="ev_overrides",
-            height=80,
-            placeholder="top_k=30\nbm25_weight=0.4",
-        )
-        label = st.text_input("Label", key="ev_label", placeholder="e.g. bm25 weight 0.4")
-        start = st.form_submit_button("Run evaluation", type="primary")
+    start = False
+    if can_edit(engine, "starting a run"):
+        with st.expander("Start a run", expanded=not current.runs), st.form("ev_start_form"):
+            c1, c2, c3 = st.columns(3)
+            method = c1.selectbox(
+                "Method",
+                ["memlens", "vector", "bm25"],
+                key="ev_method",
+                help="memlens: the traced pipeline; vector / bm25: plain rankings as baselines",
+            )
+            preset = c2.selectbox("Preset", sorted(PRESETS), key="ev_preset")
+            hops = c3.number_input("Hops", 1, 5, int(engine.settings.hops), key="ev_hops")
+            overrides_text = st.text_area(
+                "Overrides (KEY=VALUE, one per line)",
+                key="ev_overrides",
+                height=80,
+                placeholder="top_k=30\nbm25_weight=0.4",
+            )
+            label = st.text_input("Label", key="ev_label", placeholder="e.g. bm25 weight 0.4")
+            start = st.form_submit_button("Run evaluation", type="primary")
     if start:
-        bar = st.progress(0.0, text=f"Running {current.cases} cases...")
+        bar = st.progress(0.0, text=f"Running {counted(current.cases, 'case')}...")
 
         def show_progress(n: int, total: int) -> None:
             bar.progress(n / total, text=f"{n}/{total} cases")
@@ -117,9 +129,9 @@ with tab_runs:
         run_id = st.selectbox("Run", list(runs), key="ev_run", format_func=lambda i: run_label(runs[i]))
         run = runs[run_id]
         st.caption(
-            f"method {run.method} · preset {run.preset or 'default'} · hops {run.hops or 'setting'} · "
-            f"overrides {md_escape(str(run.overrides or '{}'))} · code {run.code_version} · "
-            f"store {md_escape(str(run.store_counts))}"
+            f"method {run.method} · preset {run.preset or 'default'} · hops {run.hops or 'as set'} · "
+            f"settings changed: {md_escape(setting_changes(run.overrides))} · code {md_escape(run.code_version)} · "
+            f"store then: {md_escape(store_counts_text(run.store_counts))}"
         )
         results = results_of(run)
         st.dataframe(
@@ -170,7 +182,7 @@ with tab_runs:
         st.caption(f"{len(rows)} of {len(results)} cases")
         if rows and run.method == "memlens":
             by_case = {r.case_id: r for r in results}
-            o1, o2, o3 = st.columns([3, 2, 1], vertical_alignment="bottom")
+            o1, o2 = st.columns([3, 2], vertical_alignment="bottom")
             case_id = o1.selectbox(
                 "Open a case",
                 [r["case"] for r in rows],
@@ -185,19 +197,22 @@ with tab_runs:
                 key="ev_open_memory",
                 format_func=lambda m: f"{m} · {case.lost[m]['stage']}" if m in case.lost else f"{m} · in context",
             )
-            if o3.button("Open trace at Why not?", key="ev_open_trace") and case.trace_id:
+            # Under the pickers, not in a third column: at 820 px that column cut the label to "Open…".
+            if st.button("Open trace at Why not?", key="ev_open_trace") and case.trace_id:
                 open_trace_page(case.user_id, case.trace_id, memory)
-        with st.expander("Delete this run"):
-            if confirmed(
-                "ev_delete_run_form",
-                "ev_delete_run_sure",
-                f"Delete run {run.run_id} and its {len(results)} traces",
-                "Delete run",
-            ):
-                with engine_errors("Could not delete the run"):
-                    n = engine.evals.delete_run(run.run_id)
-                    flash("ev", f"Deleted run {run.run_id} and {n} traces.")
-                    st.rerun()
+        if can_edit(engine, "deleting a run"):
+            with st.expander("Delete this run"):
+                if confirmed(
+                    "ev_delete_run_form",
+                    "ev_delete_run_sure",
+                    f"Delete run {run.run_id} and its {len(results)} traces",
+                    "Delete run",
+                ):
+                    with engine_errors("Could not delete the run"):
+                        n = engine.evals.delete_run(run.run_id)
+                        drop_text_caches()  # its deleted traces must not live on in this session's caches
+                        flash("ev", f"Deleted run {run.run_id} and {n} traces.")
+                        st.rerun()
 
 # -- compare -------------------------------------------------------------------------------------------------------
 with tab_compare:
@@ -206,7 +221,8 @@ with tab_compare:
         st.info("Compare needs two finished runs of this set.")
     else:
         ids = list(runs)
-        a1, a2, a3 = st.columns([2, 2, 1])
+        a1, a2 = st.columns(2)
+        a3 = st.container()  # the measure on a row of its own: a fifth of the width cut its label at 820 px
         run_a = a1.selectbox("Run A (before)", ids, index=1, key="ev_cmp_a", format_func=lambda i: run_label(runs[i]))
         run_b = a2.selectbox("Run B (after)", ids, index=0, key="ev_cmp_b", format_func=lambda i: run_label(runs[i]))
         metric = a3.selectbox(
@@ -218,11 +234,11 @@ with tab_compare:
             with engine_errors("Could not compare the runs"):
                 cmp = engine.evals.compare(run_a, run_b, metric)
                 sig = cmp.significance
-                m1, m2, m3, m4 = st.columns(4)
-                m1.metric("Paired cases", sig["n"])
-                m2.metric(f"Mean Δ {metric}", f"{(sig['mean_delta'] or 0):+.3f}")
-                m3.metric("Gained / lost", f"{sig['wins']} / {sig['losses']}")
-                m4.metric("Sign test p", f"{sig['sign_test_p']:.3g}")
+                row = metric_row()
+                row.metric("Paired cases", sig["n"], width="content")
+                row.metric(f"Mean Δ {metric}", f"{(sig['mean_delta'] or 0):+.3f}", width="content")
+                row.metric("Gained / lost", f"{sig['wins']} / {sig['losses']}", width="content")
+                row.metric("Sign test p", f"{sig['sign_test_p']:.3g}", width="content")
                 if sig["bootstrap_ci95"]:
                     low, high = sig["bootstrap_ci95"]
                     st.caption(
@@ -254,14 +270,13 @@ with tab_compare:
                     )
                 both = [c for c in (*cmp.gained, *cmp.lost) if by_id[c]["trace_a"] and by_id[c]["trace_b"]]
                 if both:
-                    b1, b2 = st.columns([4, 1], vertical_alignment="bottom")
-                    pick = b1.selectbox(
+                    pick = st.selectbox(
                         "Open a changed case",
                         both,
                         key="ev_cmp_case",
                         format_func=lambda c: f"{c} · Δ {by_id[c]['delta']:+.2f} · {by_id[c]['question'][:80]}",
                     )
-                    if b2.button("Open both traces", key="ev_cmp_open"):
+                    if st.button("Open both traces", key="ev_cmp_open"):  # opens the Compare tab (ui/trace_links.py)
                         c = by_id[pick]
                         open_trace_page(c["user_id"], c["trace_a"], trace_b=c["trace_b"])
 
@@ -277,7 +292,7 @@ with tab_cases:
                 "question": c.question,
                 "expected": ", ".join(c.expected),
                 "session": c.session_id or "",
-                "now": c.now.isoformat() if c.now else "",
+                "now": when(c.now) if c.now else "",
                 "source": c.source,
             }
             for c in cases
@@ -285,35 +300,42 @@ with tab_cases:
         key="ev_case_table",
         hide_index=True,
     )
-    with st.expander("Add a case"), st.form("ev_add_case_form", clear_on_submit=True):
-        u = st.text_input("User", value=st.session_state.get("app_user") or "", key="ev_add_user")
-        q = st.text_area("Question", key="ev_add_question", height=68)
-        e = st.text_input("Expected memory ids (comma-separated)", key="ev_add_expected")
-        cat = st.text_input("Category (optional)", key="ev_add_category")
-        if st.form_submit_button("Add case"):
-            with engine_errors("Could not add the case"):
-                added = engine.evals.add_case(
-                    set_name, u.strip(), q, [x.strip() for x in e.split(",") if x.strip()], category=cat.strip() or None
-                )
-                flash("ev", f"Added case {added.case_id}.")
-                st.rerun()
-    if cases:
-        with st.expander("Delete a case"):
-            gone = st.selectbox("Case", [c.case_id for c in cases], key="ev_del_case")
-            if st.button("Delete case", key="ev_del_case_go"):
-                with engine_errors("Could not delete the case"):
-                    engine.evals.delete_case(set_name, gone)
-                    flash("ev", f"Deleted case {gone}.")
+    if can_edit(engine, "adding or deleting cases and sets"):
+        with st.expander("Add a case"), st.form("ev_add_case_form", clear_on_submit=True):
+            u = st.text_input("User", value=st.session_state.get("app_user") or "", key="ev_add_user")
+            q = st.text_area("Question", key="ev_add_question", height=68)
+            e = st.text_input("Expected memory ids (comma-separated)", key="ev_add_expected")
+            cat = st.text_input("Category (optional)", key="ev_add_category")
+            if st.form_submit_button("Add case"):
+                with engine_errors("Could not add the case"):
+                    added = engine.evals.add_case(
+                        set_name,
+                        u.strip(),
+                        q,
+                        [x.strip() for x in e.split(",") if x.strip()],
+                        category=cat.strip() or None,
+                    )
+                    flash("ev", f"Added case {added.case_id}.")
                     st.rerun()
-    with st.expander("Delete this set"):
-        if confirmed(
-            "ev_delete_set_form",
-            "ev_delete_set_sure",
-            f"Delete set {set_name}, its {current.cases} cases and {current.runs} runs (with their traces)",
-            "Delete set",
-        ):
-            with engine_errors("Could not delete the set"):
-                engine.evals.delete_set(set_name)
-                st.session_state.pop("ev_set", None)
-                flash("ev", f"Deleted set {set_name}.")
-                st.rerun()
+        if cases:
+            with st.expander("Delete a case"):
+                gone = st.selectbox("Case", [c.case_id for c in cases], key="ev_del_case")
+                if st.button("Delete case", key="ev_del_case_go"):
+                    with engine_errors("Could not delete the case"):
+                        engine.evals.delete_case(set_name, gone)
+                        flash("ev", f"Deleted case {gone}.")
+                        st.rerun()
+        with st.expander("Delete this set"):
+            if confirmed(
+                "ev_delete_set_form",
+                "ev_delete_set_sure",
+                f"Delete set {set_name}, its {counted(current.cases, 'case')} and {counted(current.runs, 'run')} "
+                "(with their traces)",
+                "Delete set",
+            ):
+                with engine_errors("Could not delete the set"):
+                    engine.evals.delete_set(set_name)
+                    drop_text_caches()  # the runs' deleted traces too
+                    st.session_state.pop("ev_set", None)
+                    flash("ev", f"Deleted set {set_name}.")
+                    st.rerun()

@@ -8,11 +8,12 @@ from __future__ import annotations
 import streamlit as st
 
 from engine import MemlensError, MemoryEngine, NotFound, Settings
-from ui.components import need_user
+from ui.components import can_edit, need_user
 from ui.feedback import engine_errors, error_text
+from ui.layout import button_row
 from ui.nav import page_file
 from ui.resources import get_engine
-from ui.text import md_escape
+from ui.text import md_escape, when
 from ui.trace_data import (
     candidate_texts,
     feedback_factor,
@@ -54,8 +55,8 @@ def do_label(eng: MemoryEngine, user_id: str, item_id: str, label: str, trace_id
 def label_buttons(row: dict, trace_id: str, key: str, link: bool = False) -> None:
     """One row to label: the memory text (as text), where it came from, and the two one-click buttons (``link``:
     and a link opening its trace on the Retrieval trace page)."""
-    text_col, useful_col, harmful_col = st.columns([8, 1.3, 1.3], vertical_alignment="center")
-    with text_col:
+    # The buttons in a row of their own under the text: in narrow columns beside it they shrank to nothing at 820 px.
+    with st.container():
         st.text(f"#{row['rank']}  {shorten(row['text'], 260)}")
         st.caption(
             f"{md_escape(row['id'])} · {row['kind']} · hop {row['hop']} · "
@@ -68,15 +69,18 @@ def label_buttons(row: dict, trace_id: str, key: str, link: bool = False) -> Non
                 icon=":material/manage_search:",
                 query_params=trace_params(trace_id, user, "hops", row["id"]),
             )
+    if engine.read_only:  # the one caption above the tabs says why
+        return
     args = (engine, user, row["id"])
-    useful_col.button(
+    buttons = button_row()
+    buttons.button(
         "Useful",
         icon=":material/thumb_up:",
         key=f"fb_u_{key}_{row['id']}",
         on_click=do_label,
         args=(*args, "useful", trace_id, row["hop"]),
     )
-    harmful_col.button(
+    buttons.button(
         "Harmful",
         icon=":material/thumb_down:",
         key=f"fb_h_{key}_{row['id']}",
@@ -112,7 +116,8 @@ def memory_texts(eng: MemoryEngine, user_id: str, ids: list[str]) -> dict[str, s
 flash = st.session_state.pop("fb_flash", None)
 if flash:
     (st.success if flash[0] == "ok" else st.error)(md_escape(flash[1]))
-st.text_input("Note for the next label (optional)", key="fb_note", max_chars=2000)
+if can_edit(engine, "labelling"):
+    st.text_input("Note for the next label (optional)", key="fb_note", max_chars=2000)
 
 recent = None
 with engine_errors("Could not list traces"):
@@ -153,7 +158,7 @@ with tab_trace:
         )
     else:
         c1, c2 = st.columns([1, 3])
-        only_context = c1.toggle("Only memories in the context", True, key="fb_only_context")
+        only_context = c1.toggle("Only memories in the context", True, key="fb_only_context", wrap=True)
         limit = c2.slider("How many", 1, 50, 10, key="fb_limit")
         rows = labelling_rows(trace, limit, only_context)
         st.caption(f"Question: {md_escape(shorten(trace.question, 200))}")
@@ -204,7 +209,7 @@ with tab_ledger:
         st.text(texts.get(item, "(this memory is no longer stored: hard-forgotten)"))
         for e in history:
             st.text(
-                f"{e.created_at:%Y-%m-%d %H:%M} · {e.label} ({e.delta:+d}) · trace {e.trace_id or '—'} · "
+                f"{when(e.created_at)} · {e.label} ({e.delta:+d}) · trace {e.trace_id or '—'} · "
                 f"hop {e.hop or '—'}" + (f" · note: {shorten(e.note, 200)}" if e.note else "")
             )
         if not history:
@@ -215,7 +220,7 @@ with tab_ledger:
             st.dataframe(
                 [
                     {
-                        "when": e.created_at,
+                        "when": when(e.created_at),
                         "item": e.item_id,
                         "text": shorten(texts.get(e.item_id, ""), 120),
                         "label": e.label,

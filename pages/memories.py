@@ -8,7 +8,7 @@ from typing import Any
 import streamlit as st
 
 from engine import Item, MemoryEngine, NotFound
-from ui.components import fetch_page, flash, kept_choice, need_user, pager, reset_page_on_change, show_flash
+from ui.components import can_edit, fetch_page, flash, kept_choice, need_user, pager, reset_page_on_change, show_flash
 from ui.feedback import engine_errors
 from ui.resources import get_engine
 from ui.text import counted, md_escape, one_line, when
@@ -23,7 +23,9 @@ PREVIEW_LIMIT = 50
 def browse_filters(engine: MemoryEngine, user: str) -> tuple[str | None, str | None, bool, int, dict]:
     categories = {c.name: c for c in engine.categories(user)}
     options = [ALL, *categories]
-    c1, c2, c3, c4 = st.columns([2, 3, 1.3, 1], vertical_alignment="bottom")
+    # two rows of two: four columns cut "Forgotten too" and "Per page" to a letter at 820 px
+    c1, c2 = st.columns([2, 3], vertical_alignment="bottom")
+    c3, c4 = st.columns([3, 2], vertical_alignment="bottom")
     category = kept_choice(
         c1.selectbox,
         "Category",
@@ -55,6 +57,8 @@ def item_table(items: tuple[Item, ...]) -> None:
         [
             {
                 "id": i.id,
+                # beside the id, not after the long content: a forgotten row said so only off-screen
+                "status": f"forgotten {when(i.archived_at)}" if i.archived_at else "active",
                 "category": i.category,
                 "content": i.content,
                 "importance": round(i.importance, 2),
@@ -62,7 +66,6 @@ def item_table(items: tuple[Item, ...]) -> None:
                 "created": when(i.created_at),
                 "source": i.source,
                 "provenance": f"{i.provenance.get('method', '')} ← {provenance_sources(i)}",
-                "status": f"forgotten {when(i.archived_at)}" if i.archived_at else "active",
             }
             for i in items
         ],
@@ -133,6 +136,8 @@ NEW_ITEM_KEYS = ("memories_new_content", "memories_new_preceding")
 
 
 def add_item(engine: MemoryEngine, user: str) -> None:
+    if not can_edit(engine, "adding a memory"):
+        return
     if st.session_state.pop("memories_add_done", False):
         # Saved: an empty form, so a second click cannot store the same memory twice. (Not clear_on_submit: a
         # rejected memory keeps its text for fixing.)
@@ -210,9 +215,13 @@ def forget_targets(kind: str, items: tuple[Item, ...]) -> list[str]:
 
 
 def forget(engine: MemoryEngine, user: str, items: tuple[Item, ...]) -> None:
+    if not can_edit(engine, "forgetting"):
+        return
     if st.session_state.pop("memories_forget_done", False):
-        for key in ("memories_forget_ids", "memories_forget_more", "memories_forget_reason", "memories_forget_sure"):
-            st.session_state.pop(key, None)
+        # Forgotten: an empty form. Set, not deleted: a deleted key resets only the server's copy, and the browser
+        # kept showing (and sent back) the old ids.
+        cleared = {"memories_forget_ids": [], "memories_forget_more": "", "memories_forget_reason": ""}
+        st.session_state.update({**cleared, "memories_forget_sure": False})
     kind: str = st.selectbox(
         "What to forget", list(FORGET_KINDS), format_func=lambda k: FORGET_KINDS[k], key="memories_forget_kind"
     )

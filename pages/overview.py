@@ -7,15 +7,18 @@ from datetime import UTC, datetime
 import streamlit as st
 
 from engine import MemoryEngine, StoreStats
-from ui.components import confirmed, flash, show_flash
+from ui.components import can_edit, confirmed, flash, show_flash
 from ui.feedback import engine_errors
 from ui.figures import activity_figure
+from ui.forget_watch import drop_text_caches
+from ui.layout import metric_row
 from ui.nav import page_file
 from ui.resources import get_engine, load_demo_with_progress
 from ui.settings_view import settings_rows
 from ui.sidebar import current_user
 from ui.text import counted, md_escape, size_text, when
 from ui.url_state import trace_params, trace_url
+from ui.wording import compaction_note
 
 COUNTS = [
     ("Users", "users"),
@@ -34,9 +37,9 @@ PER_USER_KINDS = ("sessions", "messages", "items", "episodes", "skills", "traces
 
 
 def show_counts(stats: StoreStats) -> None:
-    for row in (COUNTS[:6], COUNTS[6:]):
-        for col, (name, attr) in zip(st.columns(6), row, strict=False):
-            col.metric(name, f"{getattr(stats, attr):,}")
+    row = metric_row()  # as wide as each label and count, wrapping: six equal columns cut "Semantic items" at 820 px
+    for name, attr in COUNTS:
+        row.metric(name, f"{getattr(stats, attr):,}", width="content")
     for warning in stats.warnings:
         st.warning(md_escape(warning), icon=":material/warning:")
 
@@ -47,7 +50,9 @@ def show_empty_store(engine: MemoryEngine) -> None:
         "and a research assistant) to explore memlens, or let an agent write memory through the Python API "
         "(`MemoryEngine.add_message`, `remember`, `record_episode`...) or the MCP server."
     )
-    if st.button("Load the demo dataset", key="overview_load_demo", type="primary"):
+    if can_edit(engine, "loading the demo") and st.button(
+        "Load the demo dataset", key="overview_load_demo", type="primary"
+    ):
         with engine_errors("Could not load the demo"):
             load_demo_with_progress(engine)
             st.rerun()
@@ -125,7 +130,7 @@ def show_recent_traces(engine: MemoryEngine) -> None:
                 query_params=trace_params(t["trace_id"], t["user_id"]),
             )
     st.page_link(page_file("retrieval"), label="Open the Retrieval trace page", icon=":material/manage_search:")
-    if page.total:
+    if page.total and can_edit(engine, "deleting old traces"):
         with st.expander("Delete old traces", expanded="overview_prune_plan" in st.session_state):
             prune_traces_section(engine)
 
@@ -190,6 +195,7 @@ def prune_traces_section(engine: MemoryEngine) -> None:
     ):
         with engine_errors("Nothing was deleted"):
             done = engine.prune_traces(days, who, keep, apply=True, now=now)  # the preview's cutoff
+            drop_text_caches()  # deleted traces must not live on in this session's caches
             flash("overview", f"Deleted {counted(done.count, 'trace')} ({size_text(done.bytes)}).")
             st.session_state.pop("overview_prune_plan", None)
             st.rerun()
@@ -218,6 +224,15 @@ def show_settings(engine: MemoryEngine, stats: StoreStats) -> None:
         st.code(f"embedder: {stats.embedder}\nLLM: {llm}", language=None, wrap_lines=True)
     with st.expander("All settings (values in use, defaults, meaning)"):
         st.dataframe(settings_rows(engine.settings), hide_index=True, key="overview_settings")
+    if can_edit(engine, "compacting the store"):
+        compact_section(engine)
+    usage = engine.usage()
+    if usage:
+        st.caption("LLM token usage per user and operation")
+        st.dataframe([{**u, "last_at": when(u["last_at"])} for u in usage], hide_index=True, key="overview_usage")
+
+
+def compact_section(engine: MemoryEngine) -> None:
     compacted = st.session_state.pop("overview_compacted", None)
     with st.expander("Compact the store", expanded=compacted is not None):
         st.caption(
@@ -231,17 +246,14 @@ def show_settings(engine: MemoryEngine, stats: StoreStats) -> None:
                 before = engine.disk_bytes()
                 engine.optimize(vector_index=False)
                 store_size.clear()
-                # Shown in this section, which stays open: not at the top of the page, far from the button.
-                st.session_state["overview_compacted"] = (
-                    f"Compacted: {size_text(before)} before, {size_text(engine.disk_bytes())} now."
+                # Shown in this section, which stays open: not at the top of the page, far from the button. The
+                # store can grow here (the replaced files stay for the retention period): the note says so.
+                st.session_state["overview_compacted"] = compaction_note(
+                    before, engine.disk_bytes(), engine.settings.vector_version_retention_s, size_text
                 )
                 st.rerun()
         if compacted:
-            st.success(compacted)
-    usage = engine.usage()
-    if usage:
-        st.caption("LLM token usage per user and operation")
-        st.dataframe([{**u, "last_at": when(u["last_at"])} for u in usage], hide_index=True, key="overview_usage")
+            st.success(compacted)  # sizes and our own words only: no stored text to escape
 
 
 def traces_caption(shown: int, total: int) -> str:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import streamlit as st
 
 from engine import InvalidInput, MemlensError, MemoryState
-from ui.components import need_user
+from ui.components import can_edit, need_user
 from ui.feedback import engine_errors, error_text
+from ui.layout import metric_row
 from ui.pin_expectation import pin_expectation
 from ui.resources import get_engine
 from ui.sidebar import open_session
@@ -52,7 +53,10 @@ if user is None:
 def open_trace(trace_id: str | None) -> None:
     if st.session_state.get("trace_current_id") != trace_id:
         reset_whatif_state()
-        st.session_state.pop("trace_wn_item", None)
+        # Pickers of the previous trace start over: a memory it shared with the new one stayed selected in
+        # "Memory to label" (with the table row picked for it) after a new question.
+        for key in ("trace_wn_item", "trace_label_item", "trace_label_item_table", "trace_label_item_linked"):
+            st.session_state.pop(key, None)
     st.session_state["trace_current_id"] = trace_id
 
 
@@ -62,40 +66,48 @@ if linked_trace:
 
 # -- ask or open -----------------------------------------------------------------------------------------------
 ask_col, open_col = st.columns([3, 2])
-with ask_col, st.form("trace_ask_form"):
-    question = st.text_area(
-        "Question",
-        key="trace_question",
-        height=80,
-        placeholder="e.g. Which timezone does the engineer who owns the refund job work in?",
-    )
-    c1, c2, c3, c4 = st.columns(4)
-    hops = c1.number_input(
-        "Hops",
-        1,
-        5,
-        int(engine.settings.hops),
-        key="trace_hops",
-        help="More than 1: a reasoner proposes the next query from what was found.",
-    )
-    budget = c2.number_input("Token budget", 1, 200_000, int(engine.settings.budget_tokens), 100, key="trace_budget")
-    judges = ["heuristic", "llm", "off"]
-    relevance = c3.selectbox(
-        "Relevance judge",
-        judges,
-        index=judges.index(engine.settings.relevance_filter),
-        key="trace_relevance",
-        help="llm needs a configured LLM; without one the heuristic runs and the trace says so.",
-    )
-    session_opts = [None] + ([st.session_state["app_session"]] if st.session_state.get("app_session") else [])
-    session = c4.selectbox(
-        "Session", session_opts, format_func=lambda s: "(none)" if s is None else s, key="trace_session"
-    )
-    t1, t2, t3 = st.columns(3)
-    hybrid = t1.toggle("Hybrid BM25", engine.settings.hybrid_enabled, key="trace_hybrid")
-    use_mmr = t2.toggle("MMR diversity", engine.settings.mmr_enabled, key="trace_mmr")
-    use_feedback = t3.toggle("Feedback factor", engine.settings.feedback_weight > 0, key="trace_feedback")
-    asked = st.form_submit_button("Retrieve", type="primary")
+asked = False
+with ask_col:
+    # a retrieval stores its trace: a read-only store refuses it, so the form is not offered there
+    if can_edit(engine, "asking a new question (a retrieval stores its trace)"):
+        with st.form("trace_ask_form"):
+            question = st.text_area(
+                "Question",
+                key="trace_question",
+                height=80,
+                placeholder="e.g. Which timezone does the engineer who owns the refund job work in?",
+            )
+            # Two by two, so "Relevance judge" and "Token budget" keep their labels in a narrow window.
+            c1, c2 = st.columns(2)
+            c3, c4 = st.columns(2)
+            hops = c1.number_input(
+                "Hops",
+                1,
+                5,
+                int(engine.settings.hops),
+                key="trace_hops",
+                help="More than 1: a reasoner proposes the next query from what was found.",
+            )
+            budget = c2.number_input(
+                "Token budget", 1, 200_000, int(engine.settings.budget_tokens), 100, key="trace_budget"
+            )
+            judges = ["heuristic", "llm", "off"]
+            relevance = c3.selectbox(
+                "Relevance judge",
+                judges,
+                index=judges.index(engine.settings.relevance_filter),
+                key="trace_relevance",
+                help="llm needs a configured LLM; without one the heuristic runs and the trace says so.",
+            )
+            session_opts = [None] + ([st.session_state["app_session"]] if st.session_state.get("app_session") else [])
+            session = c4.selectbox(
+                "Session", session_opts, format_func=lambda s: "(none)" if s is None else s, key="trace_session"
+            )
+            toggles = st.container(horizontal=True, gap="medium")  # each as wide as its label, wrapping when narrow
+            hybrid = toggles.toggle("Hybrid BM25", engine.settings.hybrid_enabled, key="trace_hybrid")
+            use_mmr = toggles.toggle("MMR diversity", engine.settings.mmr_enabled, key="trace_mmr")
+            use_feedback = toggles.toggle("Feedback factor", engine.settings.feedback_weight > 0, key="trace_feedback")
+            asked = st.form_submit_button("Retrieve", type="primary")
 if asked:
     if not question.strip():
         st.warning("Type a question first.")
@@ -247,14 +259,16 @@ with tab_whatif:
     if result and result[0] == trace.trace_id:
         _, changes, replayed = result
         summary = whatif_summary(replayed)
+        # the exact names, as the sliders above are labelled
         st.text(
             "Changed settings: " + (", ".join(f"{k}={v}" for k, v in changes.items()) or "none (the original settings)")
         )
-        m1, m2, m3, m4 = st.columns(4)
-        m1.metric("Rank changes", len(summary["moved"]))
-        m2.metric("Entered the context", len(summary["entered"]))
-        m3.metric("Left the context", len(summary["left"]))
-        m4.metric("Context tokens", f"{replayed.context_tokens}", delta=replayed.context_tokens - trace.context_tokens)
+        row = metric_row()  # as wide as each label: four equal columns cut them at 820 px
+        row.metric("Rank changes", len(summary["moved"]), width="content")
+        row.metric("Entered the context", len(summary["entered"]), width="content")
+        row.metric("Left the context", len(summary["left"]), width="content")
+        tokens = replayed.context_tokens
+        row.metric("Context tokens", f"{tokens}", delta=tokens - trace.context_tokens, width="content")
         texts = candidate_texts(trace)
         before, after = whatif_tables(replayed, texts)
         left, right = st.columns(2)
@@ -371,12 +385,12 @@ with tab_compare:
         if other is not None and tab_compare.open is not False:
             comparison = compare_traces(trace, other)
             cmp_summary = comparison.summary
-            m1, m2, m3, m4 = st.columns(4)
-            m1.metric("Rank changes", len(comparison.moved))
-            m2.metric("Entered the context", len(comparison.entered))
-            m3.metric("Left the context", len(comparison.left))
+            row = metric_row()
+            row.metric("Rank changes", len(comparison.moved), width="content")
+            row.metric("Entered the context", len(comparison.entered), width="content")
+            row.metric("Left the context", len(comparison.left), width="content")
             a_tok, b_tok = cmp_summary["context tokens"]
-            m4.metric("Context tokens (B)", b_tok, delta=b_tok - a_tok)
+            row.metric("Context tokens (B)", b_tok, delta=b_tok - a_tok, width="content")
             if cmp_summary["question"][0] != cmp_summary["question"][1]:
                 st.caption("The two traces answer different questions:")
                 st.text(f"A: {shorten(cmp_summary['question'][0], 300)}\nB: {shorten(cmp_summary['question'][1], 300)}")

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, time
 import streamlit as st
 
 from engine import MemoryEngine, Message, SessionInfo
-from ui.components import confirmed, fetch_page, flash, need_user, pager, reset_page_on_change, show_flash
+from ui.components import can_edit, confirmed, fetch_page, flash, need_user, pager, reset_page_on_change, show_flash
 from ui.feedback import engine_errors
 from ui.resources import get_engine
 from ui.sidebar import current_session, open_session
@@ -109,6 +109,8 @@ def show_messages(engine: MemoryEngine, s: SessionInfo) -> None:
 
 def prune_section(engine: MemoryEngine, user: str | None) -> None:
     st.subheader("Lifecycle pruning")
+    if not can_edit(engine, "pruning"):
+        return
     if user is None:
         st.info("Pick one user in the filter above to preview pruning their sessions.")
         return

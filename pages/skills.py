@@ -6,11 +6,11 @@ from __future__ import annotations
 import streamlit as st
 
 from engine import MemoryEngine, RankedSkill, Skill, to_plain
-from ui.components import flash, need_user, show_flash
+from ui.components import can_edit, flash, need_user, show_flash
 from ui.feedback import engine_errors
 from ui.figures import cumulative_rate_figure, skill_interval_figure
 from ui.resources import get_engine
-from ui.text import label, md_escape, one_line, when
+from ui.text import counted, label, md_escape, one_line, when
 from ui.url_state import incoming, write
 
 ANY = "any kind"
@@ -45,7 +45,8 @@ def ranked_table(ranked: list[RankedSkill]) -> None:
                 "name": r.skill.name,
                 "version": r.skill.version,
                 "kind": r.skill.kind,
-                "success rate": rate_percent(r.success_rate),
+                # None before the first outcome (the engine's 0.5 prior is no rate): drawn as "—", with no bar
+                "success rate": rate_percent(r.success_rate) if r.trials else None,
                 "successes": r.skill.success_count,
                 "trials": r.trials,
                 "Wilson lower": round(r.wilson_lower, 3),
@@ -57,6 +58,7 @@ def ranked_table(ranked: list[RankedSkill]) -> None:
         ],
         hide_index=True,
         key="skills_table",
+        placeholder="—",
         column_config={
             "success rate": st.column_config.ProgressColumn(min_value=0, max_value=100, format="%.1f%%"),
             "Wilson lower": st.column_config.NumberColumn(format="%.3f"),
@@ -78,7 +80,7 @@ def version_card(skill: Skill, ranked: RankedSkill | None, selected: bool) -> No
         archived = " · archived" if skill.archived_at else ""
         st.markdown(f"**v{skill.version}**{mark} · {skill.kind}{archived}")
         rate = f"{rate_percent(skill.success_rate):.1f}%" if skill.trials else "no trials"
-        st.metric("success rate", rate, help="successes / trials (0.5 is shown as 'no trials' when none)")
+        st.metric("success rate", rate, help="successes / trials; none before the first recorded outcome")
         interval = f" · Wilson 95% {ranked.wilson_lower:.2f}–{ranked.wilson_upper:.2f}" if ranked else ""
         st.caption(
             f"{skill.success_count} of {skill.trials} trials succeeded{interval} · created {when(skill.created_at)}"
@@ -118,6 +120,8 @@ def outcome_history(engine: MemoryEngine, user: str, chosen: Skill, versions: li
 
 def record_outcome(engine: MemoryEngine, user: str, chosen: Skill, versions: list[Skill]) -> None:
     st.subheader("Record an outcome")
+    if not can_edit(engine, "recording an outcome"):
+        return
     live = [s for s in versions if s.archived_at is None] or [chosen]
     ids = [s.id for s in live]
     with st.form("skills_outcome_form"):
@@ -156,6 +160,8 @@ def strategy_name(strategy: str) -> str:
 def mine(engine: MemoryEngine, user: str) -> None:
     """Propose skills from recent episodes; each proposal is accepted (registered) or rejected (forgotten)."""
     st.subheader("Mine skills from recent episodes")
+    if not can_edit(engine, "mining and registering skills"):
+        return
     st.caption(
         "Proposals only: nothing is stored until you accept one. With an LLM configured the model reads the "
         "episodes; offline, action sequences shared by at least two successful episodes are proposed."
@@ -244,7 +250,12 @@ def library(engine: MemoryEngine, user: str) -> None:
             "the `memory_skill_register` MCP tool) and report outcomes with `report_outcome`."
         )
         return
-    st.plotly_chart(skill_interval_figure(ranked), key="skills_interval_chart")
+    tried = [r for r in ranked if r.trials]
+    if tried:  # a skill without outcomes has no rate to draw (its interval would span 0-1 around a made-up 50 %)
+        st.plotly_chart(skill_interval_figure(tried), key="skills_interval_chart")
+    untried = len(ranked) - len(tried)
+    if untried:
+        st.caption(f"{counted(untried, 'skill has', 'skills have')} no recorded outcome yet: no rate, not charted.")
     ranked_table(ranked)
     by_id = {r.skill.id: r for r in ranked}
     linked = incoming("memory")  # ?memory=<skill id>: a link to one skill

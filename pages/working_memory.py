@@ -9,7 +9,7 @@ from typing import Any
 import streamlit as st
 
 from engine import TYPED_SLOTS, MemoryEngine, SlotEdit, to_plain
-from ui.components import flash, need_session, need_user, show_flash
+from ui.components import can_edit, flash, need_session, need_user, show_flash
 from ui.feedback import engine_errors
 from ui.resources import get_engine
 from ui.text import compact_json, md_escape, pretty_json, when
@@ -54,6 +54,8 @@ def edit_slot(engine: MemoryEngine, user: str, session: str, slots: dict[str, An
     current = pretty_json(slots[slot])
     st.caption("Current value" if slots[slot] is not None else "Current value: not set")
     st.code(current, language="json", wrap_lines=True)
+    if not can_edit(engine, "editing a slot"):
+        return slot
     # The key follows the stored value: after a save, a restore or another process's write the box shows the new
     # value, while after a rejected save it keeps what the person typed so they can fix it.
     digest = hashlib.sha1(f"{user}\x00{session}\x00{slot}\x00{current}".encode()).hexdigest()[:12]
@@ -74,6 +76,13 @@ def edit_slot(engine: MemoryEngine, user: str, session: str, slots: dict[str, An
 
 
 def add_slot(engine: MemoryEngine, user: str, session: str, slots: dict[str, Any]) -> None:
+    if not can_edit(engine, "adding a slot"):
+        return
+    if st.session_state.pop("wm_add_done", False):
+        # Added: an empty form for the next slot. Set, not deleted: the browser keeps a deleted widget's text. (Not
+        # clear_on_submit: a rejected slot keeps its name and value for fixing.)
+        st.session_state["wm_new_name"] = ""
+        st.session_state["wm_new_value"] = ""
     with st.form("wm_add_form", clear_on_submit=False):
         name = st.text_input(
             "Custom slot name",
@@ -94,6 +103,7 @@ def add_slot(engine: MemoryEngine, user: str, session: str, slots: dict[str, Any
         return
     with engine_errors("Slot not added"):
         engine.working_set_json(user, session, name, text, source="ui")
+        st.session_state["wm_add_done"] = True
         edited(f"Added custom slot {md_escape(name)}.")
 
 
@@ -101,6 +111,8 @@ def remove_slot(engine: MemoryEngine, user: str, session: str, slots: dict[str, 
     custom = [n for n, v in slots.items() if n not in TYPED_SLOTS and v is not None]
     if not custom:
         st.caption("No custom slots in this session.")
+        return
+    if not can_edit(engine, "removing a slot"):
         return
     with st.form("wm_remove_form"):
         name = st.selectbox("Custom slot to remove", custom, key="wm_remove_name")
@@ -160,6 +172,8 @@ def history(engine: MemoryEngine, user: str, session: str, slot: str) -> None:
     )
     edit = by_id[chosen]
     st.code(diff_text(edit), language="diff", wrap_lines=True)
+    if not can_edit(engine, "restoring a value"):
+        return
     with st.form("wm_restore_form"):
         which = st.radio(
             "Value to put back",
@@ -187,6 +201,8 @@ REASON_HELP = (
 
 def reason(engine: MemoryEngine, user: str, session: str) -> None:
     """One LLM step over this session's working memory; the last result stays on screen after the rerun."""
+    if not can_edit(engine, "reasoning (it writes its answer into a slot)"):
+        return
     if not engine.settings.llm_configured:
         st.caption(
             "No LLM is configured (set OPENAI_API_KEY, and OPENAI_BASE_URL for a compatible server): "

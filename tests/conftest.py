@@ -30,6 +30,10 @@ prepare_process_environment()  # the suite is an entry point too: before anythin
 # depends on these numbers, so a stale one costs some wall time, never a failure.
 SLOW_MODULES = {
     "tests/engine/test_three_processes.py": 84,
+    "tests/engine/test_many_process_writes.py": 60,
+    "tests/engine/test_partial_writes.py": 40,
+    "tests/engine/test_mcp_dns_rebinding.py": 40,
+    "tests/engine/test_api_fuzz.py": 60,
     "tests/engine/test_cli_subprocess.py": 79,
     "tests/engine/test_forgetting.py": 71,
     "tests/engine/test_validation_fuzz.py": 67,
@@ -215,7 +219,7 @@ def demo_store_template(tmp_path_factory, embedder) -> Path:
         if not (folder / "complete").exists():
             shutil.rmtree(folder, ignore_errors=True)  # a build a dead worker left half-done
             engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(folder / "store")), embedder=embedder)
-            engine.load_demo()
+            engine.load_demo(evaluation=False)  # the dataset only: tests that want the demo set load it
             engine.optimize()
             engine.close()  # checkpointed and let go, so tests copy a complete file
             (folder / "complete").touch()

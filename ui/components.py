@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from engine import Page
+from engine import MemoryEngine, Page
 from ui.sidebar import current_session, current_user
 from ui.text import md_escape
 
@@ -112,3 +112,12 @@ def kept_choice(
     chosen = widget(label, options, key=key, **kwargs)
     st.session_state[kept] = chosen
     return chosen
+
+
+def can_edit(engine: MemoryEngine, what: str) -> bool:
+    """False on a read-only store, with a short caption in place of the control: a read-only dashboard shows no
+    button or form that writes (the engine would refuse it anyway, after the person had filled it in)."""
+    if not engine.read_only:
+        return True
+    st.caption(f"Read-only store: {what} is not available here.")
+    return False

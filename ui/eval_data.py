@@ -8,7 +8,8 @@ from typing import Any
 
 from engine import TABLE_METRICS, CaseResult, EvalRun, InvalidInput, rule_family
 
-from .text import one_line
+from .text import counted, one_line, when
+from .wording import rule_words
 
 FOUND = "found"  # the loss-stage filter's value for cases that lost nothing
 
@@ -27,10 +28,10 @@ def parse_overrides(text: str) -> dict[str, str]:
 
 
 def run_label(run: EvalRun) -> str:
-    when = run.started_at.strftime("%Y-%m-%d %H:%M") if hasattr(run.started_at, "strftime") else str(run.started_at)
+    started = when(run.started_at)  # to the second, as every time on the dashboard
     r10 = run.metrics.get("overall", {}).get("recall@10")
     score = f" · recall@10 {r10:.3f}" if r10 is not None else ""
-    return f"{when} · {one_line(run.label, 60)} · {run.cases} cases{score} · {run.status} · {run.run_id}"
+    return f"{started} · {one_line(run.label, 60)} · {counted(run.cases, 'case')}{score} · {run.status} · {run.run_id}"
 
 
 def metric_rows(metrics: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -85,7 +86,7 @@ def case_rows(
                 "recall@10": r.scores.get("recall@10"),
                 "context": sum(1 for v in r.in_context.values() if v),
                 "where lost": "; ".join(f"{k}: {r.lost[k]['stage']}" for k in missed) or "—",
-                "rule": "; ".join(one_line(r.lost[k].get("rule", ""), 80) for k in missed),
+                "rule": "; ".join(one_line(rule_words(r.lost[k].get("rule", "")), 120) for k in missed),
                 "trace": r.trace_id or "",
                 "user": r.user_id,
             }

@@ -9,6 +9,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from .figures import _layout, plot_text
+from .wording import rule_words
 
 RECALL_KEYS = ("recall@5", "recall@10", "recall@25", "context_recall")
 
@@ -38,7 +39,7 @@ def funnel_figure(steps: Sequence[Mapping[str, Any]]) -> go.Figure:
 
 
 def loss_label(stage: str, rule: str) -> str:
-    return f"{stage} · {rule}" if rule else stage
+    return f"{stage} · {rule_words(rule)}" if rule else stage  # "score N < N" said in words
 
 
 def loss_bars(losses: Sequence[Mapping[str, Any]]) -> go.Figure:

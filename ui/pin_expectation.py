@@ -1,6 +1,8 @@
 """'Pin as expectation' on the Retrieval trace page: keep this trace's question, with the memories that should be
-recalled for it, as a case of an expectation set (evaluations). By default the memories that reached the context;
-any candidate of the trace, or any memory id typed in (a searched one), can be added."""
+recalled for it, as a case of an expectation set (evaluations). Pre-selected: only the memories this trace labelled
+useful (none when nothing is labelled): "what reached the context" would make every case pass its own trace, and a
+researcher pins the memories they judged. Any candidate of the trace, or any memory id typed in (a searched one), can
+be added. Pinning the question again into the same set updates its case (engine: ``Evaluations.pin``)."""
 
 from __future__ import annotations
 
@@ -9,13 +11,15 @@ import streamlit as st
 from engine import MemoryEngine, RetrievalTrace
 
 from .feedback import engine_errors
-from .text import md_escape
+from .text import counted, md_escape
 from .trace_data import candidate_texts, shorten
 
 NEW_SET = "(new set)"
 
 
 def pin_expectation(engine: MemoryEngine, trace: RetrievalTrace) -> None:
+    if engine.read_only:  # pinning writes a case; the store refuses it, so the control is not offered
+        return
     with st.expander("Pin as expectation"):
         st.caption(
             "Keep this question as a case of an expectation set, with the memories it should recall; the "
@@ -23,12 +27,13 @@ def pin_expectation(engine: MemoryEngine, trace: RetrievalTrace) -> None:
         )
         texts = candidate_texts(trace)
         options = list(dict.fromkeys([*trace.context_ids, *texts]))
+        useful = [i for i in labelled_useful(engine, trace) if i in options]
         sets = [s.name for s in engine.evals.sets()]
         with st.form(f"pin_form_{trace.trace_id}"):
             chosen = st.multiselect(
                 "Memories that should be recalled",
                 options,
-                default=list(trace.context_ids),
+                default=useful,
                 key=f"pin_ids_{trace.trace_id}",
                 format_func=lambda i: f"{i} · {shorten(texts.get(i, ''), 70)}",
             )
@@ -45,8 +50,19 @@ def pin_expectation(engine: MemoryEngine, trace: RetrievalTrace) -> None:
                 st.warning("Name the new set (or pick an existing one).")
                 return
             with engine_errors("Could not pin"):
+                before = {c.case_id for c in engine.evals.cases(name)} if name in sets else set()
                 case = engine.evals.pin(trace.trace_id, ids, name, category=category.strip() or None)
+                done = "Updated the case" if case.case_id in before else "Pinned as case"
                 st.success(
-                    f"Pinned as case {case.case_id} of set {md_escape(name)} with "
-                    f"{len(case.expected)} expected memor{'y' if len(case.expected) == 1 else 'ies'}."
+                    f"{done} {case.case_id} of set {md_escape(name)} with "
+                    f"{counted(len(case.expected), 'expected memory', 'expected memories')}"
+                    + (" (this question was pinned there before)." if case.case_id in before else ".")
                 )
+
+
+def labelled_useful(engine: MemoryEngine, trace: RetrievalTrace) -> list[str]:
+    """The memories whose newest label from this trace is useful (a later harmful one, or an undo, takes it out)."""
+    newest: dict[str, str] = {}
+    for event in engine.feedback_events(trace.user_id, trace_id=trace.trace_id, limit=10_000):
+        newest.setdefault(event.item_id, event.label)  # newest first, as the engine lists them
+    return [i for i, label in newest.items() if label == "useful"]

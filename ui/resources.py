@@ -59,11 +59,11 @@ def load_demo_with_progress(engine: MemoryEngine) -> dict[str, int]:
         bar.progress(
             min(1.0, start + span * done / max(total, 1)), text=f"Embedding demo {kind} memories: {done}/{total}"
         )
+        if kind == "procedural" and done >= total:  # the last kind: the demo evaluation runs next
+            bar.progress(1.0, text="Running the demo evaluation...")
 
+    # With the demo's expectation set and one stored run of it (the same load as the CLI's `demo`)
     counts = engine.load_demo(progress=progress)
-    if counts:  # the demo's expectation set and one stored run of it, for the Evaluations page
-        bar.progress(1.0, text="Running the demo evaluation...")
-        engine.evals.load_demo()
     bar.empty()
     return counts
 
@@ -73,6 +73,6 @@ def ensure_demo(engine: MemoryEngine) -> None:
     if st.session_state.get("app_demo_checked"):
         return
     st.session_state["app_demo_checked"] = True
-    if engine.users():
+    if engine.read_only or engine.users():  # a read-only store is shown as it is, even empty
         return
     load_demo_with_progress(engine)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from typing import Any
 
 # Every ASCII punctuation character may be backslash-escaped in CommonMark; escaping all the ones markdown, GFM,
@@ -47,13 +48,20 @@ def compact_json(value: Any, limit: int = 120) -> str:
 
 
 def when(value: Any) -> str:
-    """A timestamp as ``YYYY-MM-DD HH:MM`` UTC (or an em dash when missing)."""
-    if value is None:
+    """A timestamp as ``YYYY-MM-DD HH:MM:SS`` (UTC as stored), or an em dash when missing: the one format every page
+    shows times in. A datetime or an ISO-8601 string (as traces and tombstones keep them); microseconds, the ``T``
+    and the offset are left out, since people compare times to the second, not to the microsecond."""
+    if value is None or value == "":
         return "—"
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return value
     try:
-        return value.strftime("%Y-%m-%d %H:%M")
+        return value.strftime("%Y-%m-%d %H:%M:%S")
     except AttributeError:
-        return str(value)[:16]
+        return str(value)[:19]
 
 
 def counted(n: int, singular: str, plural: str | None = None) -> str:

@@ -4,7 +4,6 @@ memory was lost, what-if comparisons. No streamlit and no plotly here, so all of
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import date, datetime
 from typing import Any
 
 from engine import (
@@ -20,7 +19,7 @@ from engine import (
 )
 from engine import why_not as engine_why_not
 
-from .text import one_line
+from .text import one_line, when
 
 
 def shorten(text: str, limit: int = 160) -> str:
@@ -60,10 +59,10 @@ def forgotten_label(tombstone: Mapping[str, Any] | None) -> str:
         return ""
     mode = tombstone.get("mode", "?")
     what = "[forgotten: text deleted]" if mode == "hard" else "[forgotten: archived]"
-    when = str(tombstone.get("at") or "")[:19].replace("T", " ")
+    at = when(tombstone.get("at"))
     who = tombstone.get("actor") or "?"
     why = tombstone.get("reason") or ""
-    return one_line(f"{what} {mode} forget {when} by {who}" + (f": {why}" if why else ""), 200)
+    return one_line(f"{what} {mode} forget {at} by {who}" + (f": {why}" if why else ""), 200)
 
 
 def forgotten_rows(trace: RetrievalTrace) -> list[dict[str, Any]]:
@@ -72,10 +71,10 @@ def forgotten_rows(trace: RetrievalTrace) -> list[dict[str, Any]]:
         {
             "id": i,
             "mode": t.get("mode"),
-            "forgotten_at": t.get("at"),
+            "forgotten at (UTC)": when(t.get("at")),
             "by": t.get("actor"),
             "reason": t.get("reason"),
-            "forget_log_id": t.get("forget_log_id"),
+            "forget log entry": t.get("forget_log_id"),
         }
         for i, t in sorted((trace.forgotten or {}).items())
     ]
@@ -154,8 +153,7 @@ def trace_label(summary: Mapping[str, Any]) -> str:
 
     The id keeps labels unique: Streamlit maps a selectbox choice back through its label, so two traces of the same
     question in the same minute must not look alike."""
-    when = summary.get("created_at")
-    when_text = when.strftime("%Y-%m-%d %H:%M") if isinstance(when, (datetime, date)) else str(when or "")[:16]
+    when_text = when(summary.get("created_at"))
     hops = summary.get("hops")
     return (
         f"{when_text} · {hops} hop{'s' if hops != 1 else ''} · {shorten(summary.get('question', ''), 80)} · "

@@ -12,6 +12,7 @@ import streamlit as st
 from engine import FeedbackEvent, MemlensError, MemoryEngine, RetrievalTrace
 
 from .feedback import error_text
+from .layout import button_row
 from .text import md_escape
 
 FLASH = "trace_label_flash"
@@ -74,11 +75,15 @@ def label_controls(
     """Useful / Harmful / Undo for one memory of the trace, with its current label and net beside them."""
     current = labels.current(item_id)
     events = labels.from_trace.get(item_id, ())
-    state, useful, harmful, undo = st.columns([4, 1.2, 1.2, 1.2], vertical_alignment="center")
     shown = f"label from this trace: **{current}**" if current else "not labelled from this trace"
-    state.caption(f"{md_escape(item_id)} · {shown} · net over all labels {labels.net(item_id):+d}")
+    read_only = " · read-only store: no labelling" if engine.read_only else ""
+    st.caption(f"{md_escape(item_id)} · {shown} · net over all labels {labels.net(item_id):+d}{read_only}")
+    if engine.read_only:  # the label is shown, not offered: the store would refuse it
+        return
     args = (engine, trace, item_id)
-    useful.button(
+    # One row of buttons as wide as their labels: equal columns cut them to their icons at 820 px.
+    row = button_row()
+    row.button(
         "Useful",
         icon=":material/thumb_up:",
         key=f"{key}_useful_{item_id}",
@@ -86,7 +91,7 @@ def label_controls(
         args=(*args, "useful", hop),
         type="primary" if current == "useful" else "secondary",
     )
-    harmful.button(
+    row.button(
         "Harmful",
         icon=":material/thumb_down:",
         key=f"{key}_harmful_{item_id}",
@@ -94,7 +99,7 @@ def label_controls(
         args=(*args, "harmful", hop),
         type="primary" if current == "harmful" else "secondary",
     )
-    undo.button(
+    row.button(
         "Undo",
         icon=":material/undo:",
         key=f"{key}_undo_{item_id}",

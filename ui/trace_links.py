@@ -15,8 +15,8 @@ def trace_params(trace_id: str, memory: str | None = None, trace_b: str | None =
     params = {"trace": trace_id}
     if memory:
         params.update(tab="why-not", memory=memory)
-    if trace_b:
-        params["trace_b"] = trace_b
+    if trace_b:  # two traces are opened to be compared: on the Compare tab, not on Hops
+        params.update(tab="compare", trace_b=trace_b)
     return params
 
 

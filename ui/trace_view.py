@@ -14,7 +14,8 @@ import streamlit as st
 
 from engine import MemoryEngine, RetrievalTrace, Settings
 
-from .text import md_escape
+from .layout import metric_row
+from .text import md_escape, when
 from .trace_data import (
     SCORE_KEYS,
     budget_share,
@@ -26,6 +27,7 @@ from .trace_data import (
     used_score_columns,
 )
 from .trace_figures import score_waterfall
+from .wording import fusion_caption, rule_words, stop_reason_words
 
 _FLOAT = st.column_config.NumberColumn(format="%.4f")
 _TEXT = st.column_config.TextColumn(width="large")
@@ -34,7 +36,8 @@ _FLOAT_COLUMNS = (set(SCORE_KEYS) - _INT_COLUMNS) | {"final_before", "final_afte
 
 
 def cached_trace(engine: MemoryEngine, trace_id: str, key: str) -> RetrievalTrace:
-    """Fetch a stored trace once per browser session (traces never change once written)."""
+    """Fetch a stored trace once per browser session. A trace changes only when a forget rewrites it (hard: the
+    memory's text becomes its tombstone); the app frame empties this cache then (ui/forget_watch.py)."""
     cache: dict[str, RetrievalTrace] = st.session_state.setdefault(key, {})
     if trace_id not in cache:
         if len(cache) >= 20:
@@ -43,13 +46,33 @@ def cached_trace(engine: MemoryEngine, trace_id: str, key: str) -> RetrievalTrac
     return cache[trace_id]
 
 
+# Column keys stay the records' field names (exports and tests read them); the header a person reads says it in words.
+_LABELS = {
+    "rank_final": "final rank",
+    "rank_hybrid": "rank after fusion",
+    "rank_filter": "rank after filter",
+    "rank_temporal": "rank after decay",
+    "rank_feedback": "rank after feedback",
+    "rank_mmr": "rank after MMR",
+    "rank_a": "rank in A",
+    "rank_b": "rank in B",
+    "rank_before": "rank before",
+    "rank_after": "rank after",
+}
+
+
+def column_label(key: str) -> str | None:
+    """The header shown for a rank column (``rank_final`` -> ``final rank``), or None to show the key itself."""
+    return _LABELS.get(key)
+
+
 def number_config(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Column formats: 4 decimals for scores, whole numbers for ranks and counts, wide text."""
     config: dict[str, Any] = {"text": _TEXT}
     keys = dict.fromkeys(k for r in rows[:1] for k in r)
     for key in keys:
         if key.startswith("rank") or key in _INT_COLUMNS:
-            config[key] = st.column_config.NumberColumn(format="%d")
+            config[key] = st.column_config.NumberColumn(column_label(key), format="%d")
         elif key in _FLOAT_COLUMNS or any(isinstance(r.get(key), float) for r in rows[:50]):
             config[key] = _FLOAT
     return config
@@ -105,13 +128,14 @@ def trace_header(trace: RetrievalTrace) -> None:
         st.text(trace.question[:QUESTION_CHARS] + " …")
         with st.expander(f"The whole question ({len(trace.question):,} characters)"):
             st.code(trace.question, language=None, wrap_lines=True, height=300)
-    cols = st.columns(5)
-    cols[0].metric("Hops run", len(trace.hops))
-    cols[1].metric("Stop reason", trace.stop_reason)
-    cols[2].metric("In context", len(trace.context_ids))
-    cols[3].metric("Context tokens", f"{trace.context_tokens} / {trace.settings.get('budget_tokens')}")
+    row = metric_row()
+    row.metric("Hops run", len(trace.hops), width="content")
+    why = md_escape(f"stop reason: {trace.stop_reason}")
+    row.metric("Stopped by", stop_reason_words(trace.stop_reason), width="content", help=why)
+    row.metric("In context", len(trace.context_ids), width="content")
+    row.metric("Context tokens", f"{trace.context_tokens} / {trace.settings.get('budget_tokens')}", width="content")
     total = trace.timings_ms.get("pipeline") or trace.timings_ms.get("total") or trace.timings_ms.get("replay")
-    cols[4].metric("Pipeline time", f"{total:.0f} ms" if isinstance(total, (int, float)) else "—")
+    row.metric("Pipeline time", f"{total:.0f} ms" if isinstance(total, (int, float)) else "—", width="content")
     if trace.forgotten:
         st.warning(
             f"{len(trace.forgotten)} memor{'y' if len(trace.forgotten) == 1 else 'ies'} of this trace "
@@ -120,7 +144,7 @@ def trace_header(trace: RetrievalTrace) -> None:
         table(forgotten_rows(trace), key="trace_forgotten")
     st.caption(
         f"Trace {md_escape(trace.trace_id)} · user {md_escape(trace.user_id)} · session "
-        f"{md_escape(trace.session_id or '—')} · {md_escape(trace.created_at[:19])} · strategies: "
+        f"{md_escape(trace.session_id or '—')} · {when(trace.created_at)} UTC · strategies: "
         + md_escape(", ".join(f"{k}={v}" for k, v in trace.strategies.items()))
     )
 
@@ -147,6 +171,7 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int, labels: Any =
     if not rows:
         st.info("Search found no candidates for this query.")
         return None
+    rows = [{**r, "rule": rule_words(r["rule"])} for r in rows]  # the filter's rule in words, with its numbers
     if labels is not None:
         rows = [{**r, "label": labels.current(r["id"]), "net": labels.net(r["id"])} for r in rows]
     # Dense: who and what on the left (pinned), then the verdict (final score, the deciding rule, the outcome),
@@ -196,11 +221,8 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int, labels: Any =
             ),
             key=f"trace_fig_{hop.hop}",
         )
-        st.caption(
-            "vector = (1−w)·similarity, bm25 = w·bm25_norm (w = bm25_weight); their sum is the hybrid score. "
-            "Decay, importance and feedback multiply it: each bar is the change that factor made."
-        )
-    dropped = dropped_rows(trace, hop)
+        st.caption(md_escape(fusion_caption(trace.settings)))  # the fusion this trace ran with, not one for all
+    dropped = [{**r, "rule": rule_words(r["rule"])} for r in dropped_rows(trace, hop)]
     with st.expander(f"Dropped at hop {hop.hop}: {len(dropped)} candidate(s) not in the context", expanded=False):
         if dropped:
             table(dropped, key=f"trace_dropped_{hop.hop}", pinned=("id",))

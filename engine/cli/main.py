@@ -86,8 +86,10 @@ class Context:
     @property
     def engine(self):
         if self._engine is None:
-            from ..api import MemoryEngine
+            from ..api import DB_FILE, MemoryEngine
             from ..config import Settings
+            from ..store_location import require_existing_store, store_location
+            from .read_commands import reads_only
 
             explicit = {"store": self.args.store} if getattr(self.args, "store", None) is not None else {}
             if getattr(self.args, "vectors", None) is not None:
@@ -95,6 +97,8 @@ class Context:
             if getattr(self.args, "version_retention", None) is not None:
                 explicit["vector_version_retention_s"] = self.args.version_retention
             settings = Settings.from_env(self.environ, **explicit)
+            if reads_only(self.args):  # a read never creates the store it was pointed at
+                require_existing_store(store_location(settings.store, settings.vectors), DB_FILE)
             self._engine = MemoryEngine.open(settings=settings)
         return self._engine
 

@@ -43,7 +43,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help=help,
         description=help + ". Binding to a non-loopback host "
-        "needs MEMLENS_MCP_TOKEN; clients send it as 'Authorization: Bearer <token>'.",
+        "needs MEMLENS_MCP_TOKEN; clients send it as 'Authorization: Bearer <token>'. On a loopback host every "
+        "request must name a loopback host in Host and Origin (DNS-rebinding protection: 421/403 otherwise). A "
+        "message may be at most 4 MiB on either transport.",
     )
     p.set_defaults(handler=cmd_mcp)
     p.add_argument("--http", action="store_true", help="serve streamable HTTP at http://HOST:PORT/mcp")

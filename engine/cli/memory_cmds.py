@@ -25,6 +25,9 @@ _PLURAL = {
     "feedback": "feedback events",
     "working": "working slots",
     "forget_log": "forget-log entries",
+    "eval_case": "expectation cases (set demo, run once: see eval-sets)",
+    "already_stored": "records already in the store (written again; --skip-existing leaves them out)",
+    "skipped": "records already in the store (skipped)",
 }
 
 
@@ -72,7 +75,7 @@ def cmd_ingest(ctx) -> Result:
     engine = ctx.engine
     progress = Progress(ctx.stderr, "ingest")
     try:
-        counts = engine.ingest_lines(lines, progress=progress)
+        counts = engine.ingest_lines(lines, progress=progress, skip_existing=ctx.args.skip_existing)
     finally:
         progress.close()
     return Result(
@@ -341,6 +344,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="FILE.jsonl",
         help="records of kinds message, item, category, episode, skill, "
         "outcome, feedback, working, forget_log; - reads stdin",
+    )
+    p.add_argument(
+        "--skip-existing",
+        action="store_true",
+        help="leave out records without an id that the store already holds (else written again and counted as "
+        "already stored)",
     )
 
     p = add("export", cmd_export, "print every record of a user as JSON lines that `ingest` reads back")

@@ -92,16 +92,20 @@ class Evaluations:
         create_set: bool = True,
     ) -> EvalCase:
         """Pin a stored trace's question as a case: the memories that should be recalled for it (the trace's user,
-        session and retrieval time are kept)."""
+        session and retrieval time are kept). The user's question pinned again in the same set replaces that case
+        (same case id; its category kept unless a new one is given) instead of adding a duplicate."""
         trace = self.engine.get_trace(trace_id)
+        pinned = self.cases(set_name) if self._sets.exists(set_name) else []
+        same = next((c for c in pinned if (c.user_id, c.question) == (trace.user_id, trace.question)), None)
         return self.add_case(
             set_name,
             trace.user_id,
             trace.question,
             expected,
+            case_id=same.case_id if same else None,
             session_id=trace.session_id,
             now=trace.settings.get("now"),
-            category=category,
+            category=category or (same.category if same else None),
             source="pinned",
             create_set=create_set,
         )

@@ -216,7 +216,8 @@ class Evaluator:
                 "UPDATE eval_runs SET status='done', metrics=?, finished_at=? WHERE id=?",
                 [json.dumps(aggregate(summary)), utcnow(), run_id],
             )
-        return self.get(run_id)
+            # Read back inside the transaction: a read after the commit could raise (StoreBusy) about a finished run.
+            return self._get(conn, run_id)
 
     def _one(
         self,
@@ -336,7 +337,11 @@ class Evaluator:
     def get(self, run_id: str) -> EvalRun:
         check_id(run_id, "run id")
         with self.b.db.read() as conn:
-            row = conn.execute(f"SELECT {RUN_COLUMNS} FROM eval_runs WHERE id=?", [run_id]).fetchone()
+            return self._get(conn, run_id)
+
+    @staticmethod
+    def _get(conn, run_id: str) -> EvalRun:
+        row = conn.execute(f"SELECT {RUN_COLUMNS} FROM eval_runs WHERE id=?", [run_id]).fetchone()
         if row is None:
             raise NotFound(f"no evaluation run {run_id!r}")
         return _run(row)

@@ -60,17 +60,27 @@ class ExpectationSets:
                     raise InvalidInput(f"expectation set {name!r} already exists")
             else:
                 conn.execute("INSERT INTO eval_sets VALUES (?,?,?)", [name, description.strip(), utcnow()])
-        return self.get(name)
+            # Read back inside the transaction: a read after the commit could fail (StoreBusy) about a set that
+            # was created, and a caller retrying would be told it already exists.
+            return self._get(conn, name)
 
     def list(self) -> list[EvalSet]:
         with self.b.db.read() as conn:
-            rows = conn.execute(
-                "SELECT s.name, s.description, s.created_at, "
-                "(SELECT count(*) FROM eval_runs r WHERE r.set_name = s.name) FROM eval_sets s ORDER BY s.name"
-            ).fetchall()
-            cats = conn.execute(
-                "SELECT set_name, coalesce(category, ''), count(*) FROM eval_cases GROUP BY 1, 2 ORDER BY 1, 2"
-            ).fetchall()
+            return self._list(conn)
+
+    @staticmethod
+    def _list(conn, name: str | None = None) -> builtins.list[EvalSet]:
+        where, params = ("WHERE s.name = ? ", [name]) if name is not None else ("", [])
+        rows = conn.execute(
+            "SELECT s.name, s.description, s.created_at, "
+            f"(SELECT count(*) FROM eval_runs r WHERE r.set_name = s.name) FROM eval_sets s {where}ORDER BY s.name",
+            params,
+        ).fetchall()
+        cats = conn.execute(
+            "SELECT set_name, coalesce(category, ''), count(*) FROM eval_cases "
+            f"{where.replace('s.name', 'set_name')}GROUP BY 1, 2 ORDER BY 1, 2",
+            params,
+        ).fetchall()
         by_set: dict[str, dict[str, int]] = {}
         for set_name, cat, n in cats:
             by_set.setdefault(set_name, {})[cat] = int(n)
@@ -80,7 +90,11 @@ class ExpectationSets:
 
     def get(self, name: str) -> EvalSet:
         check_set_name(name)
-        found = [s for s in self.list() if s.name == name]
+        with self.b.db.read() as conn:
+            return self._get(conn, name)
+
+    def _get(self, conn, name: str) -> EvalSet:
+        found = self._list(conn, name)
         if not found:
             raise NotFound(f"no expectation set {name!r}")
         return found[0]

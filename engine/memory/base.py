@@ -15,7 +15,7 @@ from ..config import Settings
 from ..errors import InvalidInput
 from ..providers.embedders import Embedder
 from ..storage.database import Database
-from ..storage.journal import WriteJournal
+from ..storage.journal import Note, WriteJournal
 from ..storage.vectors import VectorIndex, check_vectors
 from ..validation import check_int, check_json_value
 
@@ -36,8 +36,10 @@ class Backends:
         self.index.creation_lock = self.db.write
 
     def intent(self, kind: str, ids: Sequence[str]):
-        """Note a write touching ``ids`` of ``kind`` in both stores for its duration (storage/journal.py)."""
-        return self.journal.intent(kind, ids) if self.journal is not None else nullcontext()
+        """Note a write touching ``ids`` of ``kind`` in both stores for its duration (storage/journal.py). A read-only
+        store refuses here, before the note (on a read-only disk, writing it would fail with a raw OSError)."""
+        self.db.refuse_if_read_only()
+        return self.journal.intent(kind, ids) if self.journal is not None else nullcontext(Note(None))
 
     def check_new_ids(self, table: str, noun: str, ids: Sequence[str]) -> None:
         """Refuse duplicate ids within one write and ids that already exist in ``table``."""
@@ -83,13 +85,18 @@ class Backends:
         """
         self.db.refuse_if_read_only()  # before any vector is added
         vectors = self.embed_after(texts, preceding)
-        with self.intent(kind, ids):
+        with self.intent(kind, ids) as note:
             self.index.add(kind, ids, user_ids, texts, vectors)
             try:
                 with self.db.write() as conn:
                     return write_rows(conn)
             except BaseException:
-                self.index.delete(kind, list(ids))
+                try:
+                    self.index.delete(kind, list(ids))
+                except Exception:  # the note stays: the next open removes them; the rows' error is the one to see
+                    pass
+                else:
+                    note.settle()  # both stores agree again: no repair owed
                 raise
 
     def embed_after(self, texts: Sequence[str], preceding: Sequence[str] | None = None) -> np.ndarray:

@@ -8,18 +8,20 @@ actually affected; unknown ids are reported back, not logged.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import validation
 from ..clock import optional_time, utcnow
-from ..errors import InvalidInput
-from ..ids import check_id, check_ids
+from ..errors import InvalidInput, MemlensError, StoreCorrupt
+from ..ids import check_id, check_ids, lance_literal
 from ..records import KIND_TABLES, KINDS, ForgetLogEntry, ForgetResult
 from .base import Backends, dumps, page_args
 
 MODES = ("soft", "hard")
 MAX_REASON_CHARS = 1000
+log = logging.getLogger(__name__)
 
 
 def check_kind(kind: object) -> str:
@@ -30,7 +32,10 @@ def check_kind(kind: object) -> str:
 
 class Forgetter:
     def __init__(
-        self, b: Backends, mark_traces: Callable[[Any, str, Sequence[str], dict], int] | None = None, purges: Any = None
+        self,
+        b: Backends,
+        mark_traces: Callable[[Any, str, Sequence[str], dict, dict[str, str]], int] | None = None,
+        purges: Any = None,
     ) -> None:
         self.b = b
         # Called inside the forget's transaction with (conn, user_id, ids, tombstone): the traces (retrieval/store.py)
@@ -51,7 +56,12 @@ class Forgetter:
         validation.check_text(actor, "actor", 100)
         table = KIND_TABLES[kind]
         now = utcnow()
-        with self.b.intent(kind, ids):
+        # Refused before anything is written: a forget whose vectors cannot be deleted would commit the archive
+        # and the log entry and then fail (each retry logging again), leaving the memory's vector behind.
+        self.b.db.refuse_if_read_only()
+        self.check_vectors_deletable(kind, ids)
+        quoted_texts: dict[str, str] = {}
+        with self.b.intent(kind, ids) as note:
             with self.b.db.write() as conn:
                 rows = conn.execute(
                     f"SELECT id, archived_at FROM {table} WHERE user_id=? AND id IN (SELECT unnest(?))", [user_id, ids]
@@ -66,6 +76,15 @@ class Forgetter:
                         )
                 else:
                     affected = [i for i in ids if i in state]
+                    if affected and kind == "semantic":
+                        # An item's text is what a trace quotes; read before the row goes, so a question that quoted
+                        # it is redacted even when no trace showed the item as a candidate (soft-forgotten first).
+                        quoted_texts = dict(
+                            conn.execute(
+                                "SELECT id, content FROM items WHERE user_id=? AND id IN (SELECT unnest(?))",
+                                [user_id, affected],
+                            ).fetchall()
+                        )
                     if affected:
                         conn.execute(
                             f"DELETE FROM {table} WHERE user_id=? AND id IN (SELECT unnest(?))", [user_id, affected]
@@ -78,16 +97,52 @@ class Forgetter:
                 assert inserted is not None  # INSERT ... RETURNING always yields the new row
                 log_id = inserted[0]
                 if affected and self.mark_traces is not None:
-                    self.mark_traces(conn, user_id, affected, tombstone(log_id, mode, now, actor, reason, kind))
+                    self.mark_traces(
+                        conn, user_id, affected, tombstone(log_id, mode, now, actor, reason, kind), quoted_texts
+                    )
                 if affected and mode == "hard" and self.purges is not None:
                     self.purges.owe(conn, kind, now)
-            # After the commit: retrieval also checks DuckDB, so even if this step failed nothing forgotten
-            # returns; the journal (written before the transaction) lets the next open finish it after a crash.
-            self.b.index.delete(kind, affected, every_model=True)
-            if affected and mode == "hard" and self.purges is not None:
-                self.purges.start(kind)
+            # After the commit: retrieval also checks DuckDB, so nothing forgotten returns even while a vector is
+            # left. The forget is done and is reported so (a retry would log it twice); a vector delete that still
+            # fails here (a disk that filled meanwhile) keeps the journal note, and the next open finishes it.
+            try:
+                self.b.index.delete(kind, affected, every_model=True)
+                if affected and mode == "hard" and self.purges is not None:
+                    self.purges.start(kind)
+            except Exception as exc:
+                note.keep()
+                log.warning(
+                    "forget of %d %s memories committed; their vectors are left to the next open (its journal "
+                    "note) or, on a team store, to `repair` (%s: %s)",
+                    len(affected),
+                    kind,
+                    type(exc).__name__,
+                    exc,
+                )
         unknown = tuple(i for i in ids if i not in state)
         return ForgetResult(kind, mode, tuple(affected), unknown)
+
+    def check_vectors_deletable(self, kind: str, ids: Sequence[str]) -> None:
+        """Read the id column of the rows of ``ids`` in every vector table of ``kind`` (every embedding model's: a
+        forget deletes from each), as the delete will: StoreCorrupt naming the table if it cannot be read."""
+        index = self.b.index
+        try:
+            tables = [index.table(kind, create=False)]
+            tables += [
+                index.db.open_table(n) for n in index.kind_tables(kind) if tables[0] is None or n != tables[0].name
+            ]
+            for tb in tables:
+                for start in range(0, len(ids), 500):
+                    if tb is not None:
+                        tb.count_rows("id IN (" + ", ".join(lance_literal(i) for i in ids[start : start + 500]) + ")")
+        except MemlensError:
+            raise
+        except Exception as exc:
+            first = str(exc).splitlines()[0][:200] if str(exc) else ""
+            raise StoreCorrupt(
+                f"the {kind} vector table in {index.uri} cannot be read ({type(exc).__name__}: {first}); nothing was "
+                "forgotten. Run `python -m engine repair` to rebuild it from DuckDB, then forget again"
+            ) from None
 
     def tombstones(self, user_id: str, ids: Sequence[str], conn=None) -> dict[str, dict]:
         """The forgotten ones among ``ids`` of a user, each with its tombstone: hard (no row, named by a hard

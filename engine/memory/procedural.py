@@ -217,6 +217,13 @@ class SkillLibrary:
         if episode_id is not None:
             check_id(episode_id, "episode id")
         self.get(user_id, skill_id)
+        if episode_id is not None and conn is None:
+            # An outcome points at an episode the store can show; ingest (conn given) also takes the id of an episode
+            # that was hard-forgotten since, as its export carries it.
+            with self.b.db.read() as c:
+                known = c.execute("SELECT 1 FROM episodes WHERE user_id=? AND id=?", [user_id, episode_id]).fetchone()
+            if known is None:
+                raise NotFound(f"no episode {episode_id!r} for user {user_id!r}")
         when = optional_time(at, "at") or utcnow()
         column = "success_count" if success else "failure_count"
 

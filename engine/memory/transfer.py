@@ -11,15 +11,17 @@ from typing import Any
 
 import numpy as np
 
-from ..clock import optional_time
+from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, MemlensError
 from ..ids import check_id
 from ..records import Episode, Item, Skill
 from ..validation import MAX_JSON_DEPTH, check_text, parse_json
 from .base import Backends
 from .episodic import EpisodicMemory
+from .export import export_records
 from .feedback import FeedbackLog
 from .forgetting import Forgetter
+from .ingest_duplicates import already_stored, record_key
 from .procedural import SkillLibrary
 from .semantic import SemanticMemory, check_category
 from .sessions import SessionStore
@@ -41,6 +43,8 @@ class IngestPlan:
     feedback: list[tuple] = field(default_factory=list)
     working: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     forget_log: list[list] = field(default_factory=list)
+    # record kind -> per record of its list, its identity when it carries no id (ingest_duplicates.py), else None
+    keys: dict[str, list[tuple | None]] = field(default_factory=dict)
     # (record kind, index in its list) -> line number, so a reference error can name its line
     lines: dict[tuple[str, int], int] = field(default_factory=dict)
 
@@ -56,6 +60,24 @@ class IngestPlan:
             "working": sum(len(v) for v in self.working.values()),
             "forget_log": len(self.forget_log),
         }
+
+
+def _leave_out(plan: IngestPlan, found: dict[str, list[int]]) -> None:
+    """Drop the records at ``found``'s positions from the plan (before anything is written)."""
+    names = {
+        "message": "messages",
+        "item": "items",
+        "episode": "episodes",
+        "skill": "skills",
+        "outcome": "outcomes",
+        "feedback": "feedback",
+        "forget_log": "forget_log",
+    }
+    for kind, positions in found.items():
+        drop = set(positions)
+        records = getattr(plan, names[kind])
+        setattr(plan, names[kind], [r for n, r in enumerate(records) if n not in drop])
+        plan.keys[kind] = [k for n, k in enumerate(plan.keys[kind]) if n not in drop]
 
 
 def _take(rec: dict, allowed: set[str], required: set[str]) -> dict:
@@ -105,6 +127,10 @@ class Transfer:
                 listed = lists.get(rec["kind"])
                 if listed is not None:
                     plan.lines[(rec["kind"], len(listed) - 1)] = number
+                keyed_lists: dict[str, list[Any]] = {"message": plan.messages, "forget_log": plan.forget_log, **lists}
+                keyed = keyed_lists.get(rec["kind"])
+                if keyed is not None:
+                    plan.keys.setdefault(rec["kind"], []).append(record_key(rec["kind"], rec, keyed[-1]))
             except MemlensError as exc:
                 raise InvalidInput(f"line {number}: {exc}") from None
         self._check_references(plan)
@@ -245,15 +271,20 @@ class Transfer:
                     )
             skills = {(s.user_id, s.id) for s in plan.skills}
             memories = skills | {(i.user_id, i.id) for i in plan.items} | {(e.user_id, e.id) for e in plan.episodes}
+            forgotten = self._hard_forgotten(conn, plan)
             for n, (user_id, skill_id, *_) in enumerate(plan.outcomes):
-                if (user_id, skill_id) not in skills and conn.execute(
-                    "SELECT 1 FROM skills WHERE user_id=? AND id=?", [user_id, skill_id]
-                ).fetchone() is None:
+                # An outcome of a hard-forgotten skill stays in the store (the researcher's record, like a label),
+                # so an export carries it and an import must accept it.
+                if (
+                    (user_id, skill_id) not in skills
+                    and (user_id, skill_id) not in forgotten
+                    and conn.execute("SELECT 1 FROM skills WHERE user_id=? AND id=?", [user_id, skill_id]).fetchone()
+                    is None
+                ):
                     raise InvalidInput(
                         f"line {plan.lines.get(('outcome', n), 0)}: outcome names unknown skill "
                         f"{skill_id!r} for user {user_id!r}"
                     )
-            forgotten = self._hard_forgotten(conn, plan)
             for n, f in enumerate(plan.feedback):
                 if (
                     (f[0], f[1]) not in memories
@@ -266,11 +297,11 @@ class Transfer:
                     )
 
     def _hard_forgotten(self, conn, plan: IngestPlan) -> set[tuple[str, str]]:
-        """(user, id) of the memories the file's or the store's forget log names as hard-forgotten. A label stays
-        when its memory is hard-forgotten (the label is the researcher's record, the tombstone says what it was
-        about), so an export carries it and an import must accept it."""
+        """(user, id) of the memories the file's or the store's forget log names as hard-forgotten. A label or a
+        skill's outcome stays when its memory is hard-forgotten (the researcher's record; the tombstone says what it
+        was about), so an export carries it and an import must accept it."""
         named = {(e[0], i) for e in plan.forget_log if e[4] == "hard" for i in json.loads(e[2])}
-        users = sorted({f[0] for f in plan.feedback})
+        users = sorted({f[0] for f in plan.feedback} | {o[0] for o in plan.outcomes})
         if users:
             rows = conn.execute(
                 "SELECT f.user_id, u.mid FROM forget_log f, unnest(CAST(f.ids AS VARCHAR[])) AS "
@@ -280,8 +311,20 @@ class Transfer:
             named |= {(r[0], r[1]) for r in rows}
         return named
 
-    def apply(self, plan: IngestPlan, progress=None) -> dict[str, int]:
-        """Write a validated plan: vectors first, then one DuckDB transaction; vectors are removed if it fails."""
+    def apply(self, plan: IngestPlan, progress=None, skip_existing: bool = False) -> dict[str, int]:
+        """Write a validated plan: vectors first, then one DuckDB transaction; vectors are removed if it fails.
+
+        Returns the records written per kind; and ``already_stored``, how many records without an id the store held
+        before (ingest_duplicates.py): written again, or with ``skip_existing`` left out (counted as ``skipped``)."""
+        with self.b.db.read() as conn:
+            found = already_stored(conn, plan.keys)
+        repeated = sum(len(v) for v in found.values())
+        if skip_existing and repeated:
+            _leave_out(plan, found)
+        extra = {("skipped" if skip_existing else "already_stored"): repeated} if repeated else {}
+        return self._apply_plan(plan, progress) | extra
+
+    def _apply_plan(self, plan: IngestPlan, progress) -> dict[str, int]:
         skills = self.skills.resolve(plan.skills)
         added: list[tuple[str, list[str]]] = []
         sources = (
@@ -325,8 +368,7 @@ class Transfer:
                 for user_id, name, summary in plan.categories:
                     self.semantic.set_category_summary(user_id, name, summary, conn=conn)
                 self.sessions.add_messages([m for m in plan.messages], conn=conn)
-                for user_id, skill_id, success, episode_id, at in plan.outcomes:
-                    self.skills.report_outcome(user_id, skill_id, success, episode_id, at, conn=conn)
+                self._insert_outcomes(conn, plan, skills)
                 if plan.feedback:
                     self.feedback.record(
                         plan.feedback, conn=conn, check_traces=False, forgotten=self._hard_forgotten(conn, plan)
@@ -340,123 +382,25 @@ class Transfer:
             raise
         return plan.counts()
 
+    def _insert_outcomes(self, conn, plan: IngestPlan, skills: Sequence[Skill]) -> None:
+        """Count each outcome on its skill; an outcome of a hard-forgotten skill (no row: checked in
+        _check_references) is stored as the event alone, as the forget left it."""
+        named = sorted({o[1] for o in plan.outcomes})
+        stored = {
+            (r[0], r[1])
+            for r in conn.execute("SELECT user_id, id FROM skills WHERE id IN (SELECT unnest(?))", [named]).fetchall()
+        } | {(s.user_id, s.id) for s in skills}
+        for user_id, skill_id, success, episode_id, at in plan.outcomes:
+            if (user_id, skill_id) in stored:
+                self.skills.report_outcome(user_id, skill_id, success, episode_id, at, conn=conn)
+            else:
+                conn.execute(
+                    "INSERT INTO skill_outcomes (skill_id, user_id, success, episode_id, occurred_at) "
+                    "VALUES (?,?,?,?,?)",
+                    [skill_id, user_id, success, episode_id, at or utcnow()],
+                )
+
     # -- export -----------------------------------------------------------------------------------------------------
     def export(self, user_id: str) -> Iterator[dict]:
-        """Every record of a user as JSON-ready dicts in an order :meth:`plan` reads back."""
-        for c in self.semantic.categories(user_id):
-            if c.summary:
-                yield {"kind": "category", "user_id": user_id, "name": c.name, "summary": c.summary}
-        for i in self.semantic.list_items(user_id, include_archived=True, limit=10_000_000).rows:
-            yield {
-                "kind": "item",
-                "user_id": user_id,
-                "id": i.id,
-                "category": i.category,
-                "content": i.content,
-                "importance": i.importance,
-                "evergreen": i.evergreen,
-                "provenance": i.provenance,
-                "source": i.source,
-                "created_at": i.created_at.isoformat(),
-                "archived_at": i.archived_at.isoformat() if i.archived_at else None,
-                **({"preceding_text": i.preceding_text} if i.preceding_text else {}),
-            }
-        for e in self.episodic.list_episodes(user_id, include_archived=True, limit=10_000_000).rows:
-            yield {
-                "kind": "episode",
-                "user_id": user_id,
-                "id": e.id,
-                "session_id": e.session_id,
-                "steps": [s.__dict__ for s in e.steps],
-                "summary": e.summary,
-                "outcome": e.outcome,
-                "importance": e.importance,
-                "provenance": e.provenance,
-                "created_at": e.created_at.isoformat(),
-                "archived_at": e.archived_at.isoformat() if e.archived_at else None,
-            }
-        skills = sorted(
-            self.skills.list_skills(user_id, include_archived=True, limit=10_000_000).rows,
-            key=lambda s: (s.name, s.version),
-        )
-        for s in skills:
-            yield {
-                "kind": "skill",
-                "user_id": user_id,
-                "id": s.id,
-                "name": s.name,
-                "skill_kind": s.kind,
-                "description": s.description,
-                "body": s.body,
-                "version": s.version,
-                "provenance": s.provenance,
-                "created_at": s.created_at.isoformat(),
-                "archived_at": s.archived_at.isoformat() if s.archived_at else None,
-            }
-        for o in self.skills.outcomes(user_id):
-            yield {
-                "kind": "outcome",
-                "user_id": user_id,
-                "skill_id": o.skill_id,
-                "success": o.success,
-                "episode_id": o.episode_id,
-                "at": o.at.isoformat(),
-            }
-        page_size = 1000
-        offset = 0
-        while True:
-            page = self.sessions.list_sessions(user_id, limit=page_size, offset=offset)
-            for info in page.rows:
-                msg_offset = 0
-                while True:
-                    msgs = self.sessions.messages(user_id, info.session_id, limit=10_000, offset=msg_offset)
-                    for m in msgs.rows:
-                        yield {
-                            "kind": "message",
-                            "user_id": user_id,
-                            "session_id": m.session_id,
-                            "role": m.role,
-                            "content": m.content,
-                            "created_at": m.created_at.isoformat(),
-                        }
-                    msg_offset += len(msgs.rows)
-                    if msg_offset >= msgs.total or not msgs.rows:
-                        break
-            offset += len(page.rows)
-            if offset >= page.total or not page.rows:
-                break
-        with self.b.db.read() as conn:
-            slots = conn.execute(
-                "SELECT session_id, slot, value FROM working_slots WHERE user_id=? ORDER BY session_id, slot", [user_id]
-            ).fetchall()
-        for session_id, slot, value in slots:
-            yield {
-                "kind": "working",
-                "user_id": user_id,
-                "session_id": session_id,
-                "slot": slot,
-                "value": json.loads(value),
-            }
-        for f in reversed(self.feedback.events(user_id, limit=10_000_000)):
-            yield {
-                "kind": "feedback",
-                "user_id": user_id,
-                "item_id": f.item_id,
-                "label": f.label,
-                "trace_id": f.trace_id,
-                "hop": f.hop,
-                "note": f.note,
-                "created_at": f.created_at.isoformat(),
-            }
-        for e in reversed(self.forgetter.log(user_id, limit=10_000_000)):
-            yield {
-                "kind": "forget_log",
-                "user_id": user_id,
-                "memory_type": e.memory_type,
-                "ids": list(e.ids),
-                "count": e.count,
-                "mode": e.mode,
-                "reason": e.reason,
-                "actor": e.actor,
-                "at": e.at.isoformat(),
-            }
+        """Every record of a user as JSON-ready dicts in an order :meth:`plan` reads back (export.py)."""
+        return export_records(self, user_id)

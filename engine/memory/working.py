@@ -10,7 +10,7 @@ from ..clock import utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id
 from ..records import TYPED_SLOTS, SlotEdit
-from ..validation import check_json_value, parse_json
+from ..validation import check_int, check_json_value, parse_json
 from .base import Backends, dumps, loads, page_args
 
 SLOT_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -146,10 +146,12 @@ class WorkingMemory:
             raise InvalidInput("which must be 'old' or 'new'")
         check_id(user_id, "user id")
         check_id(session_id, "session id")
+        # int("abc") would be a raw ValueError, int(2.7) a silent 2: an edit id is an integer, named if not
+        edit_id = check_int(edit_id, "edit id", lo=0, hi=2**63 - 1)
         with self.b.db.read() as conn:
             row = conn.execute(
                 "SELECT slot, old_value, new_value FROM working_history WHERE id=? AND user_id=? AND session_id=?",
-                [int(edit_id), user_id, session_id],
+                [edit_id, user_id, session_id],
             ).fetchone()
         if row is None:
             raise NotFound(f"no working-memory edit {edit_id} in session {session_id!r}")

@@ -20,6 +20,7 @@ from ..ids import check_id
 from ..memory.base import Backends, page_args
 from ..records import Page, TracePrunePlan
 from ..storage.database import one_row
+from .redaction import redact_quotes, redact_trace
 from .trace import OLDER_TRACE_SETTINGS, CandidateTrace, HopTrace, RankedMemory, RetrievalTrace
 
 log = logging.getLogger(__name__)
@@ -86,86 +87,6 @@ def _body_data(trace_id: str, body: Any, packed: bytes | None) -> dict[str, Any]
         ) from None
 
 
-# What a hard-forgotten memory's text becomes in a trace's assembled context.
-FORGOTTEN_TEXT = "[forgotten memory {id}]"
-REDACTED_PROPOSAL = "made from a forgotten memory's text"
-REDACTED_QUERY = "[query made from a forgotten memory]"
-
-
-def redact_trace(data: dict[str, Any], ids: set[str], tombstone: dict[str, Any]) -> None:
-    """Mark the candidates ``ids`` of a trace (its plain JSON form) as forgotten with ``tombstone``.
-
-    Soft (archived): only the mark; the text stays, as it does in the store. Hard: every copy of the memory's text
-    goes: the candidates' ``text`` and ``preceding_text``, its block in the assembled ``context`` (the context is
-    rebuilt from the ranking with a placeholder), and what the offline bridge reasoner quoted from it (``from_text``
-    or ``also_from``, the names and terms it took, and the later hop's query made of them). Scores, ranks and ids
-    stay, so the trace still explains the retrieval. A hard tombstone is never downgraded by a later soft one."""
-    hard = tombstone.get("mode") == "hard"
-    texts: dict[str, str] = {}
-    forgotten = data.setdefault("forgotten", {})
-    for hop in data.get("hops", ()):
-        for c in hop.get("candidates", ()):
-            if c["id"] not in ids or (c.get("forgotten") or {}).get("mode") == "hard":
-                continue
-            c["forgotten"] = dict(tombstone)
-            forgotten[c["id"]] = dict(tombstone)
-            if hard:
-                texts.setdefault(c["id"], c.get("text") or "")
-                c["text"], c["preceding_text"] = "", ""
-    if not hard or not texts:
-        return
-    data["context"] = _redacted_context(data, texts)
-    quoted = [t for t in texts.values() if t]
-    # A hop's proposal is what made its query; the offline bridge reasoner's quotes the memory it took names from
-    # (from_text), and the query is made of those names.
-    for hop in data.get("hops", ()):
-        if hop.get("hop", 1) > 1 and _quotes(hop.get("proposal"), quoted):
-            hop["proposal"] = {"redacted": REDACTED_PROPOSAL}
-            hop["query"] = hop["relevance_text"] = REDACTED_QUERY
-    if _quotes(data.get("stop_details"), quoted):
-        data["stop_details"] = {"redacted": REDACTED_PROPOSAL}
-
-
-def _quotes(details: Any, texts: Sequence[str]) -> bool:
-    if not isinstance(details, dict):
-        return False
-    # The offline bridge reasoner quotes the best result (from_text) and the next best ones it took names from.
-    quotes = [details.get("from_text"), *(details.get("also_from") or ())]
-    return any(q and (q in t or t.startswith(str(q))) for q in quotes for t in texts)
-
-
-def _redacted_context(data: dict[str, Any], texts: Mapping[str, str]) -> str:
-    """The context rebuilt from the trace's ranking with each forgotten memory's text replaced (the format of
-    stages.render_context). When the rebuild with the original texts does not give back the stored context (a
-    format from another version), the texts are replaced where they stand instead."""
-    context = data.get("context") or ""
-    if not context:
-        return context
-    by_hop = {(h.get("hop"), c["id"]): c for h in data.get("hops", ()) for c in h.get("candidates", ())}
-
-    def render(replace: bool) -> str:
-        parts = ["=== RELEVANT MEMORIES ===", ""]
-        for r in data.get("ranking", ()):
-            if not r.get("in_context"):
-                continue
-            c = by_hop.get((r.get("hop"), r["id"]))
-            if c is None:
-                return ""
-            text = texts.get(r["id"], c.get("text") or "")
-            if replace and r["id"] in texts:
-                text = FORGOTTEN_TEXT.format(id=r["id"])
-            parts += [f"[{c.get('created_at')}] (confidence: {float(r.get('final') or 0):.2f})", text, ""]
-        parts.append("=== END MEMORIES ===")
-        return "\n".join(parts)
-
-    if render(False) == context:
-        return render(True)
-    for item_id, text in texts.items():
-        if text:
-            context = context.replace(text, FORGOTTEN_TEXT.format(id=item_id))
-    return context
-
-
 class TraceStore:
     def __init__(self, b: Backends) -> None:
         self.b = b
@@ -209,10 +130,20 @@ class TraceStore:
             raise NotFound(f"no trace {trace_id!r}")
         return trace_from_dict(_body_data(trace_id, row[0], row[1]))
 
-    def mark_forgotten(self, conn, user_id: str, ids: Sequence[str], tombstone: dict[str, Any]) -> int:
+    def mark_forgotten(
+        self,
+        conn,
+        user_id: str,
+        ids: Sequence[str],
+        tombstone: dict[str, Any],
+        known_texts: Mapping[str, str] | None = None,
+    ) -> int:
         """Put a forget's tombstone into every stored trace of ``user_id`` that has one of ``ids`` among its
         candidates, inside the forget's own transaction (so the forget and the traces change together or not at
-        all). A hard forget also blanks the memories' texts: see :func:`redact_trace`. Returns the traces changed.
+        all). A hard forget also blanks the memories' texts (see :func:`redact_trace`) and replaces them where a
+        trace of the user quotes them in its question, hop queries or proposals (:func:`redact_quotes`; the question
+        column too). ``known_texts`` are the memories' texts read before their rows went (items), so a quote is
+        found even when no trace showed the memory. Returns the traces changed.
 
         Traces stored before migration 0005 have no ``memory_ids`` yet: they are unpacked here once and get it."""
         wanted = set(ids)
@@ -223,7 +154,10 @@ class TraceStore:
             "(memory_ids IS NULL OR list_has_any(memory_ids, ?::VARCHAR[]))",
             [user_id, sorted(wanted)],
         ).fetchall()
-        changed = 0
+        hard = tombstone.get("mode") == "hard"
+        bodies: dict[str, tuple[dict[str, Any], list[str]]] = {}
+        # forgotten id -> its text as the traces show it (the row is already deleted)
+        texts: dict[str, str] = dict(known_texts or {}) if hard else {}
         for trace_id, body, packed, memory_ids in rows:
             try:
                 data = _body_data(trace_id, body, packed)
@@ -235,12 +169,44 @@ class TraceStore:
                 if memory_ids is None:
                     conn.execute("UPDATE traces SET memory_ids=? WHERE id=?", [listed, trace_id])
                 continue
+            bodies[trace_id] = (data, listed)
+            for h in data.get("hops", ()):
+                for c in h.get("candidates", ()):
+                    if c["id"] in wanted and c.get("text") and not (c.get("forgotten") or {}).get("mode") == "hard":
+                        texts.setdefault(c["id"], c["text"])
+        if hard and texts:
+            # A trace that quoted the text without retrieving the memory (asked before it was stored, or ranked it
+            # out of reach): found by its question, the one field stored outside the packed body.
+            quoted = [t for t in texts.values() if t.strip()]
+            found = conn.execute(
+                "SELECT id, body, body_packed FROM traces WHERE user_id=? AND ("
+                + " OR ".join("strpos(question, ?) > 0" for _ in quoted)
+                + ")",
+                [user_id, *quoted],
+            ).fetchall()
+            for trace_id, body, packed in found:
+                if trace_id in bodies:
+                    continue
+                try:
+                    data = _body_data(trace_id, body, packed)
+                except StoreCorrupt as exc:
+                    log.warning("forget could not rewrite %s", exc)
+                    continue
+                bodies[trace_id] = (
+                    data,
+                    sorted({c["id"] for h in data.get("hops", ()) for c in h.get("candidates", ())}),
+                )
+        changed = 0
+        for trace_id, (data, listed) in bodies.items():
             redact_trace(data, wanted, tombstone)
+            if hard:
+                redact_quotes(data, texts)
             conn.execute(
-                "UPDATE traces SET body=NULL, body_packed=?, memory_ids=? WHERE id=?",
+                "UPDATE traces SET body=NULL, body_packed=?, memory_ids=?, question=? WHERE id=?",
                 [
                     pack_body(orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)),
                     listed,
+                    data.get("question", ""),
                     trace_id,
                 ],
             )

@@ -8,6 +8,10 @@ stage where the memory was finally lost (or ``context``).
 Statuses: ``context`` (in the context), ``budget`` / ``budget_stop`` / ``cap`` (ranked but not assembled),
 ``filtered`` (dropped by the relevance filter at every hop that found it), ``never`` (no hop's search returned it),
 ``archived`` (soft-forgotten), ``forgotten`` (hard-forgotten), ``missing`` (not in the store at all).
+
+A memory forgotten after the trace ran (the trace still shows it in the context, or lost at some stage) is
+``archived`` / ``forgotten`` too: what matters now is that it is gone, with when, by whom and why (its tombstone);
+the headline then also says what the trace did with it.
 """
 
 from __future__ import annotations
@@ -59,6 +63,40 @@ class WhyNot:
     rule: str = ""  # the rule of the stage that lost it ("" when in the context)
     rank: int | None = None  # final merged rank when ranked
     hop: int | None = None  # the hop whose copy was ranked (or that filtered it first)
+    forgotten: dict | None = None  # the tombstone (mode, at, actor, reason) of a memory forgotten since the trace
+
+
+def forgotten_detail(tombstone: Mapping[str, Any]) -> str:
+    """A tombstone as a person reads it: "hard-forgotten on 2026-11-02 10:15 by ui, reason: duplicate" (the
+    minute, not the stored ISO time with its microseconds)."""
+    mode = "hard-forgotten" if tombstone.get("mode") == "hard" else "archived"
+    at = str(tombstone.get("at") or "")[:16].replace("T", " ")
+    actor = tombstone.get("actor") or "someone unrecorded"
+    reason = tombstone.get("reason") or "none given"
+    return f"{mode} on {at} by {actor}, reason: {reason}" if at else f"{mode}, reason: {reason}"
+
+
+def trace_tombstone(trace: RetrievalTrace, item_id: str) -> dict | None:
+    """The tombstone a forget left in the stored trace for ``item_id`` (None if the trace has none)."""
+    marked = (trace.forgotten or {}).get(item_id)
+    if marked:
+        return dict(marked)
+    return next((dict(c.forgotten) for h in trace.hops for c in h.candidates if c.id == item_id and c.forgotten), None)
+
+
+def _tombstone(trace: RetrievalTrace, item_id: str, state: MemoryState | None) -> tuple[dict, str] | None:
+    """The memory's tombstone and its sentence: the store's word (``state``) first, as it is current; else the
+    trace's own mark (a trace read from JSON, or no state given)."""
+    if state is not None and state.status == "active":  # stored again since (an import): the trace's mark is old
+        return None
+    marked = trace_tombstone(trace, item_id)
+    if state is not None and state.status in ("archived", "forgotten"):
+        mode = "hard" if state.status == "forgotten" else "soft"
+        tomb = marked if marked and marked.get("mode") == mode else {"mode": mode}
+        return tomb, state.detail or forgotten_detail(tomb)
+    if marked:
+        return marked, forgotten_detail(marked)
+    return None
 
 
 def drop_rule(trace: RetrievalTrace, c: CandidateTrace, winner_hop: Mapping[str, int] | None = None) -> str:
@@ -156,4 +194,13 @@ def why_not(trace: RetrievalTrace, item_id: str, state: MemoryState | None = Non
     else:
         status, rule = "never", f"top_k={top_k} per source"
         headline = f"Never a candidate: no hop's search (top {top_k} per source, vector and full text) returned it."
+    gone = _tombstone(trace, item_id, state) if status != "missing" else None
+    if gone is not None and status in GONE:  # never a candidate, and forgotten: the tombstone goes with it
+        return WhyNot(status, headline, tuple(rows), item_id, STAGE_NAMES[status], rule, rank, hop, gone[0])
+    if gone is not None:
+        # Forgotten since the trace ran: saying only "in the context" would hide that the memory is gone.
+        tomb, rule = gone
+        status = "forgotten" if tomb.get("mode") == "hard" else "archived"
+        headline = f"Forgotten since this trace ran: {rule}. In this trace: {headline[:1].lower()}{headline[1:]}"
+        return WhyNot(status, headline, tuple(rows), item_id, STAGE_NAMES[status], rule, rank, hop, tomb)
     return WhyNot(status, headline, tuple(rows), item_id, STAGE_NAMES.get(status, status), rule, rank, hop)

@@ -13,6 +13,14 @@ So an agent writing memory and the dashboard reading it take turns instead of fa
 pays the open/checkpoint cost once per burst rather than per operation. A foreign process (the duckdb CLI) does not
 signal and waits at most ``linger_s``. Inside one process the work is serialised by a lock, so a connection is never
 used by two threads at once. ``hold()`` pins the connection across several operations (bulk loads, one retrieval).
+
+Handing the file over safely needs a second lock. DuckDB 2.0.1's ``connect()`` reads the database header *before*
+it takes its own file lock and never reads it again (strace: ``pread64(fd, ..., 12288, 0)`` on an O_RDONLY fd, then a
+new O_RDWR fd and ``fcntl(F_SETLK)``). A connect that reads the header while the holder checkpoints on close, and
+gets the lock once the holder is gone, works from the old header: the holder's last commits are invisible to it, and
+its own checkpoint writes over them (bench/duckdb_handover.py loses committed rows this way; issue 29). So every
+memlens open takes ``flock`` on ``<db>.lock`` (exclusive to write, shared to read) *before* ``connect()`` and lets it
+go only *after* ``close()`` has checkpointed: no connect can read a header that another process is still writing.
 """
 
 from __future__ import annotations
@@ -30,8 +38,9 @@ from typing import Any, Protocol
 
 import duckdb
 
-from ..errors import StoreBusy, StoreCorrupt, StoreReadOnly, StoreTooNew
+from ..errors import StoreBusy, StoreCorrupt, StoreReadOnly, StoreTooNew, disk_error
 from .migrations import MIGRATIONS
+from .sidecar_lock import SIDECAR
 
 _LOCK_MARKERS = ("could not set lock", "conflicting lock", "resource temporarily unavailable")
 # A waiter re-touches its flag on every retry (at most 50 ms apart); an older flag is a waiter that gave up or died.
@@ -59,6 +68,8 @@ class Database:
         self.lock_timeout_s = lock_timeout_s
         self.linger_s = linger_s
         self._flag = self.path.with_name(self.path.name + ".waiting")
+        self._lock_file = self.path.with_name(self.path.name + ".lock")
+        self._sidecar_held = False
         self._mutex = threading.RLock()
         self._conn: duckdb.DuckDBPyConnection | None = None
         self._depth = 0
@@ -80,26 +91,64 @@ class Database:
         except OSError:  # a read-only folder: we still retry, just without asking the holder to hurry
             pass
 
+    def _take_sidecar(self) -> bool | None:
+        """The handover lock (see the module docstring): True when held, False while another process holds it, None
+        for a read-only open of a store without a lock file (see ``_open``)."""
+        try:
+            got = SIDECAR.acquire(self._lock_file, shared=self.read_only)
+        except OSError as exc:
+            if not self.read_only:
+                raise StoreReadOnly(
+                    f"cannot create the lock file {self._lock_file} ({exc.strerror}); the store's folder cannot be "
+                    "written, so open it read-only; nothing was written"
+                ) from None
+            raise StoreCorrupt(f"cannot open the lock file {self._lock_file}: {exc.strerror}") from None
+        self._sidecar_held = bool(got)
+        return got
+
+    def _drop_sidecar(self) -> None:
+        if self._sidecar_held:
+            self._sidecar_held = False
+            SIDECAR.release(self._lock_file)
+
     def _open(self) -> duckdb.DuckDBPyConnection:
         deadline = time.monotonic() + self.lock_timeout_s
         delay = 0.005
         waited = False
         while True:
-            try:
-                conn = duckdb.connect(str(self.path), read_only=self.read_only)
+            took = self._take_sidecar()
+            busy = took is False
+            if not busy:
                 try:
-                    conn.execute("SET TimeZone = 'UTC'")
-                    self._check_complete(conn)
-                except BaseException:
-                    conn.close()
-                    raise
-                if waited:
-                    self._flag.unlink(missing_ok=True)
-                return conn
-            except duckdb.IOException as exc:
-                text = str(exc).lower()
-                if not any(m in text for m in _LOCK_MARKERS):
+                    conn = duckdb.connect(str(self.path), read_only=self.read_only)
+                    if took is None and self._lock_file.exists():
+                        # Read-only, opened without the lock because there was no lock file; a writer creates it
+                        # before its own connect, so one that appeared meanwhile may have been closing the file while
+                        # we read its header: that view may be stale. Open again, under the lock this time.
+                        conn.close()
+                        continue
+                    try:
+                        conn.execute("SET TimeZone = 'UTC'")
+                        self._check_complete(conn)
+                    except BaseException:
+                        conn.close()
+                        raise
+                    if waited:
+                        self._flag.unlink(missing_ok=True)
+                    return conn
+                except duckdb.IOException as exc:
+                    self._drop_sidecar()
+                    text = str(exc).lower()
+                    if not any(m in text for m in _LOCK_MARKERS):
+                        raise StoreCorrupt(f"cannot open {self.path}: {str(exc).splitlines()[0]}") from None
+                    busy = True  # held by a process that takes no sidecar lock (the duckdb CLI, an older memlens)
+                except duckdb.Error as exc:
+                    self._drop_sidecar()
                     raise StoreCorrupt(f"cannot open {self.path}: {str(exc).splitlines()[0]}") from None
+                except BaseException:
+                    self._drop_sidecar()
+                    raise
+            if busy:
                 if time.monotonic() >= deadline:
                     raise StoreBusy(
                         f"the store {self.path} is held by another process for more than "
@@ -107,8 +156,6 @@ class Database:
                     ) from None
                 waited = True
                 self._signal_waiting()
-            except duckdb.Error as exc:
-                raise StoreCorrupt(f"cannot open {self.path}: {str(exc).splitlines()[0]}") from None
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 0.05)
 
@@ -136,7 +183,10 @@ class Database:
     def _close_now(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            conn.close()
+            try:
+                conn.close()  # checkpoints: the header is written before the lock below is let go
+            finally:
+                self._drop_sidecar()
 
     def _reap(self) -> None:
         while True:
@@ -214,10 +264,19 @@ class Database:
             conn.execute("BEGIN TRANSACTION")
             try:
                 yield conn
-            except BaseException:
+            except BaseException as exc:
                 conn.execute("ROLLBACK")
+                named = disk_error(exc, self.path.parent) if isinstance(exc, duckdb.Error) else None
+                if named is not None:
+                    raise named from None
                 raise
-            conn.execute("COMMIT")
+            try:
+                conn.execute("COMMIT")
+            except duckdb.Error as exc:  # DuckDB rolled back; a full or read-only disk gets its named error
+                named = disk_error(exc, self.path.parent)
+                if named is not None:
+                    raise named from None
+                raise
 
     def refuse_if_read_only(self) -> None:
         if self.read_only:

@@ -24,7 +24,7 @@ def test_reflection_shows_insights_that_link_to_their_source_episodes(page, app_
     with rerun(page):
         page.get_by_role("button", name="Run reflection").click()
     expect(page.get_by_text("Across the last 3 episodes the outcomes were success: 2, failure: 1.")).to_be_visible()
-    expect(page.get_by_text("Strategy: reflection_offline", exact=False)).to_be_visible()
+    expect(page.get_by_text("Made by outcome statistics and recurring actions", exact=False)).to_be_visible()
     links = page.locator("[data-testid='stPageLink'] a")
     expect(links.nth(2)).to_be_visible()  # at least three source links (expect retries; count() would not)
     screenshot("episodes_reflection")

@@ -33,11 +33,12 @@ def test_labelling_a_candidate_shows_it_in_the_ledger(page, app_url: str, screen
     note.fill(NOTE)
     with rerun(page):
         note.press("Tab")
-    first_row = page.locator(
-        "[data-testid='stHorizontalBlock']", has=page.get_by_role("button", name=re.compile("Useful"))
-    ).first
-    item_id = re.search(r"(\S+) · \w+ · hop 1", first_row.inner_text()).group(1)
-    first_row.get_by_role("button", name=re.compile("Useful")).click()
+    # The first memory's "id · kind · hop" line, and the Useful button that comes next on the page (its own, under
+    # it): found by what the page shows in that order, not by which block of the layout holds the buttons.
+    where = page.get_by_text(re.compile(r"^\S+ · \w+ · hop 1 · ")).filter(visible=True).first
+    expect(where).to_be_visible()
+    item_id = re.match(r"(\S+) · \w+ · hop 1", where.inner_text()).group(1)
+    where.locator("xpath=following::button[contains(., 'Useful')][1]").click()
     page.get_by_text(re.compile(rf"Labelled {re.escape(item_id)} useful")).wait_for(timeout=60_000)
     settle(page, started=True)
 

@@ -353,16 +353,18 @@ def test_store_comes_from_memlens_store_and_the_store_option_overrides_it(demo_s
     out = io.StringIO()
     assert main(["--json", "users"], environ={"MEMLENS_STORE": str(demo_store)}, stdout=out) == 0
     assert json.loads(out.getvalue()) == ["ada", "mira", "tomas"]
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
     assert (
         main(
             ["--store", str(tmp_path / "other"), "--json", "users"],
             environ={"MEMLENS_STORE": str(demo_store)},
             stdout=out,
+            stderr=err,
         )
-        == 0
+        == 2
     )
-    assert json.loads(out.getvalue()) == []
+    # The option's store is the one looked at: a read does not create it (tests/engine/test_read_commands.py).
+    assert f"no store at {tmp_path / 'other'}" in err.getvalue() and not (tmp_path / "other").exists()
 
 
 def test_help_prints_every_command_and_exits_zero(tmp_path):
@@ -418,7 +420,7 @@ def test_without_json_commands_print_a_table(demo_store, argv, header, expected)
 
 def test_a_store_from_a_newer_memlens_is_a_one_line_error(tmp_path):
     store = tmp_path / "store"
-    assert cli(store, "users").code == 0
+    assert cli(store, "optimize").code == 0  # a write makes the store (a read would not)
     with duckdb.connect(str(store / "memlens.duckdb")) as conn:
         conn.execute("INSERT INTO schema_migrations(name) VALUES ('9999_from_the_future')")
     run = cli(store, "users")

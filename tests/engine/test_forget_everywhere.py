@@ -186,3 +186,71 @@ def test_a_corrupted_lancedb_table_is_store_corrupt_and_repair_rebuilds_it(engin
     assert any("unreadable" in w for w in engine.stats().warnings)
     engine.repair()
     assert [h.text for h in engine.search("u1", "sea", limit=1)] == ["a memory about the sea"]
+
+
+@pytest.mark.parametrize("kind", ["semantic", "episodic", "procedural"])
+def test_export_ingest_round_trips_after_a_hard_forget_of_each_kind(engine, tmp_path, embedder, kind):
+    """Issue 29: after a hard forget of a skill that has outcomes, ingest refused the export ("outcome names unknown
+    skill"); items and episodes with labels and outcomes pointing at them must round-trip too."""
+    item = engine.remember("u1", "The spare key is under the blue flowerpot")
+    episode = engine.record_episode("u1", [{"action": "look under the pot", "result": "found it"}], outcome="success")
+    skill = engine.register_skill("u1", "find-key", "look under the blue flowerpot")
+    engine.report_outcome("u1", skill.id, True, episode_id=episode.id)
+    engine.report_outcome("u1", skill.id, False)
+    trace = engine.retrieve("u1", "where is the spare key")
+    engine.label("u1", item.id, "useful", trace_id=trace.trace_id)
+    engine.label("u1", episode.id, "harmful")
+    gone = {"semantic": item.id, "episodic": episode.id, "procedural": skill.id}[kind]
+    engine.forget("u1", kind, [gone], reason="asked to", mode="hard")
+    first = _export(engine)
+    assert sum(r["kind"] == "outcome" for r in first) == 2
+
+    other = MemoryEngine.open(
+        settings=Settings.from_env({}, store=str(tmp_path / "b"), forget_purge_grace_s=0.5), embedder=embedder
+    )
+    other.ingest_lines([json.dumps(r) for r in first])
+    assert _export(other) == first
+    assert other.stats().orphans[kind] == {"without_row": [], "without_vector": [], "duplicated": []}
+    engine.purges.wait(60)
+    other.purges.wait(60)
+
+
+def test_a_hard_forget_redacts_the_text_where_a_trace_question_or_hop_query_quotes_it(engine):
+    """Issue 29: a trace whose question quoted the forgotten text kept it in ``question``, the hop queries and
+    ``relevance_text`` (shown by ``traces`` and ``replay``). Also a trace that quoted it before the memory existed."""
+    before = engine.retrieve("u1", f'Did I tell you "{SECRET}"?')  # asked before the memory was stored
+    secret, policy, _ = _setup(engine)
+    quoted = engine.retrieve("u1", f'Is it still true that "{SECRET}"?')
+    assert secret.id in {c.id for h in quoted.hops for c in h.candidates}
+    other = engine.retrieve("u1", "when is lunch served")
+    engine.forget("u1", "semantic", [secret.id], reason="privacy request", mode="hard")
+
+    placeholder = f"[forgotten memory {secret.id}]"
+    for trace_id in (before.trace_id, quoted.trace_id):
+        stored = engine.get_trace(trace_id)
+        assert "Zorblax" not in json.dumps(stored.to_dict()), trace_id
+        assert placeholder in stored.question and placeholder in stored.hops[0].query
+        assert placeholder in stored.hops[0].relevance_text
+    listed = json.dumps(engine.list_traces("u1").rows, default=str)
+    assert "Zorblax" not in listed and placeholder in listed
+    assert engine.get_trace(other.trace_id).question == "when is lunch served"  # a trace that never quoted it
+    # replay and why-not still work on a redacted trace
+    replayed = engine.replay(quoted.trace_id)
+    assert secret.id not in replayed.context_ids and "Zorblax" not in json.dumps(replayed.to_dict())
+    why = engine.why_not(quoted.trace_id, secret.id)
+    assert why.item_id == secret.id and "Zorblax" not in json.dumps([why.headline, why.rows], default=str)
+    engine.purges.wait(60)
+
+
+def test_a_hard_forget_redacts_a_question_that_quoted_an_item_no_trace_showed(engine):
+    """Soft-forgotten first, the item is never a candidate; the question still quotes it word for word."""
+    item = engine.remember("u1", "Bob's bicycle is red and parked at gate 265")
+    engine.forget("u1", "semantic", [item.id], reason="outdated", mode="soft")
+    trace = engine.retrieve("u1", "Is it still true that Bob's bicycle is red and parked at gate 265?")
+    assert item.id not in {c.id for h in trace.hops for c in h.candidates}
+    engine.forget("u1", "semantic", [item.id], reason="privacy request", mode="hard")
+
+    stored = engine.get_trace(trace.trace_id)
+    assert "gate 265" not in json.dumps(stored.to_dict())
+    assert stored.question == f"Is it still true that [forgotten memory {item.id}]?"
+    assert "gate 265" not in engine.list_traces("u1").rows[0]["question"]

@@ -247,3 +247,107 @@ def test_ingest_reports_progress_every_few_records_not_once_per_large_batch(tmp_
     assert engine.list_items(U, limit=1).total == 100
     hits = engine.search(U, "fact number 77", limit=1)
     assert hits and hits[0].id == "it-77"  # every vector landed with its own record
+
+
+# -- records without ids, ingested again (issue 29) ------------------------------------------------------------------
+
+
+def idless_lines() -> list[str]:
+    """Records that carry no id: messages (one said twice, one without a time), an item, an outcome, a label."""
+    return [
+        line(kind="skill", user_id=U, id="sk-9", name="tea", body="boil water"),
+        line(kind="message", user_id=U, session_id="s1", role="user", content="yes", created_at="2026-01-01T10:00:00Z"),
+        line(kind="message", user_id=U, session_id="s1", role="user", content="yes", created_at="2026-01-01T10:00:00Z"),
+        line(kind="message", user_id=U, session_id="s1", role="assistant", content="no time given"),
+        line(kind="item", user_id=U, category="home", content="The kettle is in the left cupboard"),
+        line(kind="outcome", user_id=U, skill_id="sk-9", success=True, at="2026-01-02T00:00:00Z"),
+        line(kind="feedback", user_id=U, item_id="sk-9", label="useful", created_at="2026-01-02T00:00:00Z"),
+        line(
+            kind="forget_log",
+            user_id=U,
+            memory_type="semantic",
+            ids=["x-1"],
+            mode="hard",
+            reason="old",
+            at="2026-01-03",
+        ),
+    ]
+
+
+@pytest.mark.both_stores
+def test_records_without_ids_ingested_again_are_reported_and_skipped_on_request(empty_engine):
+    e = empty_engine
+    first = e.ingest_lines(idless_lines())
+    assert "already_stored" not in first and first["message"] == 3
+    # the same file again, minus the skill (its id is taken): before issue 29 every record doubled silently
+    again = idless_lines()[1:]
+    before = snapshot(e)
+    assert e.ingest_lines(again, skip_existing=True) == {
+        "message": 0,
+        "item": 0,
+        "category": 0,
+        "episode": 0,
+        "skill": 0,
+        "outcome": 0,
+        "feedback": 0,
+        "working": 0,
+        "forget_log": 0,
+        "skipped": 7,
+    }
+    assert snapshot(e) == before
+    # a third "yes" is new (two are stored); without the flag the repeats are written and counted
+    counts = e.ingest_lines(again + [idless_lines()[1]])
+    assert counts["already_stored"] == 7 and counts["message"] == 4
+    assert e.messages(U, "s1", limit=100).total == 7
+    assert e.list_items(U).total == 2
+
+
+def test_cli_ingest_reports_repeated_records_and_skip_existing_leaves_them_out(tmp_path):
+    from tests.support.cli import cli
+
+    path = tmp_path / "f.jsonl"
+    path.write_text("\n".join(idless_lines()) + "\n", encoding="utf-8")
+    store = tmp_path / "s"
+    assert cli(store, "ingest", str(path)).code == 0
+    path.write_text("\n".join(idless_lines()[1:]) + "\n", encoding="utf-8")
+    run = cli(store, "ingest", "--skip-existing", str(path))
+    assert run.code == 0, run.err
+    assert "7 records already in the store (skipped)" in run.out
+    run = cli(store, "--json", "ingest", str(path))
+    assert run.json()["counts"]["already_stored"] == 7
+
+
+def test_every_table_the_registry_says_export_carries_round_trips_row_for_row(empty_engine, tmp_path, embedder):
+    """The registry (engine/storage/tables.py) names the record kind that carries each table; a table declared as
+    exported must come back with the same rows of the user after export -> ingest."""
+    from engine.storage.tables import TABLES
+
+    e = empty_engine
+    e.ingest_lines(good_lines())
+    e.working_update(U, "s1", {"scratchpad": "x"})
+    e.remember(U, "Ada keeps a spare kettle", category="home")
+    e.forget(U, "semantic", ["it-1"], reason="gone", mode="hard")
+    exported = list(e.export(U))
+    fresh = fresh_engine(tmp_path / "copy", embedder)
+    fresh.ingest_lines(json.dumps(r) for r in exported)
+    kinds = {r["kind"] for r in exported}
+    carried = [t for t in TABLES if t.exported_as]
+    assert {t.exported_as for t in carried} <= kinds
+    columns = {
+        "sessions": "session_id",
+        "messages": "session_id, seq, role, content, created_at",
+        "working_slots": "session_id, slot, value",
+        "items": "id, category, content, archived_at",
+        "categories": "name, summary",
+        "episodes": "id, summary, outcome, archived_at",
+        "skills": "id, name, version, body, success_count, failure_count",
+        "skill_outcomes": "skill_id, success, episode_id, occurred_at",
+        "feedback": "item_id, label, trace_id, hop, note, created_at",
+        "forget_log": "memory_type, ids, count, mode, reason, actor, occurred_at",
+    }
+    assert set(columns) == {t.name for t in carried}, "a table export carries needs its columns compared here"
+    for t in carried:
+        order = ", ".join(str(n + 1) for n in range(columns[t.name].count(",") + 1))
+        sql = f"SELECT {columns[t.name]} FROM {t.name} WHERE user_id=? ORDER BY {order}"
+        with e._b.db.read() as a, fresh._b.db.read() as b:
+            assert a.execute(sql, [U]).fetchall() == b.execute(sql, [U]).fetchall(), t.name

@@ -89,6 +89,8 @@ def test_an_mcp_client_with_the_token_drives_the_tools(server):
         assert "messages: 1" in stats.text
         refused = client.call("memory_add_message", {"user_id": "../x", "role": "user", "content": "hello"})
         assert refused.is_error and "invalid user id" in refused.text
+        extra = client.call("memory_stats", {"user_id": "http-user", "verbose": True})
+        assert extra.is_error and "verbose" in extra.text and "Extra inputs are not permitted" in extra.text
     finally:
         client.close()
 

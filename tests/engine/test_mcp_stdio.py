@@ -11,6 +11,7 @@ import pytest
 
 from engine import MemoryEngine, Settings
 from tests.support.mcp_client import SyncMcp, stdio_server
+from tests.support.store_snapshot import assert_unchanged, snapshot
 
 pytestmark = pytest.mark.subprocess
 
@@ -299,3 +300,47 @@ def test_oversized_and_blank_text_and_bad_numbers_are_refused(client):
 
 def test_an_unknown_tool_is_a_tool_error(client):
     assert "memory_teleport" in refused(client, "memory_teleport", user_id=USER)
+
+
+def valid_arguments(client: SyncMcp) -> dict[str, dict]:
+    """For every tool, arguments it accepts (an item and a skill are stored first so feedback and reports have
+    something to name)."""
+    item_id = re.search(r"Memory saved: (\S+)", ok(client, "memory_save", user_id=USER, content="Ada likes oolong."))[1]
+    skill = ok(client, "memory_skill_register", user_id=USER, name="steep-oolong", body="3 minutes at 90 C")
+    skill_id = re.search(r"Skill registered: (\S+)", skill)[1]
+    return {
+        "memory_add_message": {"user_id": USER, "role": "user", "content": "hi"},
+        "memory_save": {"user_id": USER, "content": "Ada drinks oolong on Sundays."},
+        "memory_search": {"user_id": USER, "query": "oolong"},
+        "memory_retrieve": {"user_id": USER, "query": "What does Ada drink?"},
+        "memory_feedback": {"user_id": USER, "useful": [item_id]},
+        "memory_working_get": {"user_id": USER},
+        "memory_working_set": {"user_id": USER, "slots": {"kettle": "on"}},
+        "memory_episode_record": {"user_id": USER, "steps": [{"action": "boil water"}]},
+        "memory_episodes": {"user_id": USER},
+        "memory_skill_register": {"user_id": USER, "name": "steep-oolong", "body": "4 minutes"},
+        "memory_skill_report": {"user_id": USER, "skill_id": skill_id, "success": True},
+        "memory_skills": {"user_id": USER},
+        "memory_forget": {"user_id": USER, "kind": "semantic", "ids": [item_id], "reason": "test"},
+        "memory_reflect": {"user_id": USER},
+        "memory_stats": {},
+    }
+
+
+def test_every_tool_refuses_an_unknown_argument_by_name_and_writes_nothing(client, reader):
+    """The library's argument model ignored names it did not know, so a misspelt ``importanc`` or an invented
+    ``mode`` silently fell back to the default and the call went ahead. Now each tool refuses such a call, naming the
+    argument, and its published schema says ``additionalProperties: false``."""
+    schemas = {t.name: t.input_schema for t in client.tools()}
+    args = valid_arguments(client)
+    assert set(args) == TOOLS
+    before = snapshot(reader)
+    for tool, given in args.items():
+        assert schemas[tool].get("additionalProperties") is False, tool
+        for extra in ({"bogus_arg": 1}, {"User_Id": USER}, {"importanc": 0.9}):
+            text = refused(client, tool, **given, **extra)
+            name = next(iter(extra))
+            assert name in text and "Extra inputs are not permitted" in text, (tool, text)
+    assert_unchanged(before, reader, "a call with an unknown argument")
+    for tool, given in args.items():  # the same arguments without the stranger are accepted
+        ok(client, tool, **given)

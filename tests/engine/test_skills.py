@@ -111,10 +111,11 @@ def test_an_outcome_increments_a_counter_and_appends_an_event(empty_engine):
     s = empty_engine.register_skill(U, "deploy", "make deploy")
     after_failure = empty_engine.report_outcome(U, s.id, False)
     assert (after_failure.success_count, after_failure.failure_count, after_failure.success_rate) == (0, 1, 0.0)
-    after = empty_engine.report_outcome(U, s.id, True, episode_id="ep-42")
+    episode = empty_engine.record_episode(U, [{"action": "make deploy", "result": "ok"}], outcome="success")
+    after = empty_engine.report_outcome(U, s.id, True, episode_id=episode.id)
     assert (after.success_count, after.failure_count, after.success_rate) == (1, 1, 0.5)
     events = empty_engine.skill_outcomes(U, s.id)
-    assert [(e.skill_id, e.success, e.episode_id) for e in events] == [(s.id, False, None), (s.id, True, "ep-42")]
+    assert [(e.skill_id, e.success, e.episode_id) for e in events] == [(s.id, False, None), (s.id, True, episode.id)]
     assert events[0].at <= events[1].at
 
 
@@ -228,3 +229,13 @@ def test_ranking_can_be_filtered_by_kind_and_text_and_limited(ranked_library):
     assert [r.skill.name for r in ranked_library.rank_skills(U, limit=2)] == ["proven", "lucky"]
     with pytest.raises(InvalidInput):
         ranked_library.rank_skills(U, kind="macro")
+
+
+def test_an_outcome_naming_an_episode_the_user_does_not_have_is_refused_and_counts_nothing(empty_engine):
+    s = empty_engine.register_skill(U, "deploy", "make deploy")
+    other = empty_engine.record_episode("someone-else", [{"action": "x", "result": "y"}], outcome="success")
+    for episode_id in ("ep-nothere", other.id):
+        with pytest.raises(NotFound, match="no episode"):
+            empty_engine.report_outcome(U, s.id, True, episode_id=episode_id)
+    assert empty_engine.skill_outcomes(U, s.id) == []
+    assert empty_engine.get_skill(U, s.id).success_count == 0

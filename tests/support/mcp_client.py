@@ -125,14 +125,16 @@ def start_http_server(store: Path, port: int, *extra: str, **env: str) -> subpro
     )
 
 
-def wait_for_port(proc: subprocess.Popen, port: int, timeout_s: float = START_TIMEOUT_S) -> None:
-    """Wait until the server accepts connections (or fail with its stderr if it exited)."""
+def wait_for_port(
+    proc: subprocess.Popen, port: int, timeout_s: float = START_TIMEOUT_S, host: str = "127.0.0.1"
+) -> None:
+    """Wait until the server accepts connections on ``host`` (or fail with its stderr if it exited)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"the MCP server exited with {proc.returncode}: {proc.communicate()[1][-3000:]}")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
+            with socket.create_connection((host, port), timeout=1):
                 return
         except OSError:
             time.sleep(0.2)

@@ -270,7 +270,7 @@ def test_two_traces_of_one_question_in_the_same_minute_are_listed_apart():
     a = {"trace_id": "tr_a", "question": "Who?", "hops": 2, "created_at": "2026-11-29T10:00:01"}
     b = {**a, "trace_id": "tr_b", "created_at": "2026-11-29T10:00:40"}
     assert trace_label(a) != trace_label(b)
-    assert trace_label(a).startswith("2026-11-29T10:00 · 2 hops · Who?")
+    assert trace_label(a).startswith("2026-11-29 10:00:01 · 2 hops · Who?")  # to the second, as every time shown
 
 
 # -- what-if ---------------------------------------------------------------------------------------------------------
