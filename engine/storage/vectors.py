@@ -125,7 +125,7 @@ class VectorIndex:
         names = getattr(result, "tables", result)
         return sorted(names)
 
-    def table(self, kind: str, create: bool = True):
+    def table(self, kind: str, create: bool = True, _listed_early: bool = False):
         name = table_name(kind, self.model)
         if name in self._tables:
             return self._tables[name]
@@ -134,6 +134,12 @@ class VectorIndex:
                 tb = self.db.open_table(name)
                 meta = tb.schema.metadata or {}
             except Exception as exc:  # a missing or garbled manifest
+                if create and not _listed_early and "not found" in str(exc).lower():
+                    # Listed while another process was still creating it (s3 lists the table's folder before its
+                    # first manifest is committed): wait for that creation (it holds the lock) and open it once more.
+                    with self.creation_lock():
+                        pass
+                    return self.table(kind, create=create, _listed_early=True)
                 raise StoreCorrupt(
                     f"LanceDB table {name} in {self.uri} cannot be opened ({type(exc).__name__}: "
                     f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); run "
