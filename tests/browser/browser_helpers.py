@@ -49,6 +49,21 @@ def run_streamlit(
     """Start `streamlit run app.py` on a free loopback port, wait for /_stcore/health, yield the URL, stop it.
     ``store`` is a folder or a team store's DSN; ``extra_env`` adds variables (a team store's MEMLENS_VECTORS);
     ``address=None`` passes no --server.address, as the README's `streamlit run app.py` does."""
+    flags = [*(["--server.address", address] if address is not None else []), *TEST_SERVER_FLAGS]
+    with streamlit_process(store, log_path, extra_env, flags) as (url, _pid):
+        yield url
+
+
+# What the suite's servers add to the README's command: no usage statistics, no file watching (a test edits no page).
+TEST_SERVER_FLAGS = ["--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+
+
+@contextmanager
+def streamlit_process(
+    store: Path | str, log_path: Path, extra_env: dict[str, str] | None = None, flags: list[str] | None = None
+) -> Iterator[tuple[str, int]]:
+    """`streamlit run app.py --server.headless true --server.port <free>` plus ``flags``; yields (URL, pid) once
+    /_stcore/health answers, and kills the server's process group after."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in SERVER_ENV_DROP}
     env["MEMLENS_STORE"] = str(store)
@@ -65,11 +80,7 @@ def run_streamlit(
                 "true",
                 "--server.port",
                 str(port),
-                *(["--server.address", address] if address is not None else []),
-                "--browser.gatherUsageStats",
-                "false",
-                "--server.fileWatcherType",
-                "none",
+                *(flags or []),
             ],
             cwd=ROOT,
             env=env,
@@ -94,7 +105,7 @@ def run_streamlit(
                     f"streamlit did not answer /_stcore/health in {STARTUP_TIMEOUT_S}s:\n{log_path.read_text()[-3000:]}"
                 )
             time.sleep(0.2)
-        yield url
+        yield url, proc.pid
     finally:
         # The server runs in its own process group (start_new_session): end exactly that group. Killed, not stopped:
         # a clean stop checkpoints the store (10-17 s after a demo load on a busy machine) that no one opens again.

@@ -10,16 +10,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser_helpers import ROOT, SERVER_ENV_DROP, click_tab, free_port, open_page, pick_user, rerun
+from browser_helpers import click_tab, open_page, pick_user, rerun, streamlit_process
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -33,45 +28,8 @@ def own_server(demo_store_template: Path, tmp_path_factory) -> Iterator[tuple[st
     store = tmp_path_factory.mktemp("fixes-store") / "store"
     shutil.copytree(demo_store_template, store)
     log_path = tmp_path_factory.mktemp("fixes-log") / "server.log"
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in SERVER_ENV_DROP}
-    env["MEMLENS_STORE"] = str(store)
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                "app.py",
-                "--server.headless",
-                "true",
-                "--server.port",
-                str(port),
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert proc.poll() is None, log_path.read_text()[-3000:]
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, log_path.read_text()[-3000:]
-            time.sleep(0.2)
-        yield url, proc.pid, log_path
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # its own process group (start_new_session): exactly that server
-        proc.wait(timeout=15)
+    with streamlit_process(store, log_path) as (url, pid):  # no test flags: the config's own file watching
+        yield url, pid, log_path
 
 
 def inotify_watches(pid: int) -> int:
