@@ -6,7 +6,7 @@ import streamlit as st
 
 from engine import MemlensError, prepare_process_environment
 from ui.auth import signed_in
-from ui.feedback import error_text
+from ui.error_display import error_text
 from ui.forget_watch import drop_if_forgotten
 from ui.nav import page_file
 from ui.resources import ensure_demo, get_engine

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import resource
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+# The repository (for the benchmarks that run its app.py or read its tests' fixtures); the engine itself is imported
+# as the installed package (`pip install -e .`).
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

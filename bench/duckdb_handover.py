@@ -1,7 +1,7 @@
 """Plain DuckDB, no memlens code: do processes that take turns on one file lose committed rows (issue 29)?
 
 Each of ``--procs`` processes repeats, for ``--seconds``: connect (retrying while another process holds the file,
-5-50 ms apart, as ``engine/storage/database.py`` did) -> insert one row naming (process, sequence) -> commit ->
+5-50 ms apart, as ``engine/store/sql/database.py`` did) -> insert one row naming (process, sequence) -> commit ->
 close (which checkpoints). A row is *acknowledged* once its COMMIT returned; the process writes it to its own log
 line at once. At the end the parent opens the file and counts the acknowledged rows that are not in it.
 

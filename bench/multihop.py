@@ -23,11 +23,9 @@ from _common import table
 
 from engine import MemoryEngine, Settings
 from engine.config import parse_assignments
+from engine.evaluation.runs import pipeline_ranking as memlens_ranking  # noqa: E402
 from engine.presets import PRESETS, preset_overrides
 from engine.providers.embedders import LocalMiniLM
-
-sys.path.insert(0, str(Path(__file__).parent))
-from engine.evaluation.runs import pipeline_ranking as memlens_ranking  # noqa: E402
 
 KS = (2, 5, 10)
 METHODS = ("vector", "bm25", "memlens-1hop", "memlens-2hop")

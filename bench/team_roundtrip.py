@@ -18,8 +18,8 @@ from pathlib import Path
 
 from _common import table
 
-from engine.storage.database import Database
-from engine.storage.postgres import PostgresDatabase
+from engine.store.sql.database import Database
+from engine.store.sql.postgres import PostgresDatabase
 
 
 def measure(db, n: int) -> dict[str, float]:

@@ -1,8 +1,8 @@
 """memlens engine: agent memory you can open up. The public API is what this module exports."""
 
 from .agent import AgentMemory
-from .api import MemoryEngine
 from .config import Settings, prepare_process_environment
+from .engine import MemoryEngine
 from .errors import (
     InvalidInput,
     LLMUnavailable,
@@ -47,8 +47,8 @@ from .records import (
 )
 from .retrieval.reasoners import CallableReasoner, OfflineBridgeReasoner, Proposal
 from .retrieval.scores import RANK_STAGES, SCORE_KEYS, CandidateScores, StageRanks, Verdict
-from .retrieval.trace import CandidateTrace, HopTrace, RankedMemory, RetrievalTrace
-from .retrieval.why_not import STAGE_NAMES, MemoryState, WhyNot, drop_rule, why_not
+from .trace.records import CandidateTrace, HopTrace, RankedMemory, RetrievalTrace
+from .trace.why_not import STAGE_NAMES, MemoryState, WhyNot, drop_rule, why_not
 
 __all__ = [
     "MemoryEngine",

@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .api import MemoryEngine
+from .engine import MemoryEngine
 from .ids import check_id
 from .records import Episode, FeedbackEvent, Item, Message, Skill
-from .retrieval.trace import RetrievalTrace
+from .trace.records import RetrievalTrace
 
 
 class AgentMemory:

@@ -8,18 +8,20 @@ typed values (per-call overrides from Python) and rejects unknown keys and out-o
 from __future__ import annotations
 
 import dataclasses
+import importlib.resources
 import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from .errors import InvalidInput
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_STORE = PROJECT_ROOT / "data" / "store"
-DEMO_DIR = PROJECT_ROOT / "data" / "demo"
+# Relative to the folder memlens is started in (like a datasette or sqlite file), never to where the code is
+# installed: from a clone that is the repository's git-ignored data/store.
+DEFAULT_STORE = "data/store"
+# The bundled demo dataset ships as package data (the `data.demo` package), read wherever memlens is installed.
+DEMO_DIR = importlib.resources.files("data.demo")
 
 # What every memlens process needs in its environment, set by prepare_process_environment() (never by importing this
 # module): nothing may download at run time, LanceDB's per-query warnings are noise in a CLI, and torch's OpenMP
@@ -76,7 +78,7 @@ def _s(
 class Settings:
     # --- store and backends -------------------------------------------------------------------------------------
     store: str = _s(
-        str(DEFAULT_STORE),
+        DEFAULT_STORE,
         "Store location: a folder (or file:// URI), or a team store's PostgreSQL DSN "
         "(postgresql://user:password@host:port/db; the password is never displayed).",
         env="MEMLENS_STORE",
@@ -553,3 +555,8 @@ def s3_storage_options(environ: Mapping[str, str] | None = None) -> dict[str, st
     if options.get("endpoint", "").startswith("http://"):
         options["allow_http"] = "true"
     return options
+
+
+def child_environment(overrides: Mapping[str, str]) -> dict[str, str]:
+    """This process's environment with ``overrides``: what a program memlens starts (the dashboard) runs with."""
+    return {**os.environ, **overrides}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .config import PROJECT_ROOT, Settings
+from .config import Settings
 from .errors import InvalidInput
 
 README_TABLE_START = (
@@ -25,8 +25,6 @@ def settings_markdown() -> str:
     rows = ["| setting | default | env | per call | what it does |", "|---|---|---|---|---|"]
     for d in Settings.describe():
         default = d["default"]
-        if isinstance(default, str) and default.startswith(str(PROJECT_ROOT)):  # not this machine's path
-            default = Path(default).relative_to(PROJECT_ROOT).as_posix() + "/"
         meaning = (d["help"] + (f" ({' / '.join(d['choices'])})" if d["choices"] else "")).replace("|", "\\|")
         env = f"`{d['env']}`" if d["env"] else ""
         per_call = "yes" if d["retrieval"] else ""

@@ -17,9 +17,6 @@ import random
 import sys
 import time
 import uuid
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine import AgentMemory, MemlensError, MemoryEngine, Settings  # noqa: E402
 

@@ -7,7 +7,7 @@ import streamlit as st
 
 from engine import Episode, Item, MemoryEngine
 from ui.components import can_edit, fetch_page, need_user, pager, reset_page_on_change, show_flash
-from ui.feedback import engine_errors
+from ui.error_display import engine_errors
 from ui.nav import page_file
 from ui.resources import get_engine
 from ui.text import counted, label, md_escape, when

@@ -9,9 +9,9 @@ import streamlit as st
 
 from engine import PRESETS
 from ui.components import can_edit, confirmed, flash, kept_choice, show_flash
+from ui.error_display import engine_errors
 from ui.eval_data import FOUND, TABLE_METRICS, case_rows, delta_rows, metric_rows, parse_overrides, run_label
 from ui.eval_figures import ab_scatter, category_bars, funnel_figure, loss_bars, loss_label
-from ui.feedback import engine_errors
 from ui.forget_watch import current_stamp, drop_text_caches
 from ui.layout import metric_row
 from ui.resources import get_engine

@@ -9,7 +9,7 @@ import streamlit as st
 
 from engine import MemlensError, MemoryEngine, NotFound, Settings
 from ui.components import can_edit, need_user
-from ui.feedback import engine_errors, error_text
+from ui.error_display import engine_errors, error_text
 from ui.layout import button_row
 from ui.nav import page_file
 from ui.resources import get_engine

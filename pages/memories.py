@@ -9,7 +9,7 @@ import streamlit as st
 
 from engine import Item, MemoryEngine, NotFound
 from ui.components import can_edit, fetch_page, flash, kept_choice, need_user, pager, reset_page_on_change, show_flash
-from ui.feedback import engine_errors
+from ui.error_display import engine_errors
 from ui.resources import get_engine
 from ui.text import counted, md_escape, one_line, when
 from ui.url_state import incoming, url_tabs, write

@@ -8,7 +8,7 @@ import streamlit as st
 
 from engine import MemoryEngine, StoreStats
 from ui.components import can_edit, confirmed, flash, show_flash
-from ui.feedback import engine_errors
+from ui.error_display import engine_errors
 from ui.figures import activity_figure
 from ui.forget_watch import drop_text_caches
 from ui.layout import metric_row

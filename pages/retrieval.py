@@ -13,7 +13,7 @@ import streamlit as st
 
 from engine import InvalidInput, MemlensError, MemoryState
 from ui.components import can_edit, need_user
-from ui.feedback import engine_errors, error_text
+from ui.error_display import engine_errors, error_text
 from ui.layout import metric_row
 from ui.pin_expectation import pin_expectation
 from ui.resources import get_engine

@@ -8,7 +8,7 @@ import streamlit as st
 
 from engine import MemoryEngine, Message, SessionInfo
 from ui.components import can_edit, confirmed, fetch_page, flash, need_user, pager, reset_page_on_change, show_flash
-from ui.feedback import engine_errors
+from ui.error_display import engine_errors
 from ui.resources import get_engine
 from ui.sidebar import current_session, open_session
 from ui.text import md_escape, when

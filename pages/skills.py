@@ -7,7 +7,7 @@ import streamlit as st
 
 from engine import MemoryEngine, RankedSkill, Skill, to_plain
 from ui.components import can_edit, flash, need_user, show_flash
-from ui.feedback import engine_errors
+from ui.error_display import engine_errors
 from ui.figures import cumulative_rate_figure, skill_interval_figure
 from ui.resources import get_engine
 from ui.text import counted, label, md_escape, one_line, when

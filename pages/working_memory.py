@@ -10,7 +10,7 @@ import streamlit as st
 
 from engine import TYPED_SLOTS, MemoryEngine, SlotEdit, to_plain
 from ui.components import can_edit, flash, need_session, need_user, show_flash
-from ui.feedback import engine_errors
+from ui.error_display import engine_errors
 from ui.resources import get_engine
 from ui.text import compact_json, md_escape, pretty_json, when
 

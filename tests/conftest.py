@@ -11,17 +11,14 @@ import fcntl
 import gc
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from engine import MemoryEngine, Settings, prepare_process_environment
+from engine.providers.embedders import LocalMiniLM
 
-from engine import MemoryEngine, Settings, prepare_process_environment  # noqa: E402
-from engine.providers.embedders import LocalMiniLM  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 prepare_process_environment()  # the suite is an entry point too: before anything imports torch or LanceDB
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.resources
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+# The `pages` package wherever memlens is installed (a clone's pages/ with `pip install -e .`).
+PAGES_DIR = Path(str(importlib.resources.files("pages")))
 
 
 def page_file(name: str) -> Path:
     """``pages/<name>.py`` as an absolute path (for ``st.Page`` and ``st.page_link``)."""
-    return ROOT / "pages" / f"{name}.py"
+    return PAGES_DIR / f"{name}.py"

@@ -10,7 +10,7 @@ import streamlit as st
 
 from engine import MemoryEngine, RetrievalTrace
 
-from .feedback import engine_errors
+from .error_display import engine_errors
 from .text import counted, md_escape
 from .trace_data import candidate_texts, shorten
 

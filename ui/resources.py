@@ -18,7 +18,7 @@ def _open_engine() -> MemoryEngine:
 
 def get_engine() -> MemoryEngine:
     """One engine per process, shared by every browser session: inside it one lock serialises the DuckDB work, so
-    no connection is used by two sessions' threads at once (engine/storage/database.py).
+    no connection is used by two sessions' threads at once (engine/store/sql/database.py).
 
     Settings come from the environment (``MEMLENS_STORE``...). Tests point it at another store by setting the
     variable and calling ``get_engine.clear()``. Every page calls this first, which is also where a page notices

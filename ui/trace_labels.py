@@ -11,7 +11,7 @@ import streamlit as st
 
 from engine import FeedbackEvent, MemlensError, MemoryEngine, RetrievalTrace
 
-from .feedback import error_text
+from .error_display import error_text
 from .layout import button_row
 from .text import md_escape
 

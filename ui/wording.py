@@ -149,7 +149,7 @@ def stop_reason_words(reason: str | None) -> str:
 def compaction_note(before: int, after: int, retention_s: float, size: Any) -> str:
     """What "Compact now" did to the store's size, and why it can grow: compaction writes merged copies of the
     small files, and the files of the versions it replaced stay until no reader in another process can still be
-    on them (``vector_version_retention_s`` after they were replaced; engine/storage/versions.py), so they go at
+    on them (``vector_version_retention_s`` after they were replaced; engine/store/vectors/versions.py), so they go at
     a later compaction."""
     change = after - before
     line = f"Compacted: {size(before)} before, {size(after)} now"

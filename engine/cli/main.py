@@ -12,10 +12,10 @@ from typing import Any, TextIO
 
 from ..config import prepare_process_environment
 from ..errors import MemlensError
-from . import eval_cmds, mcp_cmd, memory_cmds, retrieval_cmds, store_cmds
+from . import dashboard_cmd, eval_cmds, mcp_cmd, memory_cmds, retrieval_cmds, store_cmds
 from .output import Result, dumps, one_line
 
-PROG = "python -m engine"
+PROG = "memlens"
 EXIT_OK, EXIT_UNEXPECTED, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
@@ -68,6 +68,7 @@ def build_parser() -> Parser:
     memory_cmds.register(sub, common)
     retrieval_cmds.register(sub, common)
     mcp_cmd.register(sub, common)
+    dashboard_cmd.register(sub, common)
     eval_cmds.register(sub, common)
     store_cmds.register(sub, common)
     return parser
@@ -86,9 +87,9 @@ class Context:
     @property
     def engine(self):
         if self._engine is None:
-            from ..api import DB_FILE, MemoryEngine
             from ..config import Settings
-            from ..store_location import require_existing_store, store_location
+            from ..engine import DB_FILE, MemoryEngine
+            from ..store.location import require_existing_store, store_location
             from .read_commands import reads_only
 
             explicit = {"store": self.args.store} if getattr(self.args, "store", None) is not None else {}

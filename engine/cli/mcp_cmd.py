@@ -12,7 +12,7 @@ def cmd_mcp(ctx) -> None:
     from ..config import Settings, prepare_process_environment
 
     prepare_process_environment()  # the MCP server is an entry point of its own (also when run in-process)
-    from ..mcp_http import DEFAULT_HOST, DEFAULT_PORT, check_http_binding, run_http, run_stdio
+    from ..mcp.http import DEFAULT_HOST, DEFAULT_PORT, check_http_binding, run_http, run_stdio
 
     args = ctx.args
     explicit = {"store": args.store} if getattr(args, "store", None) is not None else {}
@@ -25,7 +25,7 @@ def cmd_mcp(ctx) -> None:
         raise InvalidInput("--host and --port need --http (stdio has no address)")
     if args.http:
         check_http_binding(host, port, token)  # refuse before paying for the engine
-    from ..mcp_server import build_server
+    from ..mcp.server import build_server
 
     server = build_server(ctx.engine)
     if args.http:

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..config import parse_assignments
 from ..presets import PRESETS
-from ..retrieval.trace import RetrievalTrace
+from ..trace.records import RetrievalTrace
 from .args import MEMORY_ID, OFFSET, TRACE, add_session, add_user, bounded_int, joined
 from .output import Col, Result, cell, counted, plain, size, table
 

@@ -10,7 +10,7 @@ from .output import Result, pairs, plain
 
 def cmd_copy_store(ctx) -> Result:
     from ..config import Settings
-    from ..store_copy import copy_store
+    from ..store.copy import copy_store
 
     a = ctx.args
 

@@ -22,8 +22,8 @@ from ..errors import InvalidInput, NotFound
 from ..ids import check_id, new_id
 from ..memory.base import Backends, insert_rows
 from ..presets import preset_overrides
-from ..retrieval.trace import RetrievalTrace
-from ..retrieval.why_not import GONE, STAGE_NAMES, MemoryState, why_not
+from ..trace.records import RetrievalTrace
+from ..trace.why_not import GONE, STAGE_NAMES, MemoryState, why_not
 from .metrics import KS, aggregate, case_scores
 from .records import METHODS, CaseResult, EvalCase, EvalRun
 from .sets import ExpectationSets, check_set_name

@@ -14,13 +14,13 @@ import pyarrow as pa
 from ..config import Settings
 from ..errors import InvalidInput
 from ..providers.embedders import Embedder
-from ..storage.database import Database
-from ..storage.journal import Note, WriteJournal
-from ..storage.vectors import VectorIndex, check_vectors
+from ..store.journal import Note, WriteJournal
+from ..store.sql.database import Database
+from ..store.vectors.index import VectorIndex, check_vectors
 from ..validation import check_int, check_json_value
 
 if TYPE_CHECKING:
-    from ..storage.postgres import PostgresDatabase
+    from ..store.sql.postgres import PostgresDatabase
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """JSONL export of a user's memory, in an order that ingest (transfer.py) reads back: categories, items,
 episodes, skills, outcomes, messages, working slots, feedback, the forget log. The tables export carries, and why
-the others are not, are declared in engine/storage/tables.py."""
+the others are not, are declared in engine/store/schema.py."""
 
 from __future__ import annotations
 

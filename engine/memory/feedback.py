@@ -11,7 +11,7 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_ids
 from ..records import FeedbackEvent
-from ..storage.database import one_row
+from ..store.sql.database import one_row
 from .base import Backends, page_args
 
 LABELS = {"useful": 1, "harmful": -1}

@@ -38,7 +38,7 @@ class Forgetter:
         purges: Any = None,
     ) -> None:
         self.b = b
-        # Called inside the forget's transaction with (conn, user_id, ids, tombstone): the traces (retrieval/store.py)
+        # Called inside the forget's transaction with (conn, user_id, ids, tombstone): the traces (trace/store.py)
         self.mark_traces = mark_traces
         self.purges = purges  # storage.purges.VectorPurges: removes a hard-forgotten text from LanceDB's files
 

@@ -15,7 +15,7 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, new_id
 from ..records import SKILL_KINDS, Page, RankedSkill, Skill, SkillOutcome
-from ..storage.database import one_row
+from ..store.sql.database import one_row
 from .base import Backends, dumps, insert_rows, like_pattern, loads, page_args
 from .semantic import normalise_provenance
 

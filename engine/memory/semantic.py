@@ -12,7 +12,7 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, check_unit, new_id
 from ..records import Category, Item, Page
-from ..storage.database import one_row
+from ..store.sql.database import one_row
 from .base import Backends, dumps, insert_rows, like_pattern, loads, page_args
 
 CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")

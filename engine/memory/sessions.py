@@ -16,7 +16,7 @@ from ..clock import optional_time, parse_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text
 from ..records import ROLES, Message, Page, PrunePlan, SessionInfo
-from ..storage.database import one_row
+from ..store.sql.database import one_row
 from .base import Backends, insert_rows, like_pattern
 
 PRUNE_RULES = ("idle", "stale", "max")

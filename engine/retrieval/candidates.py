@@ -14,8 +14,8 @@ import numpy as np
 
 from ..memory.base import Backends
 from ..records import KINDS
-from ..storage.vectors import VectorHit
-from .trace import CandidateInput
+from ..store.vectors.index import VectorHit
+from ..trace.records import CandidateInput
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _POOL = ThreadPoolExecutor(max_workers=6, thread_name_prefix="memlens-search")

@@ -11,9 +11,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..trace.records import CandidateInput, CandidateTrace, HopTrace, RankedMemory
 from .assembly import Placement
 from .stages import Scored
-from .trace import CandidateInput, CandidateTrace, HopTrace, RankedMemory
 
 # What a candidate that reached no placement became: a kept copy that lost the merge, or one the filter dropped.
 MERGED = Placement("merged", 0)

@@ -21,16 +21,16 @@ from ..presets import preset_overrides
 from ..providers.llm import LLM
 from ..providers.llm_output import parse_number_list
 from ..records import KINDS
+from ..trace.records import CandidateInput, RetrievalTrace
+from ..trace.replay import replay_ranking, replay_runs, replay_settings, tombstones
 from .assembly import Assembly, assemble, merge, mmr, similarity_function, with_final_ranks
 from .candidates import build_inputs, search_sources
 from .hop_run import HopRun, StageTimer, elapsed_ms, hop_trace, placement_key, ranking_entry
 from .query_vectors import QueryVectors
 from .reasoners import DONE, CallableReasoner, LLMReasoner, OfflineBridgeReasoner, Proposal, Reasoner
-from .replay import replay_ranking, replay_runs, replay_settings, tombstones
 from .similarity import CandidateCosines, cosine_lookup
 from .stages import Scored, score_hop
 from .text import condense_offline
-from .trace import CandidateInput, RetrievalTrace
 
 SOURCES = KINDS
 JUDGE_PROMPT = (

@@ -17,8 +17,8 @@ from ..ids import check_id, check_text
 from ..memory.base import Backends
 from ..memory.forgetting import check_kind
 from ..records import KINDS, SearchHit
+from ..trace.records import CandidateInput
 from .candidates import build_inputs, search_sources
-from .trace import CandidateInput
 
 SEARCH_MODES = ("hybrid", "vector", "fts")
 # Each kind's searches return at least this many hits before the blend ranks them, so a small limit still ranks

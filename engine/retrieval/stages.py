@@ -19,9 +19,9 @@ from datetime import datetime
 from ..clock import parse_time
 from ..config import Settings
 from ..memory.procedural import wilson_interval
+from ..trace.records import CandidateInput
 from .scores import CandidateScores, StageRanks, Verdict
 from .text import bm25_scores
-from .trace import CandidateInput
 
 _WORD_CHARS = re.compile(r"[^\W_]+")
 

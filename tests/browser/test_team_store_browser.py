@@ -18,7 +18,7 @@ from browser_helpers import open_page, pick_user, rerun, run_streamlit, settle
 from playwright.sync_api import expect
 
 from engine import MemoryEngine, Settings
-from engine.store_copy import copy_store
+from engine.store.copy import copy_store
 
 pytestmark = [pytest.mark.browser, pytest.mark.team_store]
 

@@ -55,7 +55,7 @@ from hypothesis.stateful import (
 
 from engine import MemlensError, MemoryEngine, NotFound, Settings
 from engine.records import KIND_TABLES, ROLES, TYPED_SLOTS
-from engine.storage.tables import TABLES
+from engine.store.schema import TABLES
 from tests.support.api_fuzz_inputs import (
     HOSTILE_IDS,
     KINDS,
@@ -277,7 +277,7 @@ class ApiMachine(RuleBasedStateMachine):
 
     def delete_user_leaves_nothing(self) -> None:
         """``delete_user`` removes the user's rows from every per-user table the registry declares
-        (engine/storage/tables.py) and every vector of the user, and changes nothing of anyone else's."""
+        (engine/store/schema.py) and every vector of the user, and changes nothing of anyone else's."""
         self.call("delete_user", "delete_user", True, lambda: self.e.delete_user(self.u))
         left = {}
         with self.e._b.db.read() as conn:

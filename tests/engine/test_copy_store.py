@@ -11,7 +11,7 @@ import pytest
 from engine import InvalidInput, MemoryEngine, Settings
 from engine.cli import main
 from engine.clock import utcnow
-from engine.store_copy import TABLES, copy_store
+from engine.store.copy import TABLES, copy_store
 from tests.support.storecheck import row_counts
 
 pytestmark = pytest.mark.team_store

@@ -1,6 +1,6 @@
 """The handover lock of an embedded store (issue 29): ``flock`` on ``<db>.lock`` from before DuckDB's ``connect()``
 until after its ``close()``, because DuckDB reads the database header before it takes its own lock (see
-engine/storage/database.py). Checked with a second descriptor of the same lock file, which ``flock`` treats like
+engine/store/sql/database.py). Checked with a second descriptor of the same lock file, which ``flock`` treats like
 another process, and with real processes where a descriptor could be shared (fork) or the holder is elsewhere."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from engine.errors import StoreBusy, StoreCorrupt
-from engine.storage.database import Database
+from engine.store.sql.database import Database
 
 
 def lock_is_free(db_file: Path) -> bool:

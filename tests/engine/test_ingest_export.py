@@ -318,9 +318,9 @@ def test_cli_ingest_reports_repeated_records_and_skip_existing_leaves_them_out(t
 
 
 def test_every_table_the_registry_says_export_carries_round_trips_row_for_row(empty_engine, tmp_path, embedder):
-    """The registry (engine/storage/tables.py) names the record kind that carries each table; a table declared as
+    """The registry (engine/store/schema.py) names the record kind that carries each table; a table declared as
     exported must come back with the same rows of the user after export -> ingest."""
-    from engine.storage.tables import TABLES
+    from engine.store.schema import TABLES
 
     e = empty_engine
     e.ingest_lines(good_lines())

@@ -8,7 +8,7 @@ import lancedb
 import pytest
 
 from engine import LLMUnavailable, MemoryEngine, Settings
-from engine.storage.vectors import table_name
+from engine.store.vectors.index import table_name
 from tests.support.openai_server import FakeOpenAI, Reply, llm_settings
 
 U = "emb"

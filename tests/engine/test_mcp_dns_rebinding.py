@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.mcp_http import is_loopback, transport_security
+from engine.mcp.http import is_loopback, transport_security
 from tests.support.mcp_client import start_http_server, stop, wait_for_port
 
 pytestmark = pytest.mark.subprocess

@@ -394,7 +394,7 @@ def test_stdio_refuses_a_50_mb_line_before_parsing_it_and_answers_the_request_be
 
 
 def test_the_stdio_line_limit_is_the_http_body_limit(stdio, http, reader):
-    from engine.mcp_http import MAX_MESSAGE_BYTES
+    from engine.mcp.http import MAX_MESSAGE_BYTES
 
     before = snapshot(reader)
     at_limit = stdio.ask(save_line(7601, MAX_MESSAGE_BYTES))  # read and refused by the engine (content too long)

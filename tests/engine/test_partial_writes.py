@@ -17,7 +17,7 @@ import pytest
 
 from engine import MemoryEngine, Settings
 from engine.errors import MemlensError, StoreCorrupt, StoreFull, StoreReadOnly
-from engine.storage.journal import FAILED_PREFIX
+from engine.store.journal import FAILED_PREFIX
 from tests.support.cli import cli
 from tests.support.mounts import file_digests, fill, read_only, tmpfs
 from tests.support.store_snapshot import duckdb_tables, snapshot
@@ -234,7 +234,7 @@ def test_a_write_on_a_full_disk_is_refused_whole_or_done_whole(seeded, tmp_path,
 
 # -- the journal itself ------------------------------------------------------------------------------------------------
 def test_a_note_stays_when_its_write_fails_and_is_removed_once_repaired(tmp_path):
-    from engine.storage.journal import WriteJournal
+    from engine.store.journal import WriteJournal
 
     journal = WriteJournal(tmp_path / "journal")
     with journal.intent("semantic", ["a", "b"]):
@@ -258,7 +258,7 @@ def test_a_note_stays_when_its_write_fails_and_is_removed_once_repaired(tmp_path
 
 
 def test_a_note_that_cannot_be_written_is_a_named_error_and_leaves_no_half_file(tmp_path):
-    from engine.storage.journal import WriteJournal
+    from engine.store.journal import WriteJournal
 
     with tmpfs(tmp_path / "disk", "1m") as disk:
         (disk / "journal").mkdir()

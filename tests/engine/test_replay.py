@@ -378,7 +378,7 @@ def test_replay_refuses_bad_overrides(world, overrides):
 def test_a_stored_trace_body_is_exactly_the_traces_plain_json(world):
     import json
 
-    from engine.retrieval.store import trace_json
+    from engine.trace.store import trace_json
 
     for trace in world[4].values():
         assert json.loads(trace_json(trace)) == json.loads(json.dumps(trace.to_dict(), ensure_ascii=False))

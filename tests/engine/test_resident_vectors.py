@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.storage import vectors as vectors_module
-from engine.storage.vectors import VectorIndex
+from engine.store.vectors import index as vectors_module
+from engine.store.vectors.index import VectorIndex
 from tests.support.fts_answers import assert_same_answer
 
 DIM = 384

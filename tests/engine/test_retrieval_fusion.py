@@ -11,7 +11,7 @@ import pytest
 from engine import Settings
 from engine.presets import PRESETS
 from engine.retrieval.stages import Scored, score_hop
-from engine.retrieval.trace import CandidateInput
+from engine.trace.records import CandidateInput
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 PARITY = Settings().with_overrides(PRESETS["llmemory"])

@@ -16,7 +16,7 @@ from engine.retrieval.assembly import assemble, merge, mmr, render_context, simi
 from engine.retrieval.scores import CandidateScores, Verdict
 from engine.retrieval.stages import Scored, score_hop
 from engine.retrieval.text import bm25_scores, bm25_tokens, jaccard
-from engine.retrieval.trace import CandidateInput
+from engine.trace.records import CandidateInput
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 # llmemory's rules and constants are the `llmemory` preset; these tests check them against the reference.

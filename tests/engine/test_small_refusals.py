@@ -15,7 +15,7 @@ import pytest
 
 from engine import MemoryEngine, Settings
 from engine.errors import InvalidInput, StoreReadOnly
-from engine.mcp_http import check_http_binding
+from engine.mcp.http import check_http_binding
 from tests.support.mcp_client import ROOT, clean_env, free_port
 from tests.support.store_snapshot import snapshot
 

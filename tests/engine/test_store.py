@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from engine import InvalidInput, MemoryEngine, ModelMismatch, Settings, StoreBusy, StoreCorrupt, StoreStats, StoreTooNew
-from engine.storage.migrations import MIGRATIONS
+from engine.store.migrations import MIGRATIONS
 from tests.support.storecheck import snapshot
 
 U = "ada"

@@ -1,4 +1,4 @@
-"""One table registry (engine/storage/tables.py) for copy-store, delete_user, export and the test snapshots: every
+"""One table registry (engine/store/schema.py) for copy-store, delete_user, export and the test snapshots: every
 table the migrations create is declared there, and delete_user leaves nothing of a user in any per-user table or in
 any embedding model's vector tables (issue 29, deliver 3)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from engine import MemoryEngine, Settings
-from engine.storage.tables import BY_NAME, PER_USER, TABLES
-from engine.storage.vectors import table_name
+from engine.store.schema import BY_NAME, PER_USER, TABLES
+from engine.store.vectors.index import table_name
 from tests.support.storecheck import row_counts
 
 QUICK = {"lock_timeout_s": 30, "forget_purge_grace_s": 0.2}  # purges owed by delete_user run at once

@@ -14,7 +14,7 @@ import pytest
 from engine import InvalidInput, MemoryEngine, Settings, StoreBusy, StoreTooNew
 from engine.config import s3_storage_options
 from engine.errors import StoreReadOnly
-from engine.store_location import mask_dsn, store_location
+from engine.store.location import mask_dsn, store_location
 from tests.support.cli import cli
 
 pytestmark = pytest.mark.team_store

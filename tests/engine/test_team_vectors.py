@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from engine.config import s3_storage_options
-from engine.storage.vectors import VectorIndex
+from engine.store.vectors.index import VectorIndex
 
 pytestmark = pytest.mark.team_store
 

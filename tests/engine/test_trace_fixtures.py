@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from engine import MemoryEngine, Settings
-from engine.retrieval.store import trace_json
+from engine.trace.store import trace_json
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "traces"
 NAMES = sorted(p.name.removesuffix(".json") for p in FIXTURES.glob("*.json") if not p.name.endswith(".replay.json"))

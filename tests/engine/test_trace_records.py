@@ -22,7 +22,7 @@ from engine import (
     to_plain,
 )
 from engine.retrieval.hop_run import StageTimer
-from engine.retrieval.store import trace_json
+from engine.trace.store import trace_json
 from ui.trace_data import candidate_rows
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "traces"
@@ -106,7 +106,7 @@ def test_the_hop_stages_fill_each_score_under_its_own_name():
 
     from engine import Settings
     from engine.retrieval.stages import score_hop
-    from engine.retrieval.trace import CandidateInput
+    from engine.trace.records import CandidateInput
 
     now = datetime(2026, 1, 10, tzinfo=UTC)
     inputs = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.storage.vectors import COMPACT_AFTER_WRITES, VectorIndex
+from engine.store.vectors.index import COMPACT_AFTER_WRITES, VectorIndex
 
 DIM = 8
 MODEL = "test-random-8"

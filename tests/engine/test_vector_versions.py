@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from engine import MemoryEngine, Settings
-from engine.storage.vectors import VectorIndex
-from engine.storage.versions import prune_before
+from engine.store.vectors.index import VectorIndex
+from engine.store.vectors.versions import prune_before
 
 DIM = 8
 MODEL = "test-random-8"

@@ -28,9 +28,6 @@ START_TIMEOUT_S = 300  # the server loads the model first; slow on a loaded mach
 
 
 def serve(requests: Path) -> None:
-    root = str(SUPPORT.parent.parent)
-    if root not in sys.path:  # run as a script: the project is not on the path yet
-        sys.path.insert(0, root)
     import engine  # noqa: F401  (imported once here, inherited by every child)
     from engine.providers.embedders import _load_minilm
 

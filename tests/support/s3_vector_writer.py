@@ -16,10 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
 from engine.config import s3_storage_options  # noqa: E402
-from engine.storage.vectors import VectorIndex  # noqa: E402
+from engine.store.vectors.index import VectorIndex  # noqa: E402
 
 DIM = 8
 MODEL = "commit-test"

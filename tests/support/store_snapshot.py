@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine import MemoryEngine
-from engine.storage.tables import BY_NAME
+from engine.store.schema import BY_NAME
 
 
 def _plain(value: Any) -> Any:
@@ -91,7 +91,7 @@ def duckdb_tables(engine: MemoryEngine) -> dict[str, tuple[int, str]]:
         # A table the registry does not declare would be missed by copy-store, delete_user and export: say so here,
         # where every snapshot test would otherwise silently hash it along.
         undeclared = sorted(name for name, _ in tables if name not in BY_NAME)
-        assert not undeclared, f"tables missing from engine/storage/tables.py: {undeclared}"
+        assert not undeclared, f"tables missing from engine/store/schema.py: {undeclared}"
         rows: dict[str, list[str]] = {name: [] for name, _ in tables}
         union = " UNION ALL ".join(
             f"SELECT {sql_text(name)}, CAST(r AS VARCHAR) FROM {sql_name(name)} AS r" for name, _ in tables

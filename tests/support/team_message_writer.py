@@ -10,8 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
 from engine import MemoryEngine, Settings  # noqa: E402
 
 

@@ -83,7 +83,7 @@ class TeamServers:
         if self.template is None:
             import psycopg
 
-            from engine.storage.postgres import PostgresDatabase, close_databases
+            from engine.store.sql.postgres import PostgresDatabase, close_databases
 
             template = f"{self.tag}_template"
             with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
@@ -115,7 +115,7 @@ class TeamServers:
         cost later tests nothing: moto scans only the listed bucket's keys."""
         import psycopg
 
-        from engine.storage.postgres import close_databases
+        from engine.store.sql.postgres import close_databases
 
         close_databases(dsn)
         database = dsn.split("?", 1)[0].rsplit("/", 1)[1]

@@ -4,13 +4,8 @@ synchronised start."""
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 USER = "agent-user"
 SESSION = "agent-s1"

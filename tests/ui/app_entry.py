@@ -7,10 +7,7 @@ AppTest runs the whole app on every rerun, as the real server does; app.py names
 """
 
 import runpy
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # `streamlit run app.py` puts app.py's folder on sys.path; do the same
-    sys.path.insert(0, str(ROOT))
-runpy.run_path(str(ROOT / "app.py"), run_name="__main__")
+from engine.cli.dashboard_cmd import app_path
+
+runpy.run_path(app_path(), run_name="__main__")

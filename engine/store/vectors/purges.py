@@ -34,11 +34,11 @@ import weakref
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from .database import Database
-from .vectors import VectorIndex
+from ..sql.database import Database
+from .index import VectorIndex
 
 if TYPE_CHECKING:
-    from .postgres import PostgresDatabase
+    from ..sql.postgres import PostgresDatabase
 
 log = logging.getLogger(__name__)
 _SCHEDULERS: weakref.WeakSet = weakref.WeakSet()

@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InvalidInput, ModelMismatch, StoreCorrupt, StoreReadOnly
-from ..ids import lance_literal
-from ..startup import collector_paused
+from ...errors import InvalidInput, ModelMismatch, StoreCorrupt, StoreReadOnly
+from ...ids import lance_literal
+from ...startup import collector_paused
 from .resident import ResidentVectors
-from .vector_rows import VectorHit, check_vectors
-from .vector_rows import hits as _hits
-from .vector_rows import owned_rows as _owned
-from .vector_rows import vector_matrix as _vectors
+from .rows import VectorHit, check_vectors
+from .rows import hits as _hits
+from .rows import owned_rows as _owned
+from .rows import vector_matrix as _vectors
 from .versions import prune_versions
 
 if TYPE_CHECKING:

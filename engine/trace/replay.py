@@ -11,9 +11,9 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import InvalidInput
-from .hop_run import HopRun
-from .stages import score_hop
-from .trace import CandidateInput, CandidateTrace, RankedMemory, RetrievalTrace
+from ..retrieval.hop_run import HopRun
+from ..retrieval.stages import score_hop
+from .records import CandidateInput, CandidateTrace, RankedMemory, RetrievalTrace
 
 
 def tombstones(trace: RetrievalTrace, forgotten: Mapping[str, dict] | None) -> dict[str, Any]:

@@ -7,9 +7,9 @@ import json
 from collections.abc import Sequence
 
 from ..ids import check_id, check_ids
+from ..memory.base import Backends
 from ..records import KIND_TABLES as TABLES
-from ..retrieval.why_not import MemoryState
-from .base import Backends
+from .why_not import MemoryState
 
 
 def _when(value) -> str:

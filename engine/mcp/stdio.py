@@ -32,7 +32,7 @@ from mcp.server import stdio as upstream
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
-from .mcp_http import BAD_ID_MESSAGE, MAX_MESSAGE_BYTES
+from .http import BAD_ID_MESSAGE, MAX_MESSAGE_BYTES
 
 MAX_ID_CHARS = 200
 # A JSON-RPC message has four keys, so some twenty tokens at its top level. Reading no more than this many bounds the
@@ -169,7 +169,7 @@ def _string(token: str) -> str | None:
 
 def bad_id_refusal() -> types.JSONRPCError:
     """The answer to a request whose id is neither an integer nor a string (it cannot be echoed); HTTP gives the
-    same (``engine.mcp_http.RequestIdCheck``)."""
+    same (``engine.mcp.http.RequestIdCheck``)."""
     return types.JSONRPCError(
         jsonrpc="2.0", id=None, error=types.ErrorData(code=types.INVALID_REQUEST, message=BAD_ID_MESSAGE)
     )

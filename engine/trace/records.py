@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 from ..records import to_plain
-from .scores import SCORE_KEYS, CandidateScores, StageRanks, Verdict
+from ..retrieval.scores import SCORE_KEYS, CandidateScores, StageRanks, Verdict
 
 __all__ = [
     "SCORE_KEYS",

@@ -1,5 +1,5 @@
 """The handover lock of an embedded store's DuckDB file: ``flock`` on ``<db>.lock``, held from before
-``duckdb.connect()`` until after ``close()`` (why: engine/storage/database.py's docstring, issue 29)."""
+``duckdb.connect()`` until after ``close()`` (why: engine/store/sql/database.py's docstring, issue 29)."""
 
 from __future__ import annotations
 

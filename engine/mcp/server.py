@@ -4,7 +4,7 @@ Each tool is a thin call into one :class:`MemoryEngine` opened once per server p
 JSON schema MCPServer derives from the type hints, with unknown argument names refused (``strict_tool``); the
 engine's own checks (ids, text, kinds) come next, and a :class:`MemlensError` becomes a tool error carrying its
 message. Answers are short text meant for a model to read
-(``memory_retrieve`` answers JSON with the context and the ``trace_id``). Transports live in ``engine.mcp_http``.
+(``memory_retrieve`` answers JSON with the context and the ``trace_id``). Transports live in ``engine.mcp.http``.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from pydantic import BaseModel, ConfigDict, Field
 
-from .api import MemoryEngine
-from .errors import MemlensError
-from .records import RankedSkill, Skill, to_plain
+from ..engine import MemoryEngine
+from ..errors import MemlensError
+from ..records import RankedSkill, Skill, to_plain
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -248,7 +248,7 @@ def build_server(engine: MemoryEngine) -> MCPServer:
         """Counts per memory kind (for the whole store, or one user), the embedder and the LLM in use."""
         st = engine.stats()
         if user_id is not None:
-            from .ids import check_id
+            from ..ids import check_id
 
             counts = st.per_user.get(check_id(user_id, "user id"), {})
             shown = ", ".join(

@@ -22,8 +22,8 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidInput
-from .validation import text_problem
+from ..errors import InvalidInput
+from ..validation import text_problem
 
 if TYPE_CHECKING:  # the library is imported when a server starts, not when the CLI checks its arguments
     from mcp.server.transport_security import TransportSecuritySettings
@@ -202,10 +202,10 @@ class BearerAuth:
 
 def run_stdio(server: Any) -> None:
     """Serve over stdin/stdout until the client closes the pipe; every request gets an answer, even one that
-    cannot be read (``engine.mcp_stdio``)."""
+    cannot be read (``engine.mcp.stdio``)."""
     import anyio
 
-    from .mcp_stdio import serve_stdio
+    from .stdio import serve_stdio
 
     anyio.run(serve_stdio, server)
 

@@ -19,9 +19,9 @@ from ..errors import InvalidInput, NotFound, StoreCorrupt
 from ..ids import check_id
 from ..memory.base import Backends, page_args
 from ..records import Page, TracePrunePlan
-from ..storage.database import one_row
+from ..store.sql.database import one_row
+from .records import OLDER_TRACE_SETTINGS, CandidateTrace, HopTrace, RankedMemory, RetrievalTrace
 from .redaction import redact_quotes, redact_trace
-from .trace import OLDER_TRACE_SETTINGS, CandidateTrace, HopTrace, RankedMemory, RetrievalTrace
 
 log = logging.getLogger(__name__)
 

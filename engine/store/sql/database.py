@@ -38,8 +38,8 @@ from typing import Any, Protocol
 
 import duckdb
 
-from ..errors import StoreBusy, StoreCorrupt, StoreReadOnly, StoreTooNew, disk_error
-from .migrations import MIGRATIONS
+from ...errors import StoreBusy, StoreCorrupt, StoreReadOnly, StoreTooNew, disk_error
+from ..migrations import MIGRATIONS
 from .sidecar_lock import SIDECAR
 
 _LOCK_MARKERS = ("could not set lock", "conflicting lock", "resource temporarily unavailable")

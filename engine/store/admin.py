@@ -13,22 +13,22 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .clock import utcnow
-from .config import DEMO_DIR
-from .errors import StoreCorrupt
-from .evaluation.demo import demo_cases
-from .ids import check_id, lance_literal
-from .memory.base import Backends
-from .memory.episodic import EpisodicMemory
-from .memory.procedural import SkillLibrary
-from .memory.semantic import SemanticMemory
-from .memory.sessions import SessionStore
-from .memory.transfer import Transfer
-from .providers.llm import LLM
-from .records import KIND_TABLES, KINDS, Page, StoreStats
-from .storage.database import one_row
-from .storage.purges import VectorPurges
-from .storage.tables import TABLES
+from ..clock import utcnow
+from ..config import DEMO_DIR
+from ..errors import StoreCorrupt
+from ..evaluation.demo import demo_cases
+from ..ids import check_id, lance_literal
+from ..memory.base import Backends
+from ..memory.episodic import EpisodicMemory
+from ..memory.procedural import SkillLibrary
+from ..memory.semantic import SemanticMemory
+from ..memory.sessions import SessionStore
+from ..memory.transfer import Transfer
+from ..providers.llm import LLM
+from ..records import KIND_TABLES, KINDS, Page, StoreStats
+from .schema import TABLES
+from .sql.database import one_row
+from .vectors.purges import VectorPurges
 
 # Progress of a load: (kind of memory, done, total).
 DemoProgress = Callable[[str, int, int], None]
@@ -201,13 +201,13 @@ class StoreAdmin:
         self, user_id: str | None = None, since: datetime | str | None = None, until: datetime | str | None = None
     ) -> list[dict[str, Any]]:
         """Daily counts per kind (messages, items, episodes, outcomes, edits, labels, traces, forgets), in SQL."""
-        from .memory.activity import daily_activity
+        from ..memory.activity import daily_activity
 
         return daily_activity(self._b, user_id, since, until)
 
     def episode_outcomes(self, user_id: str) -> dict[str, int]:
         """Active episodes per outcome label, most frequent first."""
-        from .memory.activity import episode_outcome_counts
+        from ..memory.activity import episode_outcome_counts
 
         return episode_outcome_counts(self._b, user_id)
 

@@ -10,7 +10,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .admin import DemoProgress, StoreAdmin
 from .config import Settings, prepare_process_environment
 from .errors import InvalidInput
 from .evaluation import EvalRun, Evaluations
@@ -52,13 +51,14 @@ from .records import (
 )
 from .retrieval.pipeline import Retriever
 from .retrieval.search import plain_search
-from .retrieval.store import TraceStore, trace_from_dict
-from .retrieval.trace import RetrievalTrace
-from .retrieval.why_not import MemoryState, WhyNot, why_not
-from .storage.journal import WriteJournal
-from .storage.purges import VectorPurges
-from .storage.vectors import VectorIndex
-from .store_location import open_tables, store_location
+from .store.admin import DemoProgress, StoreAdmin
+from .store.journal import WriteJournal
+from .store.location import open_tables, store_location
+from .store.vectors.index import VectorIndex
+from .store.vectors.purges import VectorPurges
+from .trace.records import RetrievalTrace
+from .trace.store import TraceStore, trace_from_dict
+from .trace.why_not import MemoryState, WhyNot, why_not
 from .validation import check_int, check_optional_int, parse_json
 
 DB_FILE = "memlens.duckdb"
@@ -492,7 +492,7 @@ class MemoryEngine:
     def memory_states(self, user_id: str, ids: Sequence[str]) -> dict[str, MemoryState]:
         """Whether each memory id of a user is active, archived, hard-forgotten (with the forget log's date and
         reason) or not in the store."""
-        from .memory.whereabouts import memory_states
+        from .trace.memory_state import memory_states
 
         return memory_states(self._b, user_id, ids)
 
@@ -501,7 +501,7 @@ class MemoryEngine:
         whether it was forgotten or is not in the store."""
         trace = self.traces.get(trace) if isinstance(trace, str) else trace
         check_id(item_id, "memory id")
-        # The store's word even on a memory the trace saw: it may have been forgotten since (retrieval/why_not.py).
+        # The store's word even on a memory the trace saw: it may have been forgotten since (trace/why_not.py).
         state = self.memory_states(trace.user_id, [item_id])[item_id]
         return why_not(trace, item_id, state)
 
@@ -527,7 +527,7 @@ class MemoryEngine:
             raise InvalidInput(f"not a memlens trace: {exc}") from None
         return trace_from_dict(data)
 
-    # -- store administration (engine/admin.py) ---------------------------------------------------------------------
+    # -- store administration (engine/store/admin.py) ------------------------------------------------------------
     def ingest_lines(
         self, lines: Iterable[str], progress: Callable[[str, int, int], None] | None = None, skip_existing: bool = False
     ) -> dict[str, int]:

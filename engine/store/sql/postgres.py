@@ -1,8 +1,8 @@
-"""The tables of a team store on PostgreSQL, with the contract of :class:`engine.storage.database.Database`.
+"""The tables of a team store on PostgreSQL, with the contract of :class:`engine.store.sql.database.Database`.
 
 Why not DuckDB attached to PostgreSQL: DuckDB 2.0 has no installable ``postgres`` extension offline (the extension
 wheels stop at DuckDB 1.5.x), so the tables go through psycopg 3 and a connection pool. The memory modules keep their
-SQL; ``engine.storage.dialect`` adapts the few DuckDB-only phrases, so both stores run the same queries.
+SQL; ``engine.store.sql.dialect`` adapts the few DuckDB-only phrases, so both stores run the same queries.
 
 The contract, as the modules rely on it:
 
@@ -33,9 +33,9 @@ from psycopg.adapt import Loader
 from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..errors import StoreBusy, StoreReadOnly, StoreTooNew
+from ...errors import StoreBusy, StoreReadOnly, StoreTooNew
+from ..migrations import MIGRATIONS
 from .dialect import ddl_to_postgres, is_numbered, to_postgres
-from .migrations import MIGRATIONS
 
 # pg_advisory_xact_lock key of memlens' writers (any fixed 64-bit number; advisory locks are per database).
 WRITE_LOCK_KEY = 0x6D656D6C656E73  # "memlens"

@@ -15,12 +15,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from .config import Settings
-from .errors import InvalidInput, StoreCorrupt
-from .startup import collector_paused
-from .storage.database import one_row
-from .storage.tables import COPIED, SEQUENCES
-from .store_location import StoreLocation, open_tables, store_location
+from ..config import Settings
+from ..errors import InvalidInput, StoreCorrupt
+from ..startup import collector_paused
+from .location import StoreLocation, open_tables, store_location
+from .schema import COPIED, SEQUENCES
+from .sql.database import one_row
 
 # Every table the registry says is copied, parents before children; schema_migrations is the destination's own.
 TABLES = COPIED

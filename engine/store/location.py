@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
-from .config import Settings, s3_storage_options
-from .errors import InvalidInput, NotFound
-from .storage.database import Database, release_under
-from .validation import text_problem
+from ..config import Settings, s3_storage_options
+from ..errors import InvalidInput, NotFound
+from ..validation import text_problem
+from .sql.database import Database, release_under
 
 if TYPE_CHECKING:
-    from .storage.postgres import PostgresDatabase
+    from .sql.postgres import PostgresDatabase
 
 TEAM_SCHEMES = ("postgresql://", "postgres://")
 
@@ -129,7 +129,7 @@ def open_tables(location: StoreLocation, settings: Settings, db_file: str) -> tu
     for browsing)."""
     db: Database | PostgresDatabase
     if location.folder is None:
-        from .storage.postgres import PostgresDatabase  # psycopg is loaded only for a team store
+        from .sql.postgres import PostgresDatabase  # psycopg is loaded only for a team store
 
         read_only = settings.read_only
         db = PostgresDatabase(

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InvalidInput
+from ...errors import InvalidInput
 
 
 @dataclass(frozen=True)

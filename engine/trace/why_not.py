@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .trace import CandidateTrace, RetrievalTrace
+from .records import CandidateTrace, RetrievalTrace
 
 STAGE_NAMES = {
     "filtered": "relevance filter",

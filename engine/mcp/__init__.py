@@ -1,0 +1,1 @@
+"""memlens as MCP tools: the tools (``server``), and the stdio and streamable-HTTP transports."""
