@@ -55,12 +55,12 @@ def main() -> None:
             ]
         )
         t = time.perf_counter()
-        engine.optimize()
+        engine.admin.optimize()
         rows.append(["optimize after import", 1, "store", round(time.perf_counter() - t, 1), ""])
         runs = {}
         for hops in (1, 2):
             t = time.perf_counter()
-            run = engine.evaluate("locomo-dev", hops=hops, label=f"speed {hops} hop")
+            run = engine.evals.evaluate("locomo-dev", hops=hops, label=f"speed {hops} hop")
             took = time.perf_counter() - t
             runs[hops] = run
             rows.append(

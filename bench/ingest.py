@@ -2,7 +2,7 @@
 
     python bench/ingest.py [--sizes 10000,100000] [--batch 1000] [--precision auto|fp32|bf16]
 
-Each size goes into a fresh store in a temporary folder through ``MemoryEngine.remember_many`` (the public batch
+Each size goes into a fresh store in a temporary folder through ``engine.items.remember_many`` (the public batch
 API: validation, embedding, LanceDB, DuckDB). The embedder is wrapped to time its own calls, so "embedding" is
 the model's share of the same run and "storage" is everything else. Targets (issue 2): storage adds at most 15% over
 embedding time; at least 350 items/s end to end on a 2-core machine. "model alone" is items / embedding seconds.
@@ -57,17 +57,17 @@ def run(size: int, batch: int, embedder: TimedEmbedder) -> list:
         embedder.seconds = 0.0
         t = time.perf_counter()
         for start in range(0, size, batch):
-            engine.remember_many(
+            engine.items.remember_many(
                 {"user_id": "bench", "content": texts[i], "category": "notes", "created_at": times[i]}
                 for i in range(start, min(size, start + batch))
             )
-        engine.optimize(vector_index=False)  # compact + full-text/user_id indexes: searchable (exactly) from here
+        engine.admin.optimize(vector_index=False)  # compact + full-text/user_id indexes: searchable (exactly) from here
         total = time.perf_counter() - t
         embed = embedder.seconds
         t = time.perf_counter()
-        engine.optimize()  # the optional approximate vector index, reported on its own
+        engine.admin.optimize()  # the optional approximate vector index, reported on its own
         ann = time.perf_counter() - t
-        disk = engine.disk_bytes()
+        disk = engine.admin.disk_bytes()
         engine.close()
         # Versions replaced within vector_version_retention_s (10 min) are kept for other processes' readers, so the
         # run leaves all of them; with no other process, they can go at once.
@@ -75,8 +75,8 @@ def run(size: int, batch: int, embedder: TimedEmbedder) -> list:
             settings=Settings.from_env({}, store=str(workdir / "store"), vector_version_retention_s=0),
             embedder=embedder,
         )
-        engine.optimize(vector_index=False)
-        pruned = engine.disk_bytes()
+        engine.admin.optimize(vector_index=False)
+        pruned = engine.admin.disk_bytes()
         engine.close()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -108,7 +108,7 @@ def main() -> None:
     rows = [run(int(s), args.batch, embedder) for s in args.sizes.split(",")]
     print(
         f"model: {local.name}, precision {args.precision} (bf16: {local.uses_bf16()}), "
-        f"batches of {args.batch} through MemoryEngine.remember_many"
+        f"batches of {args.batch} through engine.items.remember_many"
     )
     print(
         table(

@@ -27,10 +27,10 @@ USER = "bench"
 
 def build(engine: MemoryEngine, items: int, episodes: int, skills: int) -> None:
     """Fill (or top up, after an interrupted build) the bench user's store to the given sizes."""
-    have = engine.stats()
+    have = engine.admin.stats()
     texts, times = sentences(items), timestamps(items)
     for start in range(have.items, items, 2000):
-        engine.remember_many(
+        engine.items.remember_many(
             {
                 "user_id": USER,
                 "content": texts[i],
@@ -54,7 +54,7 @@ def build(engine: MemoryEngine, items: int, episodes: int, skills: int) -> None:
         for i in range(have.episodes, episodes)
     ]
     for start in range(0, len(lines), 2000):
-        engine.ingest_lines(lines[start : start + 2000])
+        engine.admin.ingest_lines(lines[start : start + 2000])
     if have.skills < skills:
         lines = [
             json.dumps(
@@ -68,8 +68,8 @@ def build(engine: MemoryEngine, items: int, episodes: int, skills: int) -> None:
             )
             for i in range(skills)
         ]
-        engine.ingest_lines(lines)
-    engine.optimize()
+        engine.admin.ingest_lines(lines)
+    engine.admin.optimize()
 
 
 def pct(values: list[float], q: float) -> float:
@@ -89,19 +89,19 @@ def main() -> None:
     store = args.store or Path(tempfile.mkdtemp(prefix="memlens-latency-")) / "store"
     embedder = LocalMiniLM()
     engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(store)), embedder=embedder)
-    have = engine.stats()
+    have = engine.admin.stats()
     if have.items < args.items or have.episodes < args.episodes or have.skills < args.skills:
         t = time.perf_counter()
         build(engine, args.items, args.episodes, args.skills)
         print(f"built the store in {time.perf_counter() - t:.0f}s at {store}")
     if args.build_only:
         return
-    stats = engine.stats()
+    stats = engine.admin.stats()
     queries = [
         f"What did {NAMES[i % len(NAMES)]} decide about {TOPICS[(i * 3) % len(TOPICS)]}?" for i in range(args.runs)
     ]
     for q in queries[:5]:  # warm caches and the model
-        engine.retrieve(USER, q, hops=2)
+        engine.retrieval.retrieve(USER, q, hops=2)
     floor, one, two, replay = [], [], [], []
     stages: dict[int, dict[str, list[float]]] = {1: {}, 2: {}}
     index = engine._b.index  # the floor is one raw LanceDB search: below the engine's public API on purpose
@@ -112,21 +112,21 @@ def main() -> None:
         index.vector_search("semantic", USER, vec, 20)
         floor.append(1000 * (time.perf_counter() - t))
         # An agent's question is new each time: no query vector kept from an earlier run (the queries repeat here).
-        engine.retriever.query_vectors.clear()
+        engine.retrieval.pipeline.query_vectors.clear()
         t = time.perf_counter()
-        first = engine.retrieve(USER, q, hops=1)
+        first = engine.retrieval.retrieve(USER, q, hops=1)
         one.append(1000 * (time.perf_counter() - t))
-        engine.retriever.query_vectors.clear()
+        engine.retrieval.pipeline.query_vectors.clear()
         t = time.perf_counter()
-        second = engine.retrieve(USER, q, hops=2)
+        second = engine.retrieval.retrieve(USER, q, hops=2)
         two.append(1000 * (time.perf_counter() - t))
         trace_ids.append(second.trace_id)
         for hops, trace in ((1, first), (2, second)):
             collect_stages(stages[hops], trace)
     for tid in trace_ids:
-        trace = engine.get_trace(tid)
+        trace = engine.traces.get(tid)
         t = time.perf_counter()
-        engine.replay_trace(trace, {"bm25_weight": 0.5})
+        engine.retrieval.replay_trace(trace, {"bm25_weight": 0.5})
         replay.append(1000 * (time.perf_counter() - t))
     f50 = statistics.median(floor)
     rows = [
@@ -161,17 +161,17 @@ def main() -> None:
             [[n, *(f"{statistics.median(stages[h][n]):.1f}" if n in stages[h] else "" for h in (1, 2))] for n in names],
         )
     )
-    print(f"vector search: {first.strategies['vector_search']}")
-    print(f"full-text search: {first.strategies['full_text_search']}")
+    print(f"vector search: {first.strategies.vector_search}")
+    print(f"full-text search: {first.strategies.full_text_search}")
 
 
 def collect_stages(into: dict[str, list[float]], trace) -> None:
     """Per-stage times summed over hops (embed_query, search, candidates, scoring), plus the trace's own stages."""
     per: dict[str, float] = {}
     for hop in trace.hops:
-        for name, ms in hop.timings_ms.items():
+        for name, ms in hop.timings_ms.as_dict().items():
             per[name] = per.get(name, 0.0) + ms
-    for name, ms in trace.timings_ms.items():
+    for name, ms in trace.timings_ms.as_dict().items():
         if name.startswith("reasoner"):
             per["reasoner"] = per.get("reasoner", 0.0) + ms
         elif name in ("merge_and_assembly", "trace_write", "total"):

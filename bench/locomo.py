@@ -72,14 +72,14 @@ def run_units(
             )
             t = time.perf_counter()
             report = engine.evals.import_benchmark(kind, str(one), "bench", preceding=preceding)
-            engine.optimize()
+            engine.admin.optimize()
             import_s += time.perf_counter() - t
             skipped += report["skipped_no_evidence"]
             turns += report["turns"]
             if report["cases"]:
                 for m in methods:
                     method, hops = METHODS[m]
-                    run = engine.evaluate(
+                    run = engine.evals.evaluate(
                         "bench",
                         method=method,
                         hops=hops,

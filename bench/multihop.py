@@ -61,8 +61,8 @@ def run(path: Path, preset: str | None, limit: int | None, extra: dict) -> dict:
                 )
         t = time.perf_counter()
         for start in range(0, len(records), 1000):
-            engine.remember_many(records[start : start + 1000])
-        engine.optimize()
+            engine.items.remember_many(records[start : start + 1000])
+        engine.admin.optimize()
         print(f"{len(records)} paragraphs stored in {time.perf_counter() - t:.1f}s", file=sys.stderr)
         for n, q in enumerate(questions):
             user = f"q{n}"
@@ -70,12 +70,12 @@ def run(path: Path, preset: str | None, limit: int | None, extra: dict) -> dict:
             for m in METHODS:
                 t = time.perf_counter()
                 if m in ("vector", "bm25"):
-                    hits = engine.search(
+                    hits = engine.retrieval.search(
                         user, q["question"], kind="semantic", limit=max(KS), mode="vector" if m == "vector" else "fts"
                     )
                     ranking = [h.id for h in hits]
                 else:
-                    trace = engine.retrieve(
+                    trace = engine.retrieval.retrieve(
                         user, q["question"], hops=2 if m == "memlens-2hop" else 1, overrides=overrides, save=False
                     )
                     ranking = memlens_ranking(trace)

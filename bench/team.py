@@ -29,6 +29,7 @@ Each process loads the local MiniLM model (~0.7 GB). Torch runs one thread per p
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import random
@@ -44,6 +45,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from _common import ROOT, table
@@ -119,7 +121,7 @@ class Worker:
         self.started = time.monotonic()
         return self.started + self.args.seconds
 
-    def timed(self, kind: str, fn: Callable[[], Any], op: str = "") -> Any:
+    def timed(self, kind: str, fn: Callable[..., Any], op: str = "") -> Any:  # fn is called with no arguments
         """Run one call; its time (StoreBusy retries included) goes to ``kind``; None when it failed. The slowest
         calls are kept by name (``op``) for the report."""
         from engine.errors import StoreBusy
@@ -237,22 +239,25 @@ def run_reader(args: argparse.Namespace) -> None:
     while time.monotonic() < end:
         user = rng.choice(agents)
         if rounds % 5 == 0:
-            w.timed("read", w.engine.stats, "stats")
-        w.timed("read", lambda u=user: w.engine.list_sessions(u))
-        w.timed("read", lambda: w.engine.list_sessions(ROOM_USER))
-        w.timed("read", lambda u=user: w.engine.list_items(u, limit=20))
-        w.timed("read", lambda u=user: w.engine.list_traces(u, limit=20))
-        w.timed("read", lambda u=user: w.engine.list_episodes(u))
-        w.timed("read", lambda u=user: w.engine.rank_skills(u))
-        w.timed("retrieve", lambda u=user: w.engine.retrieve(u, rng.choice(QUESTIONS), save=False), "reader retrieval")
+            w.timed("read", w.engine.admin.stats, "stats")
+        w.timed("read", lambda u=user: w.engine.sessions.list_sessions(u))
+        w.timed("read", lambda: w.engine.sessions.list_sessions(ROOM_USER))
+        w.timed("read", lambda u=user: w.engine.items.list_items(u, limit=20))
+        w.timed("read", lambda u=user: w.engine.traces.list_traces(u, limit=20))
+        w.timed("read", lambda u=user: w.engine.episodes.list_episodes(u))
+        w.timed("read", lambda u=user: w.engine.skills.rank(u))
+        w.timed(
+            "retrieve",
+            lambda u=user: w.engine.retrieval.retrieve(u, rng.choice(QUESTIONS), save=False),
+            "reader retrieval",
+        )
         rounds += 1
     w.finish({"rounds": rounds})
 
 
 # -- the driver -------------------------------------------------------------------------------------------------------
-def p(values: list[float], q: float) -> float | str:
-    if not values:
-        return "-"
+def p(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (callers print "-" for none)."""
     return sorted(values)[min(len(values) - 1, int(q * len(values)))]
 
 
@@ -357,7 +362,7 @@ def check_writes(engine, acks: dict[str, list[dict]], killed: set[str]) -> dict[
             got: dict[int, str] = {}
             offset = 0
             while True:
-                page = engine.messages(user, session, limit=10_000, offset=offset)
+                page = engine.sessions.messages(user, session, limit=10_000, offset=offset)
                 got.update({m.seq: m.content for m in page.rows})
                 offset += len(page.rows)
                 if offset >= page.total or not page.rows:
@@ -376,14 +381,14 @@ def check_writes(engine, acks: dict[str, list[dict]], killed: set[str]) -> dict[
                     if session_messages(user, e["s"]).get(e["seq"]) != e["c"]:
                         lost.append(f"{writer} message {e['s']}#{e['seq']}")
                 elif k == "item":
-                    if engine.get_item(user, e["id"]).archived_at is not None:
+                    if engine.items.get(user, e["id"]).archived_at is not None:
                         lost.append(f"{writer} memory {e['id']} archived")
                 elif k == "episode":
-                    engine.get_episode(user, e["id"])
+                    engine.episodes.get(user, e["id"])
                 elif k == "skill":
-                    engine.get_skill(user, e["id"])
+                    engine.skills.get(user, e["id"])
                 elif k == "trace":
-                    engine.get_trace(e["id"], user)
+                    engine.traces.get(e["id"], user)
                 elif k == "working":
                     working[(user, e["s"])].append(e["v"])
                 elif k == "outcome":
@@ -391,9 +396,9 @@ def check_writes(engine, acks: dict[str, list[dict]], killed: set[str]) -> dict[
             except NotFound:
                 lost.append(f"{writer} {k} {e.get('id')}")
         for (user, session), values in working.items():
-            history = {h.new_value for h in engine.working_history(user, session, "step", limit=10_000)}
+            history = {h.new_value for h in engine.working.history(user, session, "step", limit=10_000)}
             lost += [f"{writer} working step={v}" for v in values if v not in history]
-            slots = engine.working_get(user, session)
+            slots = engine.working.get(user, session)
             if slots.get("step") != slots.get("half"):
                 lost.append(f"{writer} working update half-applied: {slots}")
             if slots.get("step") != values[-1]:
@@ -402,7 +407,7 @@ def check_writes(engine, acks: dict[str, list[dict]], killed: set[str]) -> dict[
                 else:
                     lost.append(f"{writer} working ends at {slots.get('step')}, last acknowledged {values[-1]}")
         for (user, skill), count in outcomes.items():
-            stored = len(engine.skill_outcomes(user, skill))
+            stored = len(engine.skills.outcomes(user, skill))
             if stored < count:
                 lost += [f"{writer} skill outcome of {skill}"] * (count - stored)
             elif stored > count:
@@ -417,7 +422,7 @@ def check_writes(engine, acks: dict[str, list[dict]], killed: set[str]) -> dict[
 
 
 def orphan_count(engine) -> tuple[int, dict[str, list[str]]]:
-    found = engine.orphans()
+    found = engine.admin.orphans()
     bad = {
         f"{kind}.{what}": ids
         for kind, parts in found.items()
@@ -446,7 +451,7 @@ def retrievable_orphans(engine, bad: dict[str, list[str]]) -> int:
             if not rows.num_rows:
                 continue
             user, text = rows.column("user_id")[0].as_py(), rows.column("text")[0].as_py()
-            hits = engine.search(user, text[:2000], kind=kind, limit=50, mode="vector")
+            hits = engine.retrieval.search(user, text[:2000], kind=kind, limit=50, mode="vector")
             returned += sum(1 for h in hits if h.id == orphan)
     return returned
 
@@ -531,7 +536,7 @@ def bench_store(kind: str, args, base: Path, servers, embedder) -> tuple[list[li
         notes.append(f"{kind}/{phase}: slowest calls: " + ", ".join(f"{n} {o} {ms} ms" for ms, o, n in slow[:3]))
         if kill:
             at_open, _ = orphan_count(engine)
-            repaired = engine.repair()
+            repaired = engine.admin.repair()
             after, bad_after = orphan_count(engine)
             killed_acks = sum(len(run["acks"].get(n, [])) for n in run["killed"])
             consistency = [
@@ -553,6 +558,18 @@ def bench_store(kind: str, args, base: Path, servers, embedder) -> tuple[list[li
                 notes.append(f"{kind}/kill: orphans left after repair: {bad_after}")
         engine.close()
     return rows, consistency, notes
+
+
+def team_servers() -> ModuleType:
+    """tests/support/team_servers.py, loaded from its file: ``tests`` is not an installed package, and a script's
+    import path is its own folder (``from tests.support...`` failed whenever the bench was run as documented)."""
+    path = ROOT / "tests" / "support" / "team_servers.py"
+    spec = importlib.util.spec_from_file_location("memlens_bench_team_servers", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
 
 
 def main() -> None:
@@ -598,9 +615,7 @@ def main() -> None:
     probe.close()
     servers = None
     if "team" in stores:
-        from tests.support.team_servers import ServerProcesses
-
-        servers = ServerProcesses(base)
+        servers = team_servers().ServerProcesses(base)
     rows, consistency, notes = [], [], []
     try:
         for kind in stores:

@@ -1,7 +1,7 @@
 """memlens engine: agent memory you can open up. The public API is what this module exports."""
 
 from .agent import AgentMemory
-from .config import Settings, prepare_process_environment
+from .config import HOPS_RANGE, Settings, prepare_process_environment
 from .engine import MemoryEngine
 from .errors import (
     InvalidInput,
@@ -47,8 +47,33 @@ from .records import (
 )
 from .retrieval.reasoners import CallableReasoner, OfflineBridgeReasoner, Proposal
 from .retrieval.scores import RANK_STAGES, SCORE_KEYS, CandidateScores, StageRanks, Verdict
-from .trace.records import CandidateTrace, HopTrace, RankedMemory, RetrievalTrace
+from .retrieval.stages import feedback_factor
+from .trace.records import (
+    CandidateTrace,
+    HopCounts,
+    HopTrace,
+    RankedMemory,
+    RetrievalTrace,
+    Strategies,
+    Timings,
+    Tombstone,
+    TraceSettings,
+)
 from .trace.why_not import STAGE_NAMES, MemoryState, WhyNot, drop_rule, why_not
+from .vocab import (
+    GONE,
+    LOSS_LABELS,
+    ForgetMode,
+    HopStage,
+    Kind,
+    LossStatus,
+    MemoryStatus,
+    Reason,
+    Relevance,
+    Stage,
+    Strategy,
+    loss_label,
+)
 
 __all__ = [
     "MemoryEngine",
@@ -104,6 +129,24 @@ __all__ = [
     "MiningResult",
     "SkillProposal",
     "STAGE_NAMES",
+    # the vocabulary (vocab.py) and the trace's typed metadata
+    "GONE",
+    "LOSS_LABELS",
+    "ForgetMode",
+    "HopStage",
+    "Kind",
+    "LossStatus",
+    "MemoryStatus",
+    "Reason",
+    "Relevance",
+    "Stage",
+    "Strategy",
+    "loss_label",
+    "HopCounts",
+    "Strategies",
+    "Timings",
+    "Tombstone",
+    "TraceSettings",
     "MemoryState",
     "WhyNot",
     "drop_rule",
@@ -116,4 +159,6 @@ __all__ = [
     "rule_family",
     "TABLE_METRICS",
     "PRESETS",
+    "HOPS_RANGE",
+    "feedback_factor",
 ]

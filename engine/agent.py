@@ -35,15 +35,15 @@ class AgentMemory:
 
     def message(self, role: str, content: str) -> Message:
         """Append a message (user, assistant, system, tool, tool_result) to this session."""
-        return self.engine.add_message(self.user_id, self.session_id, role, content)
+        return self.engine.sessions.add_message(self.user_id, self.session_id, role, content)
 
     def working(self, **slots: Any) -> dict[str, Any]:
         """Set working-memory slots (``None`` removes one); returns every slot of the session."""
-        return self.engine.working_update(self.user_id, self.session_id, slots, source="agent")
+        return self.engine.working.update(self.user_id, self.session_id, slots, source="agent")
 
     def slots(self) -> dict[str, Any]:
         """The session's working memory as it is now (including edits made in the dashboard)."""
-        return self.engine.working_get(self.user_id, self.session_id)
+        return self.engine.working.get(self.user_id, self.session_id)
 
     def remember(
         self,
@@ -54,7 +54,7 @@ class AgentMemory:
     ) -> Item:
         """Store one fact in semantic memory; ``preceding_text`` is what came right before it (e.g. the question it
         answers), embedded with it."""
-        return self.engine.remember(
+        return self.engine.items.remember(
             self.user_id, content, category, importance, source="agent", preceding_text=preceding_text
         )
 
@@ -66,7 +66,7 @@ class AgentMemory:
         overrides: Mapping[str, Any] | None = None,
     ) -> RetrievalTrace:
         """The traced retrieval pipeline; ``.context`` goes into the prompt, ``.trace_id`` into feedback."""
-        return self.engine.retrieve(
+        return self.engine.retrieval.retrieve(
             self.user_id, question, session_id=self.session_id, hops=hops, budget=budget, overrides=overrides
         )
 
@@ -78,18 +78,18 @@ class AgentMemory:
         importance: float | None = None,
     ) -> Episode:
         """Record a trajectory of {observation, action, result} steps in this session."""
-        return self.engine.record_episode(self.user_id, steps, summary, outcome, importance, self.session_id)
+        return self.engine.episodes.record(self.user_id, steps, summary, outcome, importance, self.session_id)
 
     def skill(self, name: str, body: str, description: str = "", kind: str = "prompt") -> Skill:
         """Register a skill (the same name again makes a new version)."""
-        return self.engine.register_skill(self.user_id, name, body, description, kind, provenance={"source": "agent"})
+        return self.engine.skills.register(self.user_id, name, body, description, kind, provenance={"source": "agent"})
 
     def skill_outcome(self, skill_id: str, success: bool, episode_id: str | None = None) -> Skill:
         """Record one success or failure of a skill."""
-        return self.engine.report_outcome(self.user_id, skill_id, success, episode_id)
+        return self.engine.skills.report_outcome(self.user_id, skill_id, success, episode_id)
 
     def feedback(
         self, useful: Sequence[str] = (), harmful: Sequence[str] = (), trace_id: str | None = None, note: str = ""
     ) -> list[FeedbackEvent]:
         """Label memories useful/harmful, tied to the trace that surfaced them."""
-        return self.engine.report_feedback(self.user_id, useful, harmful, trace_id, note)
+        return self.engine.feedback.report(self.user_id, useful, harmful, trace_id, note)

@@ -22,6 +22,9 @@ from .errors import InvalidInput
 DEFAULT_STORE = "data/store"
 # The bundled demo dataset ships as package data (the `data.demo` package), read wherever memlens is installed.
 DEMO_DIR = importlib.resources.files("data.demo")
+# Hops per retrieval, lowest and highest: the hops setting, retrieve's argument, the CLI's --hops, the MCP tool and
+# the dashboard's inputs all take this one range.
+HOPS_RANGE: tuple[int, int] = (1, 5)
 
 # What every memlens process needs in its environment, set by prepare_process_environment() (never by importing this
 # module): nothing may download at run time, LanceDB's per-query warnings are noise in a CLI, and torch's OpenMP
@@ -50,7 +53,7 @@ def _s(
     default: Any,
     help: str,
     *,
-    choices: tuple | None = None,
+    choices: tuple[Any, ...] | None = None,
     lo: float | None = None,
     hi: float | None = None,
     retrieval: bool = False,
@@ -212,7 +215,13 @@ class Settings:
         hi=1000,
         retrieval=True,
     )
-    hops: int = _s(1, "Hops for retrieve() when not given; the CLI's --hops overrides.", lo=1, hi=5, retrieval=True)
+    hops: int = _s(
+        1,
+        "Hops for retrieve() when not given; the CLI's --hops overrides.",
+        lo=HOPS_RANGE[0],
+        hi=HOPS_RANGE[1],
+        retrieval=True,
+    )
     query_condense_chars: int = _s(
         100, "Messages longer than this are condensed into a search query.", lo=1, retrieval=True
     )
@@ -469,7 +478,7 @@ def _known_settings_hint(key: object, fields: Mapping[str, Any]) -> str:
     import difflib
 
     close = difflib.get_close_matches(key, list(fields), n=3, cutoff=0.6) if isinstance(key, str) else []
-    known = f"{len(fields)} settings are listed in the README's settings table"
+    known = f"{len(fields)} settings are listed in docs/settings.md"
     return f"did you mean {', '.join(close)}? ({known})" if close else known
 
 
@@ -487,7 +496,7 @@ def _short_repr(value: Any) -> str:
         return f"a {type(value).__name__}"
 
 
-def _coerce(f: dataclasses.Field, raw: Any) -> Any:
+def _coerce(f: dataclasses.Field[Any], raw: Any) -> Any:
     kind = f.type if isinstance(f.type, str) else f.type.__name__
     m = f.metadata
     try:

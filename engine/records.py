@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-KINDS = ("semantic", "episodic", "procedural")
-KIND_TABLES = {"semantic": "items", "episodic": "episodes", "procedural": "skills"}  # memory kind -> DuckDB table
+from .vocab import KINDS, Kind
+
+__all__ = ["KINDS", "Kind"]  # re-exported: the memory kinds are defined once, in vocab.py
+_Row = TypeVar("_Row")  # what a Page holds
 ROLES = ("user", "assistant", "system", "tool", "tool_result")
 TYPED_SLOTS = (
     "goals",
@@ -38,10 +40,10 @@ def to_plain(value: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class Page:
+class Page(Generic[_Row]):
     """One page of a listing that was paginated in the database."""
 
-    rows: tuple
+    rows: tuple[_Row, ...]
     total: int
     limit: int
     offset: int
@@ -89,7 +91,7 @@ class TracePrunePlan:
     count: int
     bytes: int  # the stored trace bodies' size
     kept_labelled: int  # older traces kept because a feedback label points to them
-    sample: tuple[dict, ...]  # up to 20 of them, newest first: trace_id, user_id, question, created_at
+    sample: tuple[dict[str, Any], ...]  # up to 20 of them, newest first: trace_id, user_id, question, created_at
     applied: bool
 
 
@@ -113,7 +115,7 @@ class Item:
     content: str
     importance: float
     evergreen: bool
-    provenance: dict
+    provenance: dict[str, Any]  # JSON: where the memory came from (source, sources, method...)
     source: str
     created_at: datetime
     updated_at: datetime
@@ -147,7 +149,7 @@ class Episode:
     summary: str
     outcome: str | None
     importance: float
-    provenance: dict
+    provenance: dict[str, Any]  # JSON: where the memory came from (source, sources, method...)
     created_at: datetime
     archived_at: datetime | None = None
 
@@ -170,7 +172,7 @@ class Skill:
     body: str
     success_count: int
     failure_count: int
-    provenance: dict
+    provenance: dict[str, Any]  # JSON: where the memory came from (source, sources, method...)
     created_at: datetime
     updated_at: datetime
     archived_at: datetime | None = None
@@ -278,7 +280,7 @@ class StoreStats:
     feedback_events: int
     forget_log_entries: int
     traces: int
-    per_user: dict = field(default_factory=dict)
+    per_user: dict[str, dict[str, int]] = field(default_factory=dict)  # user -> table -> rows
     warnings: tuple[str, ...] = ()
     # per memory kind: without_row / without_vector / duplicated ids, or unreadable (admin.StoreAdmin.orphans)
-    orphans: dict = field(default_factory=dict)
+    orphans: dict[str, dict[str, Any]] = field(default_factory=dict)

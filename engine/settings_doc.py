@@ -1,9 +1,9 @@
-"""The README's settings table, generated from ``Settings`` (engine/config.py), so it cannot drift:
+"""The settings table of docs/settings.md, generated from ``Settings`` (engine/config.py), so it cannot drift:
 
-    python -m engine.settings_doc                      # print the table
-    python -m engine.settings_doc --readme README.md   # rewrite it in place, between the markers
+    python -m engine.settings_doc                               # print the table
+    python -m engine.settings_doc --write docs/settings.md      # rewrite it in place, between the markers
 
-tests/test_docs.py fails when README.md's table differs from what this prints.
+tests/test_docs.py fails when docs/settings.md's table differs from what this prints.
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ from pathlib import Path
 from .config import Settings
 from .errors import InvalidInput
 
-README_TABLE_START = (
-    "<!-- settings table: generated from engine/config.py by python -m engine.settings_doc --readme README.md -->"
+TABLE_START = (
+    "<!-- settings table: generated from engine/config.py by python -m engine.settings_doc --write docs/settings.md -->"
 )
-README_TABLE_END = "<!-- end of the generated settings table -->"
+TABLE_END = "<!-- end of the generated settings table -->"
 
 
 def settings_markdown() -> str:
-    """The README's settings table: name, default, environment variable, whether a retrieval call may override it,
-    help (and the allowed values)."""
+    """The settings table: name, default, environment variable, whether a retrieval call may override it, help (and
+    the allowed values)."""
     rows = ["| setting | default | env | per call | what it does |", "|---|---|---|---|---|"]
     for d in Settings.describe():
         default = d["default"]
@@ -32,21 +32,21 @@ def settings_markdown() -> str:
     return "\n".join(rows)
 
 
-def readme_with_settings_table(readme: str) -> str:
-    """``readme`` with the text between the settings-table markers replaced by :func:`settings_markdown`."""
-    start, end = readme.find(README_TABLE_START), readme.find(README_TABLE_END)
+def with_settings_table(document: str) -> str:
+    """``document`` with the text between the settings-table markers replaced by :func:`settings_markdown`."""
+    start, end = document.find(TABLE_START), document.find(TABLE_END)
     if start < 0 or end < start:
-        raise InvalidInput("the README has no settings-table markers")
-    return readme[: start + len(README_TABLE_START)] + "\n" + settings_markdown() + "\n" + readme[end:]
+        raise InvalidInput("the document has no settings-table markers")
+    return document[: start + len(TABLE_START)] + "\n" + settings_markdown() + "\n" + document[end:]
 
 
 if __name__ == "__main__":
     import argparse
 
-    ap = argparse.ArgumentParser(description="Print the settings table, or rewrite it in a README between markers.")
-    ap.add_argument("--readme", type=Path, help="rewrite this file's settings table in place")
+    ap = argparse.ArgumentParser(description="Print the settings table, or rewrite it in a document between markers.")
+    ap.add_argument("--write", type=Path, metavar="PATH", help="rewrite this file's settings table (docs/settings.md)")
     args = ap.parse_args()
-    if args.readme:
-        args.readme.write_text(readme_with_settings_table(args.readme.read_text(encoding="utf-8")), encoding="utf-8")
+    if args.write:
+        args.write.write_text(with_settings_table(args.write.read_text(encoding="utf-8")), encoding="utf-8")
     else:
         print(settings_markdown())

@@ -18,7 +18,7 @@ engine through these rules, so a hostile value is refused the same way wherever 
 * **times** (:func:`check_time`): between :data:`EARLIEST` and :data:`LATEST` (UTC), so date arithmetic (decay, ages,
   pruning cut-offs) can never overflow. :func:`engine.clock.parse_time` applies it to every time it parses.
 
-The README's "Hostile input" section lists the ranges; ``tests/engine/test_validation_fuzz.py`` fuzzes them.
+docs/reliability.md ("Hostile input") lists the ranges; ``tests/engine/test_validation_fuzz.py`` fuzzes them.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from .config import HOPS_RANGE
 from .errors import InvalidInput
 
 MAX_JSON_DEPTH = 64
@@ -39,7 +40,7 @@ LATEST = datetime(2999, 12, 31, 23, 59, 59, tzinfo=UTC)
 
 # Integer fields: (lowest, highest) allowed. The same name means the same range at every entry point.
 INT_RULES: dict[str, tuple[int, int]] = {
-    "hops": (1, 5),  # retrieval hops per call (Settings.hops has the same range)
+    "hops": HOPS_RANGE,  # retrieval hops per call (the hops setting's range)
     "hop": (1, 100),  # the hop a feedback label points at
     "budget_tokens": (1, 1_000_000),  # context token budget (retrieve's budget, MCP max_tokens)
     "version": (1, 1_000_000),  # a skill's version

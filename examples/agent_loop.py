@@ -18,7 +18,7 @@ import sys
 import time
 import uuid
 
-from engine import AgentMemory, MemlensError, MemoryEngine, Settings  # noqa: E402
+from engine import AgentMemory, MemlensError, MemoryEngine, Settings
 
 # (task, skill name, skill body, a fact the agent learns while doing it)
 TASKS = [

@@ -68,7 +68,7 @@ def focused_episode(engine: MemoryEngine, user: str) -> None:
     if not episode_id:
         return
     with engine_errors("Cannot open that episode"):
-        ep = engine.get_episode(user, episode_id)
+        ep = engine.episodes.get(user, episode_id)
         with st.container(border=True):
             st.markdown(
                 f"#### {outcome_icon(ep.outcome)} Episode {md_escape(ep.id)}"
@@ -79,7 +79,7 @@ def focused_episode(engine: MemoryEngine, user: str) -> None:
 
 
 def filters(engine: MemoryEngine, user: str) -> tuple[str | None, str | None, int]:
-    counts = engine.episode_outcomes(user)
+    counts = engine.admin.episode_outcomes(user)
     labelled = {o: n for o, n in counts.items() if o}  # episodes without an outcome only count in the total
     options = [ANY, *labelled]
     shown = {
@@ -103,7 +103,9 @@ def episode_list(engine: MemoryEngine, user: str) -> None:
     page = fetch_page(
         "episodes_page",
         size,
-        lambda limit, offset: engine.list_episodes(user, outcome=outcome, query=query, limit=limit, offset=offset),
+        lambda limit, offset: engine.episodes.list_episodes(
+            user, outcome=outcome, query=query, limit=limit, offset=offset
+        ),
     )
     pager("episodes_page", page, "episodes")
     if not page.rows:
@@ -168,7 +170,7 @@ def reflection(engine: MemoryEngine, user: str) -> None:
         run = st.form_submit_button("Run reflection", type="primary")
     if run:
         with engine_errors("Reflection failed"):
-            items, strategy = engine.reflect(user, int(window))
+            items, strategy = engine.items.reflect(user, int(window))
             st.session_state["episodes_reflection"] = {"user": user, "items": items, "strategy": strategy}
     result = st.session_state.get("episodes_reflection")
     if result and result["user"] == user:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine import PRESETS
+from engine import HOPS_RANGE, PRESETS
 from ui.components import can_edit, confirmed, flash, kept_choice, show_flash
 from ui.error_display import engine_errors
 from ui.eval_data import FOUND, TABLE_METRICS, case_rows, delta_rows, metric_rows, parse_overrides, run_label
@@ -34,7 +34,7 @@ if not sets:
         "import a benchmark (`python -m engine import-benchmark locomo PATH --set NAME`), or create the demo's."
     )
     if (
-        engine.demo_loaded()
+        engine.admin.demo_loaded()
         and can_edit(engine, "creating the demo set")
         and st.button("Create the demo expectation set and run it", key="ev_demo", type="primary")
     ):
@@ -90,7 +90,7 @@ with tab_runs:
                 help="memlens: the traced pipeline; vector / bm25: plain rankings as baselines",
             )
             preset = c2.selectbox("Preset", sorted(PRESETS), key="ev_preset")
-            hops = c3.number_input("Hops", 1, 5, int(engine.settings.hops), key="ev_hops")
+            hops = c3.number_input("Hops", *HOPS_RANGE, int(engine.settings.hops), key="ev_hops")
             overrides_text = st.text_area(
                 "Overrides (KEY=VALUE, one per line)",
                 key="ev_overrides",
@@ -106,7 +106,7 @@ with tab_runs:
             bar.progress(n / total, text=f"{n}/{total} cases")
 
         with engine_errors("The run failed"):
-            run = engine.evaluate(
+            run = engine.evals.evaluate(
                 set_name,
                 preset=None if preset == "default" else preset,
                 overrides=parse_overrides(overrides_text) or None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine import MemlensError, MemoryEngine, NotFound, Settings
+from engine import MemlensError, MemoryEngine, NotFound
 from ui.components import can_edit, need_user
 from ui.error_display import engine_errors, error_text
 from ui.layout import button_row
@@ -40,7 +40,9 @@ if user is None:
 def do_label(eng: MemoryEngine, user_id: str, item_id: str, label: str, trace_id: str | None, hop: int | None) -> None:
     """Button callback: runs before the page, so every section below already shows the new event."""
     try:
-        event = eng.label(user_id, item_id, label, trace_id=trace_id, hop=hop, note=st.session_state.get("fb_note", ""))
+        event = eng.feedback.label(
+            user_id, item_id, label, trace_id=trace_id, hop=hop, note=st.session_state.get("fb_note", "")
+        )
     except MemlensError as exc:
         st.session_state["fb_flash"] = ("error", f"Could not label {item_id}: {error_text(exc)}")
         return
@@ -108,7 +110,7 @@ def memory_texts(eng: MemoryEngine, user_id: str, ids: list[str]) -> dict[str, s
     key = (user_id, tuple(sorted(set(ids))))
     cached = st.session_state.get("fb_texts")
     if not cached or cached[0] != key:
-        texts = eng.memory_texts(user_id, list(key[1])) if key[1] else {}
+        texts = eng.feedback.memory_texts(user_id, list(key[1])) if key[1] else {}
         st.session_state["fb_texts"] = cached = (key, texts)
     return cached[1]
 
@@ -121,7 +123,7 @@ if can_edit(engine, "labelling"):
 
 recent = None
 with engine_errors("Could not list traces"):
-    recent = engine.list_traces(user, limit=20)
+    recent = engine.traces.list_traces(user, limit=20)
 summaries = {r["trace_id"]: r for r in recent.rows} if recent else {}
 trace = None
 if summaries:
@@ -144,7 +146,7 @@ if summaries:
 shown_ids = sorted(
     {i for r in summaries.values() for i in r["context_ids"]} | {r.id for r in (trace.ranking if trace else ())}
 )
-nets = engine.feedback_net(user, shown_ids) if shown_ids else {}
+nets = engine.feedback.net(user, shown_ids) if shown_ids else {}
 
 tab_trace, tab_queue, tab_ledger, tab_effect = url_tabs(
     ["Label a trace", "Unlabelled queue", "Label ledger", "Effect on retrieval"], key="fb_tab"
@@ -188,7 +190,7 @@ with tab_queue:
         st.info("Nothing waiting: every memory in the recent contexts has a label (or there are no traces yet).")
 
 with tab_ledger:
-    events = engine.feedback_events(user, limit=200)
+    events = engine.feedback.events(user, limit=200)
     options = list(dict.fromkeys([e.item_id for e in events] + ([r.id for r in trace.ranking] if trace else [])))
     if st.session_state.get("fb_ledger_item") not in options:
         st.session_state.pop("fb_ledger_item", None)
@@ -202,7 +204,7 @@ with tab_ledger:
             key="fb_ledger_item",
             format_func=lambda i: f"{i} · {shorten(texts.get(i, '(no longer stored)'), 80)}",
         )
-        history = engine.feedback_events(user, item_id=item)
+        history = engine.feedback.events(user, item_id=item)
         net = sum(e.delta for e in history)
         factor = feedback_factor(net, engine.settings.retrieval_dict())
         st.text(f"{item}: {len(history)} label(s), net {net:+d}, feedback factor now {factor:.2f}")
@@ -268,8 +270,8 @@ with tab_effect:
                 "id": i,
                 "net_then": then[i],
                 "net_now": now.get(i, 0),
-                "factor_then": feedback_factor(then[i], trace.settings),
-                "factor_now": feedback_factor(now.get(i, 0), trace.settings),
+                "factor_then": feedback_factor(then[i], trace.settings.retrieval),
+                "factor_now": feedback_factor(now.get(i, 0), trace.settings.retrieval),
                 "text": shorten(texts[i], 100),
             }
             for i in then
@@ -280,14 +282,13 @@ with tab_effect:
         else:
             st.info("No memory of this trace has a label yet: label some, then compare.")
         if st.button("Retrieve this question again", key="fb_fresh_go"):
-            keys = Settings.retrieval_keys()
             with engine_errors("Retrieval failed"), st.spinner("Retrieving..."):
-                fresh = engine.retrieve(
+                fresh = engine.retrieval.retrieve(
                     trace.user_id,
                     trace.question,
                     trace.session_id,
-                    overrides={k: v for k, v in trace.settings.items() if k in keys},
-                    now=trace.settings.get("now"),
+                    overrides=trace.settings.retrieval_values(),  # the retrieval settings it recorded
+                    now=trace.settings.now,
                     save=False,
                 )
                 st.session_state["fb_fresh"] = (trace.trace_id, fresh)

@@ -21,7 +21,7 @@ PREVIEW_LIMIT = 50
 
 
 def browse_filters(engine: MemoryEngine, user: str) -> tuple[str | None, str | None, bool, int, dict]:
-    categories = {c.name: c for c in engine.categories(user)}
+    categories = {c.name: c for c in engine.items.categories(user)}
     options = [ALL, *categories]
     # two rows of two: four columns cut "Forgotten too" and "Per page" to a letter at 820 px
     c1, c2 = st.columns([2, 3], vertical_alignment="bottom")
@@ -101,7 +101,9 @@ def browse(engine: MemoryEngine, user: str) -> tuple[Item, ...]:
             st.code(categories[category].summary, language="markdown", wrap_lines=True)
     reset_page_on_change("memories_page", user, category, query, archived, size)
     page = fetch_page(
-        "memories_page", size, lambda limit, offset: engine.list_items(user, category, query, archived, limit, offset)
+        "memories_page",
+        size,
+        lambda limit, offset: engine.items.list_items(user, category, query, archived, limit, offset),
     )
     pager("memories_page", page, "memories")
     if not page.rows:
@@ -117,7 +119,7 @@ def browse(engine: MemoryEngine, user: str) -> tuple[Item, ...]:
     linked = incoming("memory")  # ?memory=<id>: a link to one memory, wherever it is in the list
     if linked and linked not in by_id:
         try:
-            by_id = {linked: engine.get_item(user, linked), **by_id}
+            by_id = {linked: engine.items.get(user, linked), **by_id}
         except (KeyError, ValueError):  # NotFound / InvalidInput: not a semantic item of this user
             linked = None
     if linked:
@@ -166,7 +168,7 @@ def add_item(engine: MemoryEngine, user: str) -> None:
         submit = st.form_submit_button("Add memory", type="primary")
     if submit:
         with engine_errors("Memory not added"):
-            item = engine.remember(
+            item = engine.items.remember(
                 user, content, category.strip(), importance, evergreen, source="ui", preceding_text=preceding or None
             )
             flash("memories", f"Added {md_escape(item.id)} to {md_escape(item.category)}.")
@@ -180,13 +182,13 @@ def resolve(engine: MemoryEngine, user: str, kind: str, ids: list[str]) -> list[
     for memory_id in ids[:PREVIEW_LIMIT]:
         try:
             if kind == "semantic":
-                m = engine.get_item(user, memory_id)
+                m = engine.items.get(user, memory_id)
                 text, archived = m.content, m.archived_at
             elif kind == "episodic":
-                e = engine.get_episode(user, memory_id)
+                e = engine.episodes.get(user, memory_id)
                 text, archived = e.summary, e.archived_at
             else:
-                s = engine.get_skill(user, memory_id)
+                s = engine.skills.get(user, memory_id)
                 text, archived = f"{s.name} v{s.version}: {s.description or s.body}", s.archived_at
             state = "already forgotten (soft)" if archived else "active"
         except NotFound:
@@ -261,7 +263,7 @@ def forget(engine: MemoryEngine, user: str, items: tuple[Item, ...]) -> None:
         st.error("Tick 'I have checked the preview above' first. Nothing was forgotten.")
         return
     with engine_errors("Nothing was forgotten"):
-        result = engine.forget(user, kind, ids, reason.strip(), mode, actor="ui")
+        result = engine.forgetting.forget(user, kind, ids, reason.strip(), mode, actor="ui")
         unknown = f" Unknown ids (ignored): {md_escape(', '.join(result.unknown))}." if result.unknown else ""
         flash(
             "memories",
@@ -273,7 +275,7 @@ def forget(engine: MemoryEngine, user: str, items: tuple[Item, ...]) -> None:
 
 
 def forget_log(engine: MemoryEngine, user: str) -> None:
-    entries = engine.forget_log(user, limit=500)
+    entries = engine.forgetting.log(user, limit=500)
     if not entries:
         st.caption("Nothing has been forgotten for this user.")
         return

@@ -48,7 +48,7 @@ def show_empty_store(engine: MemoryEngine) -> None:
     st.info(
         "The store is empty. Load the bundled demo dataset (three users: a coding agent, a travel assistant "
         "and a research assistant) to explore memlens, or let an agent write memory through the Python API "
-        "(`MemoryEngine.add_message`, `remember`, `record_episode`...) or the MCP server."
+        "(`engine.sessions.add_message`, `engine.items.remember`, `engine.episodes.record`...) or the MCP server."
     )
     if can_edit(engine, "loading the demo") and st.button(
         "Load the demo dataset", key="overview_load_demo", type="primary"
@@ -80,7 +80,7 @@ def show_activity(engine: MemoryEngine) -> None:
         required=True,
         format_func=md_escape,
     )
-    rows = engine.activity(None if scope in (None, "all users") else scope)
+    rows = engine.admin.activity(None if scope in (None, "all users") else scope)
     if not rows:
         st.caption("No activity recorded yet.")
         return
@@ -89,7 +89,7 @@ def show_activity(engine: MemoryEngine) -> None:
 
 def show_recent_traces(engine: MemoryEngine) -> None:
     st.subheader("Recent retrieval traces")
-    page = engine.list_traces(limit=10)
+    page = engine.traces.list_traces(limit=10)
     if not page.rows:
         st.caption(
             "No retrievals traced yet. Ask a question on the Retrieval trace page, or let an agent call "
@@ -162,7 +162,7 @@ def prune_traces_section(engine: MemoryEngine) -> None:
                 who,
                 keep,
                 now,
-                engine.prune_traces(days, who, keep, apply=False, now=now),
+                engine.traces.prune(days, who, keep, apply=False, now=now),
             )
     saved = st.session_state.get("overview_prune_plan")
     if not saved or saved[:3] != (days, who, keep):
@@ -194,7 +194,7 @@ def prune_traces_section(engine: MemoryEngine) -> None:
         f"Delete {counted(plan.count, 'trace')}",
     ):
         with engine_errors("Nothing was deleted"):
-            done = engine.prune_traces(days, who, keep, apply=True, now=now)  # the preview's cutoff
+            done = engine.traces.prune(days, who, keep, apply=True, now=now)  # the preview's cutoff
             drop_text_caches()  # deleted traces must not live on in this session's caches
             flash("overview", f"Deleted {counted(done.count, 'trace')} ({size_text(done.bytes)}).")
             st.session_state.pop("overview_prune_plan", None)
@@ -205,7 +205,7 @@ def prune_traces_section(engine: MemoryEngine) -> None:
 def store_size(_engine: MemoryEngine, store: str, counts: tuple[int, ...]) -> int:
     """The store's bytes on disk: a walk over every file (~13 ms for a 100k-item store), so once a minute at most,
     or at once when the store's record counts have changed."""
-    return _engine.disk_bytes()
+    return _engine.admin.disk_bytes()
 
 
 def show_settings(engine: MemoryEngine, stats: StoreStats) -> None:
@@ -226,7 +226,7 @@ def show_settings(engine: MemoryEngine, stats: StoreStats) -> None:
         st.dataframe(settings_rows(engine.settings), hide_index=True, key="overview_settings")
     if can_edit(engine, "compacting the store"):
         compact_section(engine)
-    usage = engine.usage()
+    usage = engine.admin.usage()
     if usage:
         st.caption("LLM token usage per user and operation")
         st.dataframe([{**u, "last_at": when(u["last_at"])} for u in usage], hide_index=True, key="overview_usage")
@@ -243,13 +243,13 @@ def compact_section(engine: MemoryEngine) -> None:
         )
         if st.button("Compact now", key="overview_optimize"):
             with engine_errors("Could not compact the store"), st.spinner("Compacting..."):
-                before = engine.disk_bytes()
-                engine.optimize(vector_index=False)
+                before = engine.admin.disk_bytes()
+                engine.admin.optimize(vector_index=False)
                 store_size.clear()
                 # Shown in this section, which stays open: not at the top of the page, far from the button. The
                 # store can grow here (the replaced files stay for the retention period): the note says so.
                 st.session_state["overview_compacted"] = compaction_note(
-                    before, engine.disk_bytes(), engine.settings.vector_version_retention_s, size_text
+                    before, engine.admin.disk_bytes(), engine.settings.vector_version_retention_s, size_text
                 )
                 st.rerun()
         if compacted:
@@ -269,7 +269,7 @@ def main() -> None:
     st.title("Overview")
     show_flash("overview")
     with engine_errors("Could not read the store"):
-        stats = engine.stats()
+        stats = engine.admin.stats()
         show_counts(stats)
         if stats.users == 0:
             show_empty_store(engine)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine import InvalidInput, MemlensError, MemoryState
+from engine import HOPS_RANGE, InvalidInput, LossStatus, MemlensError, MemoryState, MemoryStatus
 from ui.components import can_edit, need_user
 from ui.error_display import engine_errors, error_text
 from ui.layout import metric_row
@@ -82,8 +82,7 @@ with ask_col:
             c3, c4 = st.columns(2)
             hops = c1.number_input(
                 "Hops",
-                1,
-                5,
+                *HOPS_RANGE,
                 int(engine.settings.hops),
                 key="trace_hops",
                 help="More than 1: a reasoner proposes the next query from what was found.",
@@ -119,7 +118,7 @@ if asked:
             "feedback_weight": engine.settings.feedback_weight if use_feedback else 0.0,
         }
         with engine_errors("Retrieval failed"), st.spinner("Retrieving..."):
-            new = engine.retrieve(
+            new = engine.retrieval.retrieve(
                 user, question, session_id=session, hops=int(hops), budget=int(budget), overrides=overrides
             )
             st.session_state.setdefault("trace_cache", {})[new.trace_id] = new
@@ -128,7 +127,7 @@ if asked:
 summaries: dict[str, dict] = {}
 with open_col:
     with engine_errors("Could not list traces"):
-        recent = engine.list_traces(user, limit=50)
+        recent = engine.traces.list_traces(user, limit=50)
         summaries = {r["trace_id"]: r for r in recent.rows}
         if summaries:
             if st.session_state.get("trace_current_id") in summaries:
@@ -178,7 +177,7 @@ trace_header(trace)
 open_id = trace.trace_id
 st.download_button(
     "Export trace JSON",
-    data=lambda: engine.export_trace(open_id),
+    data=lambda: engine.traces.export(open_id),
     file_name=f"{trace.trace_id}.json",
     mime="application/json",
     on_click="ignore",
@@ -252,9 +251,13 @@ with tab_whatif:
         values = whatif_controls(trace)
         replay = st.form_submit_button("Replay with these settings", type="primary")
     if replay:
-        changes = changed_overrides(trace.settings, values)
+        changes = changed_overrides(trace.settings.retrieval, values)
         with engine_errors("Replay failed"):
-            st.session_state["trace_wi_result"] = (trace.trace_id, changes, engine.replay(trace.trace_id, changes))
+            st.session_state["trace_wi_result"] = (
+                trace.trace_id,
+                changes,
+                engine.retrieval.replay(trace.trace_id, changes),
+            )
     result = st.session_state.get("trace_wi_result")
     if result and result[0] == trace.trace_id:
         _, changes, replayed = result
@@ -308,16 +311,16 @@ with tab_whynot:
         else:  # an exact id of a stored (or forgotten) memory wins over the full-text hits for its words
             state: MemoryState | None
             try:
-                state = engine.memory_states(user, [wanted])[wanted]
+                state = engine.traces.memory_states(user, [wanted])[wanted]
             except InvalidInput:  # search words, not an id
                 state = None
-            if state is not None and state.status != "missing":
+            if state is not None and state.status != MemoryStatus.MISSING:
                 exact = wanted
                 options[wanted] = f"{wanted} · {state.kind} · {state.status}"
         cached = st.session_state.get("trace_wn_hits")
         if not cached or cached[0] != (user, query):
             with engine_errors("Search failed"):
-                hits = engine.search(user, query, limit=10)
+                hits = engine.retrieval.search(user, query, limit=10)
                 st.session_state["trace_wn_hits"] = ((user, query), [(h.id, h.kind, h.text) for h in hits])
         for hit_id, kind, text in st.session_state.get("trace_wn_hits", (None, []))[1]:
             options.setdefault(hit_id, f"{hit_id} · {kind} · {shorten(text, 90)}")
@@ -335,8 +338,9 @@ with tab_whynot:
         if st.session_state.get("trace_tab") == "Why not?":
             write("memory", item)  # a reload or a shared link opens this memory's answer again
         with engine_errors("Why-not failed"):
-            verdict = engine.why_not(trace, item)
-            show = {"context": st.success, "never": st.info}.get(verdict.status, st.warning)  # st.error: engine errors
+            verdict = engine.traces.why_not(trace, item)
+            # st.error is for engine errors; a verdict is information or a warning
+            show = {LossStatus.CONTEXT: st.success, LossStatus.NEVER: st.info}.get(verdict.status, st.warning)
             show(md_escape(verdict.headline))
             table(list(verdict.rows), key="trace_wn_rows")
     elif query.strip():

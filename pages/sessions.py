@@ -33,7 +33,7 @@ def day_end(d: date | None) -> datetime | None:
 
 
 def session_filters(engine: MemoryEngine, default_user: str) -> tuple[str | None, str, date | None, date | None, int]:
-    users = [ALL_USERS] + engine.users()
+    users = [ALL_USERS] + engine.sessions.users()
     # The filter follows the sidebar whenever the sidebar's user changes (it may then be set to another user or
     # to all users here, until the sidebar changes again).
     sidebar_changed = st.session_state.get("sessions_sidebar_user") != default_user
@@ -98,7 +98,7 @@ def show_messages(engine: MemoryEngine, s: SessionInfo) -> None:
     page = fetch_page(
         "sessions_msg_page",
         MESSAGES_PER_PAGE,
-        lambda limit, offset: engine.messages(s.user_id, s.session_id, limit, offset),
+        lambda limit, offset: engine.sessions.messages(s.user_id, s.session_id, limit, offset),
     )
     pager("sessions_msg_page", page, "messages")
     if not page.rows:
@@ -130,7 +130,7 @@ def prune_section(engine: MemoryEngine, user: str | None) -> None:
     if st.button("Preview what would be deleted", key="sessions_prune_preview"):
         with engine_errors("Could not preview pruning"):
             now = datetime.now(UTC)
-            plan = engine.prune_sessions(user, rule, apply=False, now=now)
+            plan = engine.sessions.prune(user, rule, apply=False, now=now)
             st.session_state["sessions_prune_plan"] = {
                 "user": user,
                 "rule": rule,
@@ -158,7 +158,7 @@ def prune_section(engine: MemoryEngine, user: str | None) -> None:
     ):
         with engine_errors("Pruning failed; nothing was deleted"):
             # The preview's clock, so idle/stale select the same sessions (minus any that became active since)
-            done = engine.prune_sessions(user, rule, apply=True, now=preview["now"])
+            done = engine.sessions.prune(user, rule, apply=True, now=preview["now"])
             deleted = [x.session_id for x in done.sessions]
             changed = " (the store changed since the preview, so this differs)"
             note = "" if set(deleted) == set(preview["ids"]) else changed
@@ -183,7 +183,7 @@ def main() -> None:
         page = fetch_page(
             "sessions_page",
             size,
-            lambda limit, offset: engine.list_sessions(
+            lambda limit, offset: engine.sessions.list_sessions(
                 who, search or None, day_start(since), day_end(until), limit, offset
             ),
         )

@@ -91,9 +91,9 @@ def version_card(skill: Skill, ranked: RankedSkill | None, selected: bool) -> No
 
 
 def versions_side_by_side(engine: MemoryEngine, user: str, chosen: Skill) -> list[Skill]:
-    versions = engine.skill_versions(user, chosen.name)
+    versions = engine.skills.versions(user, chosen.name)
     ranked = {
-        r.skill.id: r for r in engine.rank_skills(user, query=chosen.name, limit=10_000) if r.skill.name == chosen.name
+        r.skill.id: r for r in engine.skills.rank(user, query=chosen.name, limit=10_000) if r.skill.name == chosen.name
     }
     st.subheader(f"Versions of {label(chosen.name, 60)}")
     for start in range(0, len(versions), VERSIONS_PER_ROW):
@@ -106,7 +106,7 @@ def versions_side_by_side(engine: MemoryEngine, user: str, chosen: Skill) -> lis
 
 def outcome_history(engine: MemoryEngine, user: str, chosen: Skill, versions: list[Skill]) -> None:
     st.subheader("Outcome history")
-    outcomes = engine.skill_outcomes(user, name=chosen.name)
+    outcomes = engine.skills.outcomes(user, name=chosen.name)
     if not outcomes:
         st.caption("No outcomes recorded for this skill yet.")
         return
@@ -139,7 +139,7 @@ def record_outcome(engine: MemoryEngine, user: str, chosen: Skill, versions: lis
         submit = st.form_submit_button("Record outcome", type="primary")
     if submit:
         with engine_errors("Outcome not recorded"):
-            skill = engine.report_outcome(user, skill_id, result == "success", episode.strip() or None)
+            skill = engine.skills.report_outcome(user, skill_id, result == "success", episode.strip() or None)
             flash(
                 "skills",
                 f"Recorded a {result} for {md_escape(skill.name)} v{skill.version}: now "
@@ -180,7 +180,7 @@ def mine(engine: MemoryEngine, user: str) -> None:
     if propose:
         labels = [o.strip() for o in outcomes.split(",") if o.strip()] or None
         with engine_errors("Nothing mined"):
-            result = engine.mine_skills(user, int(window), labels)
+            result = engine.skills.mine(user, int(window), labels)
             # Plain dicts in session state: proposals survive reruns until accepted or rejected.
             st.session_state["skills_mined"] = {
                 "user": user,
@@ -224,7 +224,7 @@ def proposal_card(engine: MemoryEngine, user: str, mined: dict, proposal: dict) 
     if accept:
         with engine_errors("Proposal not accepted"):
             plain = {k: v for k, v in proposal.items() if k != "pid"}
-            skill = engine.accept_skill_proposal(user, plain)
+            skill = engine.skills.accept_proposal(user, plain)
             mined["proposals"] = [p for p in mined["proposals"] if p["pid"] != pid]
             flash(
                 "skills",
@@ -241,7 +241,7 @@ def proposal_card(engine: MemoryEngine, user: str, mined: dict, proposal: dict) 
 def library(engine: MemoryEngine, user: str) -> None:
     """The ranked library, the chosen skill's versions, its outcome history and the outcome form."""
     query, kind, limit = filters()
-    ranked = engine.rank_skills(user, query, kind, limit)
+    ranked = engine.skills.rank(user, query, kind, limit)
     if not ranked:
         st.info(
             "No skills match."
@@ -270,7 +270,7 @@ def library(engine: MemoryEngine, user: str) -> None:
         format_func=lambda i: f"#{by_id[i].rank} {by_id[i].skill.name} v{by_id[i].skill.version}",
     )
     write("memory", chosen_id)
-    chosen = engine.get_skill(user, chosen_id)
+    chosen = engine.skills.get(user, chosen_id)
     versions = versions_side_by_side(engine, user, chosen)
     outcome_history(engine, user, chosen, versions)
     record_outcome(engine, user, chosen, versions)

@@ -70,7 +70,7 @@ def edit_slot(engine: MemoryEngine, user: str, session: str, slots: dict[str, An
         save = st.form_submit_button("Save", type="primary")
     if save:
         with engine_errors("Not saved"):
-            engine.working_set_json(user, session, slot, text, source="ui")
+            engine.working.set_json(user, session, slot, text, source="ui")
             edited(f"Saved {slot}.")
     return slot
 
@@ -102,7 +102,7 @@ def add_slot(engine: MemoryEngine, user: str, session: str, slots: dict[str, Any
         st.error("Give the new slot a JSON value (null would leave it empty).")
         return
     with engine_errors("Slot not added"):
-        engine.working_set_json(user, session, name, text, source="ui")
+        engine.working.set_json(user, session, name, text, source="ui")
         st.session_state["wm_add_done"] = True
         edited(f"Added custom slot {md_escape(name)}.")
 
@@ -123,7 +123,7 @@ def remove_slot(engine: MemoryEngine, user: str, session: str, slots: dict[str, 
             st.error("Tick the box to confirm; nothing was removed.")
             return
         with engine_errors("Slot not removed"):
-            engine.working_update(user, session, {name: None}, source="ui")
+            engine.working.update(user, session, {name: None}, source="ui")
             edited(f"Removed custom slot {md_escape(name)}.")
 
 
@@ -142,7 +142,7 @@ def diff_text(edit: SlotEdit) -> str:
 
 def history(engine: MemoryEngine, user: str, session: str, slot: str) -> None:
     only = st.toggle(f"Only edits of {slot}", key="wm_history_only_slot", persist_state="session")
-    edits = engine.working_history(user, session, slot if only else None, limit=HISTORY_ROWS)
+    edits = engine.working.history(user, session, slot if only else None, limit=HISTORY_ROWS)
     if not edits:
         st.caption("No edits recorded yet.")
         return
@@ -186,7 +186,7 @@ def history(engine: MemoryEngine, user: str, session: str, slot: str) -> None:
     if restore:
         with engine_errors("Not restored"):
             # Its own source, so the history tells a restore from an edit typed by hand.
-            engine.working_restore(user, session, edit.id, which, source="restore")
+            engine.working.restore(user, session, edit.id, which, source="restore")
             edited(
                 f"Restored {edit.slot} to its value {'before' if which == 'old' else 'after'} edit #{edit.id} "
                 "(recorded as a new edit)."
@@ -234,7 +234,7 @@ def reason(engine: MemoryEngine, user: str, session: str) -> None:
         run = st.form_submit_button("Reason")
     if run:
         with engine_errors("Nothing written"):
-            result = engine.reason(user, session, template, into.strip(), None if parse == "none" else "json")
+            result = engine.working.reason(user, session, template, into.strip(), None if parse == "none" else "json")
             st.session_state["wm_reason_result"] = {"user": user, "session": session, **to_plain(result)}
             edited(f"Wrote the model's answer into {md_escape(result.slot)} (source llm).")
     shown = st.session_state.get("wm_reason_result")
@@ -266,7 +266,7 @@ def main() -> None:
         "slots plus any custom ones; every edit is recorded and can be undone."
     )
     with engine_errors("Could not read working memory"):
-        slots = engine.working_get(user, session)
+        slots = engine.working.get(user, session)
         slot_table(slots)
         left, right = st.columns([3, 2])
         with left:

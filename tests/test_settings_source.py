@@ -1,5 +1,6 @@
-"""Settings have one source: each field declares its environment variable, the README's table is generated from the
-declarations, and importing the configuration changes nothing in the process (the entry points prepare it)."""
+"""Settings have one source: each field declares its environment variable, the settings table (docs/settings.md,
+checked by tests/test_docs.py) is generated from the declarations, and importing the configuration changes nothing in
+the process (the entry points prepare it)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from engine import Settings
 from engine.config import PROCESS_ENV_DEFAULTS, prepare_process_environment
-from engine.settings_doc import readme_with_settings_table, settings_markdown
+from engine.settings_doc import settings_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV_VARS = {f.name: f.metadata["env"] for f in dataclasses.fields(Settings) if f.metadata["env"]}
@@ -37,13 +38,6 @@ def test_from_env_reads_exactly_the_declared_variable(name):
 
 def test_a_setting_without_a_declared_variable_ignores_the_environment():
     assert Settings.from_env({"MEMLENS_TOP_K": "7", "TOP_K": "7"}).top_k == Settings().top_k
-
-
-def test_the_readme_settings_table_is_the_generated_one():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert readme_with_settings_table(readme) == readme, (
-        "README.md's settings table is out of date: run `python -m engine.settings_doc --readme README.md`"
-    )
 
 
 def test_the_generated_table_has_a_row_per_setting_with_its_variable():

@@ -65,7 +65,7 @@ def need_session(user: str, what: str = "this page") -> str | None:
         st.info(
             f"User {md_escape(user)} has no sessions yet, so there is nothing for {what}. An agent creates a "
             f"session "
-            "by recording its first message (engine.add_message or the memory_add_message MCP tool)."
+            "by recording its first message (engine.sessions.add_message or the memory_add_message MCP tool)."
         )
     return session
 

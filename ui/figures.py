@@ -47,7 +47,7 @@ def _layout(fig: go.Figure, title: str | None, height: int = 360) -> go.Figure:
 
 
 def activity_figure(rows: Iterable[Mapping[str, Any]]) -> go.Figure:
-    """Stacked daily bars, one colour per kind, from ``engine.activity()`` rows."""
+    """Stacked daily bars, one colour per kind, from ``engine.admin.activity()`` rows."""
     by_kind: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
     for r in rows:
         days, counts = by_kind[r["kind"]]

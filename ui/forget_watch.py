@@ -35,7 +35,7 @@ STAMP_KEY = "app_forget_stamp"
 
 def forget_stamp(engine: MemoryEngine) -> tuple[Any, ...] | None:
     """What identifies the store's newest forget (``None``: nothing was ever forgotten)."""
-    newest = engine.forget_log(None, limit=1)
+    newest = engine.forgetting.log(None, limit=1)
     return (newest[0].id, newest[0].user_id, newest[0].at.isoformat()) if newest else None
 
 

@@ -63,6 +63,6 @@ def pin_expectation(engine: MemoryEngine, trace: RetrievalTrace) -> None:
 def labelled_useful(engine: MemoryEngine, trace: RetrievalTrace) -> list[str]:
     """The memories whose newest label from this trace is useful (a later harmful one, or an undo, takes it out)."""
     newest: dict[str, str] = {}
-    for event in engine.feedback_events(trace.user_id, trace_id=trace.trace_id, limit=10_000):
+    for event in engine.feedback.events(trace.user_id, trace_id=trace.trace_id, limit=10_000):
         newest.setdefault(event.item_id, event.label)  # newest first, as the engine lists them
     return [i for i, label in newest.items() if label == "useful"]

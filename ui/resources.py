@@ -63,7 +63,7 @@ def load_demo_with_progress(engine: MemoryEngine) -> dict[str, int]:
             bar.progress(1.0, text="Running the demo evaluation...")
 
     # With the demo's expectation set and one stored run of it (the same load as the CLI's `demo`)
-    counts = engine.load_demo(progress=progress)
+    counts = engine.admin.load_demo(progress=progress)
     bar.empty()
     return counts
 
@@ -73,6 +73,6 @@ def ensure_demo(engine: MemoryEngine) -> None:
     if st.session_state.get("app_demo_checked"):
         return
     st.session_state["app_demo_checked"] = True
-    if engine.read_only or engine.users():  # a read-only store is shown as it is, even empty
+    if engine.read_only or engine.sessions.users():  # a read-only store is shown as it is, even empty
         return
     load_demo_with_progress(engine)

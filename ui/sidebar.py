@@ -40,7 +40,7 @@ def _session_changed() -> None:
 
 def pick_user(engine: MemoryEngine) -> str | None:
     """The user selectbox; returns the current user (``None`` on an empty store)."""
-    users = engine.users()
+    users = engine.sessions.users()
     if not users:
         st.session_state["app_user"] = None
         st.session_state["app_session"] = None
@@ -69,7 +69,7 @@ def pick_session(engine: MemoryEngine, user: str | None) -> str | None:
     """The session selectbox for ``user`` (newest first); returns the current session or ``None``."""
     if not user:
         return None
-    page = engine.list_sessions(user, limit=SIDEBAR_SESSIONS)
+    page = engine.sessions.list_sessions(user, limit=SIDEBAR_SESSIONS)
     ids = [s.session_id for s in page.rows]
     current = st.session_state.get("app_session")
     linked = url_state.incoming("session")
@@ -78,7 +78,7 @@ def pick_session(engine: MemoryEngine, user: str | None) -> str | None:
     if current and current not in ids:
         # A session opened from the Sessions page may be older than the newest ones listed here.
         try:
-            engine.get_session(user, current)
+            engine.sessions.get_session(user, current)
             ids.append(current)
         except (KeyError, ValueError):  # NotFound: deleted meanwhile; InvalidInput: a mangled id in a link
             current = None

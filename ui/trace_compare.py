@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine import CandidateTrace, RetrievalTrace
+from engine import CandidateTrace, RetrievalTrace, loss_label
 
-from .trace_data import STAGE_NAMES, shorten
+from .trace_data import shorten
 
 # Settings a trace records that are not knobs (they describe the run, not how it ranked).
 NOT_SETTINGS = {"now"}
@@ -77,8 +77,8 @@ def compare_traces(a: RetrievalTrace, b: RetrievalTrace, text_chars: int = 120) 
                 "hybrid_b": cb.scores.hybrid if cb else None,
                 "similarity_a": ca.scores.vector_similarity if ca else None,
                 "similarity_b": cb.scores.vector_similarity if cb else None,
-                "outcome_a": STAGE_NAMES.get(ca.context_reason, ca.context_reason) if ca else "not found",
-                "outcome_b": STAGE_NAMES.get(cb.context_reason, cb.context_reason) if cb else "not found",
+                "outcome_a": loss_label(ca.context_reason) if ca else "not found",
+                "outcome_b": loss_label(cb.context_reason) if cb else "not found",
                 "hop_a": ra.hop if ra else (_first_hop(a, memory_id)),
                 "hop_b": rb.hop if rb else (_first_hop(b, memory_id)),
                 "kind": some.kind if some else "",
@@ -91,7 +91,7 @@ def compare_traces(a: RetrievalTrace, b: RetrievalTrace, text_chars: int = 120) 
         entered=tuple(i for i in b.context_ids if i not in ctx_a),
         left=tuple(i for i in a.context_ids if i not in ctx_b),
         moved=moved,
-        settings=tuple(setting_differences(a.settings, b.settings)),
+        settings=tuple(setting_differences(a.settings.to_dict(), b.settings.to_dict())),
         summary={
             "question": (a.question, b.question),
             "hops": (len(a.hops), len(b.hops)),

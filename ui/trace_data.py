@@ -8,15 +8,18 @@ from typing import Any
 
 from engine import (
     SCORE_KEYS,
-    STAGE_NAMES,
     CandidateScores,
     HopTrace,
     MemoryState,
     RankedMemory,
     RetrievalTrace,
+    Settings,
+    Tombstone,
     WhyNot,
     drop_rule,
+    loss_label,
 )
+from engine import feedback_factor as engine_feedback_factor
 from engine import why_not as engine_why_not
 
 from .text import one_line, when
@@ -38,7 +41,7 @@ def candidate_rows(hop: HopTrace, text_chars: int = 200) -> list[dict[str, Any]]
             "found_by": c.found_by,
             "relevance": c.verdicts.relevance,
             "rule": c.verdicts.rule,
-            "outcome": STAGE_NAMES.get(c.context_reason, c.context_reason),
+            "outcome": loss_label(c.context_reason),
             "in_context": c.in_context,
             "tokens": c.tokens,
         }
@@ -52,17 +55,15 @@ def candidate_rows(hop: HopTrace, text_chars: int = 200) -> list[dict[str, Any]]
     return rows
 
 
-def forgotten_label(tombstone: Mapping[str, Any] | None) -> str:
+def forgotten_label(tombstone: Tombstone | None) -> str:
     """A forgotten memory's tombstone in a trace, for a table cell: how, when, by whom and why (the forget log's
     entry). A hard-forgotten memory's text is gone from the trace; this is what stands in its place."""
     if not tombstone:
         return ""
-    mode = tombstone.get("mode", "?")
-    what = "[forgotten: text deleted]" if mode == "hard" else "[forgotten: archived]"
-    at = when(tombstone.get("at"))
-    who = tombstone.get("actor") or "?"
-    why = tombstone.get("reason") or ""
-    return one_line(f"{what} {mode} forget {at} by {who}" + (f": {why}" if why else ""), 200)
+    what = "[forgotten: text deleted]" if tombstone.hard else "[forgotten: archived]"
+    who = tombstone.actor or "?"
+    why = tombstone.reason or ""
+    return one_line(f"{what} {tombstone.mode} forget {when(tombstone.at)} by {who}" + (f": {why}" if why else ""), 200)
 
 
 def forgotten_rows(trace: RetrievalTrace) -> list[dict[str, Any]]:
@@ -70,13 +71,13 @@ def forgotten_rows(trace: RetrievalTrace) -> list[dict[str, Any]]:
     return [
         {
             "id": i,
-            "mode": t.get("mode"),
-            "forgotten at (UTC)": when(t.get("at")),
-            "by": t.get("actor"),
-            "reason": t.get("reason"),
-            "forget log entry": t.get("forget_log_id"),
+            "mode": t.mode,
+            "forgotten at (UTC)": when(t.at),
+            "by": t.actor,
+            "reason": t.reason,
+            "forget log entry": t.forget_log_id,
         }
-        for i, t in sorted((trace.forgotten or {}).items())
+        for i, t in sorted(trace.forgotten.items())
     ]
 
 
@@ -88,7 +89,7 @@ def used_score_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 def ranking_rows(trace: RetrievalTrace) -> list[dict[str, Any]]:
     """The merged final order of the trace with each memory's outcome."""
     texts = candidate_texts(trace)
-    for item_id, tomb in (trace.forgotten or {}).items():
+    for item_id, tomb in trace.forgotten.items():
         if not texts.get(item_id):
             texts[item_id] = forgotten_label(tomb)
     return [
@@ -99,7 +100,7 @@ def ranking_rows(trace: RetrievalTrace) -> list[dict[str, Any]]:
             "hop": r.hop,
             "final": r.final,
             "in_context": r.in_context,
-            "outcome": STAGE_NAMES.get(r.reason, r.reason),
+            "outcome": loss_label(r.reason),
             "tokens": r.tokens,
             "text": shorten(texts.get(r.id, ""), 120),
         }
@@ -132,7 +133,7 @@ def dropped_rows(trace: RetrievalTrace, hop: HopTrace) -> list[dict[str, Any]]:
             {
                 "id": c.id,
                 "kind": c.kind,
-                "stage": STAGE_NAMES.get(c.context_reason, c.context_reason),
+                "stage": loss_label(c.context_reason),
                 "rule": drop_rule(trace, c, winner_hop),
                 "hybrid": c.scores.hybrid,
                 "final": c.scores.final,
@@ -144,7 +145,7 @@ def dropped_rows(trace: RetrievalTrace, hop: HopTrace) -> list[dict[str, Any]]:
 
 def budget_share(trace: RetrievalTrace) -> float:
     """Context tokens over the budget, clipped to 0..1 for a progress bar."""
-    budget = float(trace.settings.get("budget_tokens") or 0)
+    budget = float(trace.settings.retrieval.budget_tokens)
     return 0.0 if budget <= 0 else max(0.0, min(1.0, trace.context_tokens / budget))
 
 
@@ -162,21 +163,21 @@ def trace_label(summary: Mapping[str, Any]) -> str:
 
 
 # -- the score breakdown ----------------------------------------------------------------------------------------
-def score_parts(scores: CandidateScores | Mapping[str, Any], settings: Mapping[str, Any]) -> list[tuple[str, float]]:
+def score_parts(scores: CandidateScores | Mapping[str, Any], settings: Settings) -> list[tuple[str, float]]:
     """How a final score was built, as parts that add up to it.
 
     The hybrid score is split into its vector part and its BM25 part (as the fusion recorded them; for older traces
-    ``(1-w)*similarity`` and ``w*bm25_norm``); decay, importance, feedback and the later-hop discount are
-    multiplicative, so each is shown as the signed change it made to the running score. A score the trace lacks
-    (an older trace, or a stage that did not run) changes nothing.
+    ``(1-w)*similarity`` and ``w*bm25_norm`` under the trace's retrieval ``settings``); decay, importance, feedback
+    and the later-hop discount are multiplicative, so each is shown as the signed change it made to the running
+    score. A score the trace lacks (an older trace, or a stage that did not run) changes nothing.
     """
     s = CandidateScores.from_dict(scores)
     hybrid = float(s.hybrid or 0.0)
     if s.hybrid_bm25_part is not None:  # recorded by the fusion stage (any fusion) since it has existed
         bm25_part = float(s.hybrid_bm25_part)
         vector_part = hybrid - bm25_part
-    elif settings.get("hybrid_enabled", True):
-        w = float(settings.get("bm25_weight", 0.3))
+    elif settings.hybrid_enabled:
+        w = float(settings.bm25_weight)
         bm25_part = w * float(s.bm25_norm or 0.0)
         vector_part = hybrid - bm25_part  # == (1-w)*similarity, taken from the stored hybrid so the sum is exact
     else:
@@ -201,11 +202,18 @@ def _or(value: float | None, missing: float) -> float:
     return missing if value is None else float(value)
 
 
-def feedback_factor(net: int, settings: Mapping[str, Any]) -> float:
-    """The pipeline's feedback factor 1 + w_f*clamp(net, -cap, cap)/cap for a net count under given settings."""
-    wf = float(settings.get("feedback_weight", 0.5))
-    cap = int(settings.get("feedback_cap", 5)) or 1
-    return 1.0 + wf * max(-cap, min(cap, net)) / cap if (wf > 0 and net) else 1.0
+def feedback_factor(net: int, settings: Settings | Mapping[str, Any]) -> float:
+    """The pipeline's feedback factor (:func:`engine.feedback_factor`, the one formula) for a net count under a
+    store's or a trace's settings; a setting an older trace lacks has its default."""
+    if isinstance(settings, Mapping):
+        weight = settings.get("feedback_weight", _DEFAULTS.feedback_weight)
+        cap = settings.get("feedback_cap", _DEFAULTS.feedback_cap)
+    else:
+        weight, cap = settings.feedback_weight, settings.feedback_cap
+    return engine_feedback_factor(net, float(weight), int(cap))
+
+
+_DEFAULTS = Settings()
 
 
 # -- why not? ---------------------------------------------------------------------------------------------------
@@ -215,11 +223,12 @@ def why_not(trace: RetrievalTrace, item_id: str, state: MemoryState | None = Non
 
 
 # -- what-if ----------------------------------------------------------------------------------------------------
-def changed_overrides(trace_settings: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
-    """Only the settings the user actually changed, so an untouched what-if replays the original exactly."""
+def changed_overrides(trace_settings: Settings, values: Mapping[str, Any]) -> dict[str, Any]:
+    """Only the settings the user actually changed (from the trace's retrieval settings, ``trace.settings.retrieval``),
+    so an untouched what-if replays the original exactly."""
     out = {}
     for key, value in values.items():
-        old = trace_settings.get(key)
+        old = getattr(trace_settings, key)
         if isinstance(value, float) and isinstance(old, (int, float)) and not isinstance(old, bool):
             if abs(float(old) - value) <= 1e-9 * max(1.0, abs(value)):
                 continue
@@ -311,7 +320,7 @@ def unlabelled_queue(
 ) -> list[dict]:
     """Memories that reached a recent trace's context and have no feedback event yet (newest trace first).
 
-    ``summaries`` are :meth:`MemoryEngine.list_traces` rows (they carry ``context_ids``), so only the traces that
+    ``summaries`` are ``engine.traces.list_traces`` rows (they carry ``context_ids``), so only the traces that
     actually supply a shown row are fetched (with ``fetch``), for its hop and text.
     """
     done = set(labelled)

@@ -5,12 +5,12 @@ Figures show ids and numbers only, never memory text: plotly renders a subset of
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import plotly.graph_objects as go
 
-from engine import CandidateTrace, RetrievalTrace
+from engine import CandidateTrace, RetrievalTrace, Settings
 
 from .trace_data import score_parts, shorten
 
@@ -26,7 +26,7 @@ PART_LABELS = {
 UP, DOWN, TOTAL = "#2e7d32", "#c62828", "#1f4e79"
 
 
-def waterfall_steps(candidate: CandidateTrace, settings: Mapping[str, Any]) -> tuple[list[str], list[str], list[float]]:
+def waterfall_steps(candidate: CandidateTrace, settings: Settings) -> tuple[list[str], list[str], list[float]]:
     """One candidate's waterfall: (step labels, plotly measures, values). The first step sets the running total,
     ``total`` steps show it (hybrid after the blend, final at the end), so the bars end exactly at the final score."""
     parts = dict(score_parts(candidate.scores, settings))
@@ -72,7 +72,7 @@ def bar_texts(measures: Sequence[str], values: Sequence[float]) -> list[str]:
 
 def score_waterfall(
     candidates: Sequence[CandidateTrace],
-    settings: Mapping[str, Any],
+    settings: Settings,  # the trace's retrieval settings (trace.settings.retrieval)
     top_n: int = 5,
     title: str = "How the final score was built",
 ) -> go.Figure:
@@ -167,8 +167,8 @@ def hop_counts_figure(trace: RetrievalTrace) -> go.Figure:
     """Per hop: candidates found, kept by the relevance filter, and in the final context."""
     context = set(trace.context_ids)
     hops = [f"hop {h.hop}" for h in trace.hops]
-    found = [h.counts.get("found", len(h.candidates)) for h in trace.hops]
-    kept = [h.counts.get("kept", 0) for h in trace.hops]
+    found = [h.counts.found or len(h.candidates) for h in trace.hops]
+    kept = [h.counts.kept for h in trace.hops]
     used = [sum(1 for c in h.candidates if c.id in context and c.in_context) for h in trace.hops]
     fig = go.Figure(
         [

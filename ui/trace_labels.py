@@ -1,6 +1,6 @@
 """Labelling straight from a retrieval trace: useful / harmful on a candidate or context row, the current label in
-view, and undo. Labels are engine feedback events pointing at the trace and hop (``MemoryEngine.label``); undo
-deletes the newest one this trace gave that memory (``MemoryEngine.unlabel``)."""
+view, and undo. Labels are engine feedback events pointing at the trace and hop (``engine.feedback.label``); undo
+deletes the newest one this trace gave that memory (``engine.feedback.retract``)."""
 
 from __future__ import annotations
 
@@ -37,16 +37,16 @@ class TraceLabels:
 def trace_labels(engine: MemoryEngine, trace: RetrievalTrace, ids: Iterable[str]) -> TraceLabels:
     """Two engine calls: the trace's own events, and the nets of the memories on screen."""
     by_item: dict[str, list[FeedbackEvent]] = {}
-    for event in engine.feedback_events(trace.user_id, trace_id=trace.trace_id, limit=10_000):
+    for event in engine.feedback.events(trace.user_id, trace_id=trace.trace_id, limit=10_000):
         by_item.setdefault(event.item_id, []).append(event)  # newest first, as the engine lists them
     ids = sorted(set(ids))
-    nets = engine.feedback_net(trace.user_id, ids) if ids else {}
+    nets = engine.feedback.net(trace.user_id, ids) if ids else {}
     return TraceLabels({k: tuple(v) for k, v in by_item.items()}, nets)
 
 
 def _label(engine: MemoryEngine, trace: RetrievalTrace, item_id: str, label: str, hop: int | None) -> None:
     try:
-        event = engine.label(trace.user_id, item_id, label, trace_id=trace.trace_id, hop=hop)
+        event = engine.feedback.label(trace.user_id, item_id, label, trace_id=trace.trace_id, hop=hop)
     except MemlensError as exc:
         st.session_state[FLASH] = ("error", f"Could not label {item_id}: {error_text(exc)}")
         return
@@ -55,7 +55,7 @@ def _label(engine: MemoryEngine, trace: RetrievalTrace, item_id: str, label: str
 
 def _undo(engine: MemoryEngine, trace: RetrievalTrace, event_id: int, item_id: str) -> None:
     try:
-        event = engine.unlabel(trace.user_id, event_id)
+        event = engine.feedback.retract(trace.user_id, event_id)
     except MemlensError as exc:
         st.session_state[FLASH] = ("error", f"Could not undo the label of {item_id}: {error_text(exc)}")
         return

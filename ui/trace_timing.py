@@ -39,7 +39,7 @@ class Span:
 
 def timing_spans(trace: RetrievalTrace) -> list[Span]:
     """The trace's timings as spans in the order they ran; the first span is the whole retrieval."""
-    top: dict[str, Any] = dict(trace.timings_ms or {})
+    top: dict[str, Any] = trace.timings_ms.as_dict()
     children: list[Span] = []
     clock = 0.0
 
@@ -51,7 +51,7 @@ def timing_spans(trace: RetrievalTrace) -> list[Span]:
     if "query_generation" in top:
         add(STAGE_LABELS["query_generation"], "query_generation", 1, top["query_generation"])
     for hop in trace.hops:
-        stages = {k: float(v) for k, v in (hop.timings_ms or {}).items() if isinstance(v, (int, float))}
+        stages = {k: float(v) for k, v in hop.timings_ms.as_dict().items() if isinstance(v, (int, float))}
         ordered = [k for k in HOP_STAGES if k in stages] + [k for k in stages if k not in HOP_STAGES]
         hop_start = clock
         children.append(Span(f"hop {hop.hop}", f"hop{hop.hop}", 1, hop_start, sum(stages.values())))

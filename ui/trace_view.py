@@ -12,7 +12,7 @@ from typing import Any, Literal
 import pandas as pd
 import streamlit as st
 
-from engine import MemoryEngine, RetrievalTrace, Settings
+from engine import MemoryEngine, Relevance, RetrievalTrace, Settings
 
 from .layout import metric_row
 from .text import md_escape, when
@@ -42,7 +42,7 @@ def cached_trace(engine: MemoryEngine, trace_id: str, key: str) -> RetrievalTrac
     if trace_id not in cache:
         if len(cache) >= 20:
             cache.pop(next(iter(cache)))
-        cache[trace_id] = engine.get_trace(trace_id)
+        cache[trace_id] = engine.traces.get(trace_id)
     return cache[trace_id]
 
 
@@ -133,8 +133,8 @@ def trace_header(trace: RetrievalTrace) -> None:
     why = md_escape(f"stop reason: {trace.stop_reason}")
     row.metric("Stopped by", stop_reason_words(trace.stop_reason), width="content", help=why)
     row.metric("In context", len(trace.context_ids), width="content")
-    row.metric("Context tokens", f"{trace.context_tokens} / {trace.settings.get('budget_tokens')}", width="content")
-    total = trace.timings_ms.get("pipeline") or trace.timings_ms.get("total") or trace.timings_ms.get("replay")
+    row.metric("Context tokens", f"{trace.context_tokens} / {trace.settings.retrieval.budget_tokens}", width="content")
+    total = trace.timings_ms.total
     row.metric("Pipeline time", f"{total:.0f} ms" if isinstance(total, (int, float)) else "—", width="content")
     if trace.forgotten:
         st.warning(
@@ -145,7 +145,7 @@ def trace_header(trace: RetrievalTrace) -> None:
     st.caption(
         f"Trace {md_escape(trace.trace_id)} · user {md_escape(trace.user_id)} · session "
         f"{md_escape(trace.session_id or '—')} · {when(trace.created_at)} UTC · strategies: "
-        + md_escape(", ".join(f"{k}={v}" for k, v in trace.strategies.items()))
+        + md_escape(", ".join(f"{k}={v}" for k, v in trace.strategies.to_dict().items()))
     )
 
 
@@ -162,7 +162,7 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int, labels: Any =
         st.caption(
             f"Proposed by **{md_escape(hop.proposed_by)}** · relevance judged against "
             f"{'the question' if hop.relevance_text == trace.question else 'this query'} · found "
-            f"{hop.counts.get('found')}, kept {hop.counts.get('kept')}, dropped {hop.counts.get('dropped')}"
+            f"{hop.counts.found}, kept {hop.counts.kept}, dropped {hop.counts.dropped}"
         )
     with right:
         st.caption("How the query was made")
@@ -210,18 +210,19 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int, labels: Any =
     selected = table(
         rows, key=f"trace_cands_{hop.hop}", columns=columns, pinned=("id", "text"), selectable=labels is not None
     )
-    kept = [c for c in hop.candidates if c.verdicts.relevance != "dropped"]
+    kept = [c for c in hop.candidates if c.verdicts.relevance != Relevance.DROPPED]
     if kept:
         st.plotly_chart(
             score_waterfall(
                 kept,
-                trace.settings,
+                trace.settings.retrieval,
                 top_n,
                 title=f"Hop {hop.hop}: how the top {min(top_n, len(kept))} final scores were built",
             ),
             key=f"trace_fig_{hop.hop}",
         )
-        st.caption(md_escape(fusion_caption(trace.settings)))  # the fusion this trace ran with, not one for all
+        # the fusion this trace ran with, not one for all
+        st.caption(md_escape(fusion_caption(trace.settings.retrieval)))
     dropped = [{**r, "rule": rule_words(r["rule"])} for r in dropped_rows(trace, hop)]
     with st.expander(f"Dropped at hop {hop.hop}: {len(dropped)} candidate(s) not in the context", expanded=False):
         if dropped:
@@ -234,11 +235,11 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int, labels: Any =
 def context_section(trace: RetrievalTrace) -> None:
     """The assembled context exactly as the agent gets it, and how much of the budget it uses."""
     st.subheader("Assembled context")
-    budget = trace.settings.get("budget_tokens")
+    budget = trace.settings.retrieval.budget_tokens
     st.progress(
         budget_share(trace),
         text=f"{trace.context_tokens} of {budget} tokens "
-        f"({len(trace.context_ids)} memories, mode {trace.settings.get('assembly_mode')})",
+        f"({len(trace.context_ids)} memories, mode {trace.settings.retrieval.assembly_mode})",
     )
     if trace.context:
         st.code(trace.context, language=None, wrap_lines=True)
@@ -251,7 +252,7 @@ def context_section(trace: RetrievalTrace) -> None:
 def whatif_controls(trace: RetrievalTrace) -> dict[str, Any]:
     """Sliders for the replayable settings, starting at the trace's own values. Call inside a form."""
     specs = {d["name"]: d for d in Settings.describe()}
-    s = {**Settings().retrieval_dict(), **trace.settings}  # a trace from an older version may lack a newer key
+    s = trace.settings.retrieval.retrieval_dict()  # a setting an older trace lacks has its default there
     values: dict[str, Any] = {}
     c1, c2, c3 = st.columns(3)
     with c1:

@@ -11,6 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from engine import Settings
+
 from .text import counted
 
 # Numbers, or "N" where a loss bucket blanked them (engine.rule_family: "score N < N and no shared word").
@@ -54,15 +56,16 @@ def _n(number: str) -> str:
     return "" if number == "N" else f" {number}"
 
 
-def fusion_caption(settings: Mapping[str, Any]) -> str:
+def fusion_caption(settings: Settings) -> str:
     """How the score breakdown's vector and bm25 bars were made, for the fusion the trace actually ran with (its
-    settings; an old trace without the key ran the weighted fusion, the only one there was)."""
-    w = settings.get("bm25_weight")
+    retrieval settings, ``trace.settings.retrieval``; an old trace read back ran the weighted fusion, the only one
+    there was: OLDER_TRACE_SETTINGS)."""
+    w = settings.bm25_weight
     w_text = f"w = bm25_weight = {float(w):g}" if isinstance(w, (int, float)) else "w = bm25_weight"
     tail = "Decay, importance and feedback multiply it: each bar is the change that factor made."
-    if settings.get("hybrid_enabled") is False:
+    if settings.hybrid_enabled is False:
         return f"Hybrid search was off: the hybrid score is the cosine similarity alone (the vector bar). {tail}"
-    fusion = settings.get("fusion") or "weighted"
+    fusion = settings.fusion or "weighted"
     if fusion == "weighted":
         head = (
             f"Fusion weighted: vector = (1−w)·similarity, bm25 = w·bm25_norm ({w_text}); their sum is the hybrid score."
@@ -74,7 +77,7 @@ def fusion_caption(settings: Mapping[str, Any]) -> str:
             "bm25 = hybrid − vector."
         )
     elif fusion == "rrf":
-        k = settings.get("rrf_k")
+        k = settings.rrf_k
         k_text = f"k = rrf_k = {float(k):g}" if isinstance(k, (int, float)) else "k = rrf_k"
         head = (
             "Fusion rrf (reciprocal rank fusion): vector = (1−w)·(k+1)/(k+vector rank), bm25 = "

@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .args import bounded_int
+
+if TYPE_CHECKING:
+    from .main import Context, Parser, Subcommands
 
 DEFAULT_PORT = 8501
 # The same options as the repository's .streamlit/config.toml (Streamlit reads that file only from the folder it is
@@ -48,7 +50,7 @@ def streamlit_command(host: str, port: int) -> list[str]:
     ]
 
 
-def cmd_dashboard(ctx: Any) -> None:
+def cmd_dashboard(ctx: Context) -> None:
     from ..config import child_environment
 
     args = ctx.args
@@ -64,7 +66,7 @@ def cmd_dashboard(ctx: Any) -> None:
     os.execve(sys.executable, command, child_environment(overrides))
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
+def register(sub: Subcommands, common: Parser) -> None:
     help = "serve the dashboard (Streamlit) on 127.0.0.1; the store's demo data loads on a first start"
     p = sub.add_parser(
         "dashboard",

@@ -8,32 +8,35 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
-from ..config import parse_assignments
+from ..config import HOPS_RANGE, parse_assignments
 from ..errors import InvalidInput
 from ..evaluation.metrics import METRICS, TABLE_METRICS
 from .args import bounded_int, id_type
 from .output import Col, Result, cell, plain, table
+
+if TYPE_CHECKING:
+    from .main import Context, Handler, Parser, Subcommands
 
 EXIT_GATE_FAILED = 3
 SET_NAME = id_type("set name")
 RUN_ID = id_type("run id")
 
 
-def metrics_table(metrics: dict) -> str:
+def metrics_table(metrics: dict[str, dict[str, Any]]) -> str:
     rows = [{"category": cat, "n": m.get("n"), **{k: m.get(k) for k in TABLE_METRICS}} for cat, m in metrics.items()]
     cols = [Col("category", "category", 24), Col("n", "n", 6)]
     cols += [Col(k, k.replace("latency_", "").replace("context_recall", "ctx_recall"), 10) for k in TABLE_METRICS]
     return table(rows, cols, "(no cases)")
 
 
-def _line(stream, text: str) -> None:
+def _line(stream: TextIO, text: str) -> None:
     stream.write(text + "\n")
     stream.flush()
 
 
-def cmd_eval_sets(ctx) -> Result:
+def cmd_eval_sets(ctx: Context) -> Result:
     rows = plain(ctx.engine.evals.sets())
     cols = [
         Col("name", "set", 30),
@@ -45,7 +48,7 @@ def cmd_eval_sets(ctx) -> Result:
     return Result(rows, lambda r: table(r, cols, "(no expectation sets)"))
 
 
-def cmd_eval_runs(ctx) -> Result:
+def cmd_eval_runs(ctx: Context) -> Result:
     runs = ctx.engine.evals.runs(ctx.args.set_name)
     rows = [{**plain(r), "recall@10": r.metrics.get("overall", {}).get("recall@10")} for r in runs]
     cols = [
@@ -60,7 +63,7 @@ def cmd_eval_runs(ctx) -> Result:
     return Result(rows, lambda r: table(r, cols, "(no runs)"))
 
 
-def cmd_import_benchmark(ctx) -> Result:
+def cmd_import_benchmark(ctx: Context) -> Result:
     a = ctx.args
     stderr = ctx.stderr
 
@@ -107,7 +110,7 @@ def _max_drop(text: str | None) -> dict[str, float]:
     return _thresholds([f"recall@10={text}"], "--max-drop")
 
 
-def cmd_eval(ctx) -> Result:
+def cmd_eval(ctx: Context) -> Result:
     a = ctx.args
     set_name, overrides = _split_sets(a.set)
     floors = _thresholds(a.fail_under, "--fail-under")
@@ -124,7 +127,7 @@ def cmd_eval(ctx) -> Result:
         if done == total or done % 100 == 0:
             _line(stderr, f"eval {set_name}: {done}/{total} cases")
 
-    run = ctx.engine.evaluate(
+    run = ctx.engine.evals.evaluate(
         set_name,
         preset=a.preset,
         overrides=overrides or None,
@@ -153,7 +156,7 @@ def cmd_eval(ctx) -> Result:
     passed = all(c["passed"] for c in checks)
     data = {"run": plain(run), "gate": {"passed": passed, "checks": checks}}
 
-    def human(d: dict) -> str:
+    def human(d: dict[str, Any]) -> str:
         r = d["run"]
         head = (
             f"run {r['run_id']} of set {r['set_name']} ({r['label']}; method {r['method']}, "
@@ -171,8 +174,8 @@ def cmd_eval(ctx) -> Result:
     return Result(data, human, 0 if passed else EXIT_GATE_FAILED)
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    def add(name: str, handler, help: str) -> argparse.ArgumentParser:
+def register(sub: Subcommands, common: Parser) -> None:
+    def add(name: str, handler: Handler, help: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, parents=[common], help=help, description=help)
         p.set_defaults(handler=handler)
         return p
@@ -208,7 +211,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="the expectation set (once), and retrieval overrides as KEY=VALUE (repeatable)",
     )
     p.add_argument("--preset", metavar="P", help="a named retrieval preset (see engine/presets.py)")
-    p.add_argument("--hops", type=bounded_int(1, 5), metavar="N", help="hops (default: the hops setting)")
+    p.add_argument("--hops", type=bounded_int(*HOPS_RANGE), metavar="N", help="hops (default: the hops setting)")
     p.add_argument(
         "--method",
         choices=("memlens", "vector", "bm25"),

@@ -6,14 +6,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
 from ..config import prepare_process_environment
 from ..errors import MemlensError
 from . import dashboard_cmd, eval_cmds, mcp_cmd, memory_cmds, retrieval_cmds, store_cmds
 from .output import Result, dumps, one_line
+
+if TYPE_CHECKING:
+    from ..engine import MemoryEngine
 
 PROG = "memlens"
 EXIT_OK, EXIT_UNEXPECTED, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -30,7 +33,12 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
-def _common() -> argparse.ArgumentParser:
+# What each command module's register() adds its commands to, and what a command runs (None: it wrote its own output).
+Subcommands: TypeAlias = "argparse._SubParsersAction[Parser]"
+Handler: TypeAlias = "Callable[[Context], Result | None]"
+
+
+def _common() -> Parser:
     """Global options, accepted before or after the command (SUPPRESS keeps a later default from hiding them)."""
     p = Parser(add_help=False)
     p.add_argument(
@@ -82,10 +90,10 @@ class Context:
     stdout: TextIO
     stderr: TextIO
     environ: Mapping[str, str] | None = None
-    _engine: Any = field(default=None, repr=False)
+    _engine: MemoryEngine | None = field(default=None, repr=False)
 
     @property
-    def engine(self):
+    def engine(self) -> MemoryEngine:
         if self._engine is None:
             from ..config import Settings
             from ..engine import DB_FILE, MemoryEngine

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .args import bounded_int
 
+if TYPE_CHECKING:
+    from .main import Context, Parser, Subcommands
 
-def cmd_mcp(ctx) -> None:
+
+def cmd_mcp(ctx: Context) -> None:
     from ..config import Settings, prepare_process_environment
 
     prepare_process_environment()  # the MCP server is an entry point of its own (also when run in-process)
@@ -36,7 +38,7 @@ def cmd_mcp(ctx) -> None:
         run_stdio(server)
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
+def register(sub: Subcommands, common: Parser) -> None:
     help = "serve the memory as MCP tools (stdio by default; --http for streamable HTTP on 127.0.0.1)"
     p = sub.add_parser(
         "mcp",

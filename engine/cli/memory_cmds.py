@@ -7,13 +7,18 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import InvalidInput
 from ..memory.working import check_slot, parse_json_value
 from ..records import KINDS
+from ..vocab import ForgetMode
 from .args import MEMORY_ID, add_page, add_session, add_user, bounded_int, joined
 from .output import Col, Progress, Result, dumps, pairs, plain, size, table
+
+if TYPE_CHECKING:
+    from ..records import Page, RankedSkill
+    from .main import Context, Handler, Parser, Subcommands
 
 _PLURAL = {
     "message": "messages",
@@ -37,16 +42,16 @@ def _counts_line(counts: dict[str, int]) -> str:
 
 
 # -- demo, ingest, export --------------------------------------------------------------------------------------------
-def cmd_demo(ctx) -> Result:
+def cmd_demo(ctx: Context) -> Result:
     engine = ctx.engine
     progress = Progress(ctx.stderr, "demo")
     try:
-        counts = engine.load_demo(reset=ctx.args.reset, progress=progress)
+        counts = engine.admin.load_demo(reset=ctx.args.reset, progress=progress)
     finally:
         progress.close()
     data = {"status": "loaded" if counts else "already_loaded", "store": engine.location.display, "counts": counts}
 
-    def human(d: dict) -> str:
+    def human(d: dict[str, Any]) -> str:
         if d["status"] == "already_loaded":
             return f"The demo is already loaded in {d['store']} (use --reset to reload it)."
         return f"Loaded the demo into {d['store']}: {_counts_line(d['counts'])}."
@@ -54,7 +59,7 @@ def cmd_demo(ctx) -> Result:
     return Result(data, human)
 
 
-def read_lines(name: str, stdin=None) -> list[str]:
+def read_lines(name: str, stdin: TextIO | None = None) -> list[str]:
     """The file's lines split on newlines only (JSON text may hold U+2028, which str.splitlines would cut)."""
     if name == "-":
         text = (stdin or sys.stdin).read()
@@ -70,12 +75,12 @@ def read_lines(name: str, stdin=None) -> list[str]:
     return [line.removesuffix("\r") for line in text.split("\n")]
 
 
-def cmd_ingest(ctx) -> Result:
+def cmd_ingest(ctx: Context) -> Result:
     lines = read_lines(ctx.args.file)
     engine = ctx.engine
     progress = Progress(ctx.stderr, "ingest")
     try:
-        counts = engine.ingest_lines(lines, progress=progress, skip_existing=ctx.args.skip_existing)
+        counts = engine.admin.ingest_lines(lines, progress=progress, skip_existing=ctx.args.skip_existing)
     finally:
         progress.close()
     return Result(
@@ -83,23 +88,23 @@ def cmd_ingest(ctx) -> Result:
     )
 
 
-def cmd_export(ctx) -> None:
+def cmd_export(ctx: Context) -> None:
     # JSON lines, streamed: one record per line, read back by `ingest` (the --json flag changes nothing here).
     write = ctx.stdout.write
-    for record in ctx.engine.export(ctx.args.user):
+    for record in ctx.engine.admin.export(ctx.args.user):
         write(dumps(record, indent=None) + "\n")
 
 
 # -- browsing --------------------------------------------------------------------------------------------------------
-def cmd_users(ctx) -> Result:
-    users = ctx.engine.users()
+def cmd_users(ctx: Context) -> Result:
+    users = ctx.engine.sessions.users()
     cols = [Col("user_id", "user", 40)] + [
         Col(k, k, 10) for k in ("sessions", "messages", "items", "episodes", "skills", "traces")
     ]
 
-    def human(_) -> str:
+    def human(_: object) -> str:
         # The counts only for the table: stats() also checks the vector tables, which --json never prints.
-        stats = ctx.engine.stats()
+        stats = ctx.engine.admin.stats()
         return table([{"user_id": u, **stats.per_user.get(u, {})} for u in users], cols, "(no users)")
 
     return Result(users, human)
@@ -114,33 +119,33 @@ SESSION_COLS = [
 ]
 
 
-def _page_footer(page, shown: int, what: str) -> str:
+def _page_footer(page: Page[Any], shown: int, what: str) -> str:
     if page.total <= shown and page.offset == 0:
         return f"{page.total} {what}"
     first = page.offset + 1 if shown else page.offset
     return f"{what} {first}-{page.offset + shown} of {page.total}"
 
 
-def cmd_sessions(ctx) -> Result:
+def cmd_sessions(ctx: Context) -> Result:
     a = ctx.args
-    page = ctx.engine.list_sessions(a.user, search=a.search, limit=a.limit, offset=a.offset)
+    page = ctx.engine.sessions.list_sessions(a.user, search=a.search, limit=a.limit, offset=a.offset)
     rows = plain(list(page.rows))
     return Result(
         rows, lambda r: table(r, SESSION_COLS, "(no sessions)") + "\n" + _page_footer(page, len(r), "sessions")
     )
 
 
-def cmd_messages(ctx) -> Result:
+def cmd_messages(ctx: Context) -> Result:
     a = ctx.args
-    page = ctx.engine.messages(a.user, a.session, limit=a.limit, offset=a.offset)
+    page = ctx.engine.sessions.messages(a.user, a.session, limit=a.limit, offset=a.offset)
     rows = plain(list(page.rows))
     cols = [Col("seq", "#", 5), Col("created_at", "at"), Col("role", "role", 11), Col("content", "content", 100)]
     return Result(rows, lambda r: table(r, cols, "(no messages)") + "\n" + _page_footer(page, len(r), "messages"))
 
 
-def cmd_episodes(ctx) -> Result:
+def cmd_episodes(ctx: Context) -> Result:
     a = ctx.args
-    page = ctx.engine.list_episodes(
+    page = ctx.engine.episodes.list_episodes(
         a.user, outcome=a.outcome, query=a.query, session_id=a.session, limit=a.limit, offset=a.offset
     )
     rows = plain(list(page.rows))
@@ -155,15 +160,15 @@ def cmd_episodes(ctx) -> Result:
 
 
 # -- search and skills -----------------------------------------------------------------------------------------------
-def cmd_search(ctx) -> Result:
+def cmd_search(ctx: Context) -> Result:
     a = ctx.args
-    hits = ctx.engine.search(a.user, joined(a.query), kind=a.kind, limit=a.limit)
+    hits = ctx.engine.retrieval.search(a.user, joined(a.query), kind=a.kind, limit=a.limit)
     rows = [{"id": h.id, "kind": h.kind, "text": h.text, "score": h.score} for h in hits]
     cols = [Col("score", "score", 6), Col("kind", "kind", 10), Col("id", "id", 28), Col("text", "text", 90)]
     return Result(rows, lambda r: table(r, cols, "(no results)"))
 
 
-def skill_row(r) -> dict[str, Any]:
+def skill_row(r: RankedSkill) -> dict[str, Any]:
     s = r.skill
     return {
         "id": s.id,
@@ -182,10 +187,10 @@ def skill_row(r) -> dict[str, Any]:
     }
 
 
-def cmd_skills(ctx) -> Result:
+def cmd_skills(ctx: Context) -> Result:
     a = ctx.args
     query = joined(a.query) if a.query else None
-    rows = [skill_row(r) for r in ctx.engine.rank_skills(a.user, query=query, kind=a.skill_kind, limit=a.limit)]
+    rows = [skill_row(r) for r in ctx.engine.skills.rank(a.user, query=query, kind=a.skill_kind, limit=a.limit)]
     cols = [
         Col("rank", "rank", 4),
         Col("name", "name", 36),
@@ -211,32 +216,32 @@ def parse_slot_assignments(pairs_: list[str]) -> dict[str, Any]:
     return slots
 
 
-def cmd_working(ctx) -> Result:
+def cmd_working(ctx: Context) -> Result:
     a = ctx.args
     if a.set:
         slots = parse_slot_assignments(a.set)
-        current = ctx.engine.working_update(a.user, a.session, slots, source="cli")
+        current = ctx.engine.working.update(a.user, a.session, slots, source="cli")
     else:
-        current = ctx.engine.working_get(a.user, a.session)
+        current = ctx.engine.working.get(a.user, a.session)
     rows = [{"slot": k, "value": "" if v is None else json.dumps(v, ensure_ascii=False)} for k, v in current.items()]
     return Result(current, lambda _: table(rows, [Col("slot", "slot", 28), Col("value", "value (JSON)", 100)]))
 
 
 # -- forgetting ------------------------------------------------------------------------------------------------------
-def cmd_forget(ctx) -> Result:
+def cmd_forget(ctx: Context) -> Result:
     a = ctx.args
-    result = ctx.engine.forget(a.user, a.kind, a.ids, a.reason, mode=a.mode, actor="cli")
+    result = ctx.engine.forgetting.forget(a.user, a.kind, a.ids, a.reason, mode=a.mode, actor="cli")
     data = {"forgotten": result.count, "ids": list(result.forgotten), "unknown": list(result.unknown)}
 
-    def human(d: dict) -> str:
+    def human(d: dict[str, Any]) -> str:
         text = f"Forgot {d['forgotten']} {a.kind} memories ({a.mode}): {', '.join(d['ids']) or '-'}"
         return text + (f"\nUnknown ids: {', '.join(d['unknown'])}" if d["unknown"] else "")
 
     return Result(data, human)
 
 
-def cmd_forget_log(ctx) -> Result:
-    entries = plain(ctx.engine.forget_log(ctx.args.user, limit=ctx.args.limit))
+def cmd_forget_log(ctx: Context) -> Result:
+    entries = plain(ctx.engine.forgetting.log(ctx.args.user, limit=ctx.args.limit))
     cols = [
         Col("at", "at"),
         Col("memory_type", "kind", 10),
@@ -250,12 +255,12 @@ def cmd_forget_log(ctx) -> Result:
 
 
 # -- lifecycle, reflection, maintenance ------------------------------------------------------------------------------
-def cmd_prune(ctx) -> Result:
+def cmd_prune(ctx: Context) -> Result:
     a = ctx.args
-    plan = ctx.engine.prune_sessions(a.user, a.rule, apply=a.apply)
+    plan = ctx.engine.sessions.prune(a.user, a.rule, apply=a.apply)
     data = plain(plan)
 
-    def human(d: dict) -> str:
+    def human(d: dict[str, Any]) -> str:
         verb = "Deleted" if d["applied"] else "Would delete"
         head = f"{verb} {len(d['sessions'])} sessions ({d['message_count']} messages) by rule {d['rule']}"
         tail = "" if d["applied"] or not d["sessions"] else "\nRerun with --apply to delete them."
@@ -264,17 +269,17 @@ def cmd_prune(ctx) -> Result:
     return Result(data, human)
 
 
-def cmd_reflect(ctx) -> Result:
-    items, strategy = ctx.engine.reflect(ctx.args.user, window=ctx.args.window)
+def cmd_reflect(ctx: Context) -> Result:
+    items, strategy = ctx.engine.items.reflect(ctx.args.user, window=ctx.args.window)
     data = {"strategy": strategy, "insights": plain(items)}
     cols = [Col("id", "id", 28), Col("importance", "importance", 10), Col("content", "insight", 100)]
     return Result(data, lambda d: f"strategy: {d['strategy']}\n" + table(d["insights"], cols, "(no insights)"))
 
 
-def cmd_stats(ctx) -> Result:
-    data = plain(ctx.engine.stats())
+def cmd_stats(ctx: Context) -> Result:
+    data = plain(ctx.engine.admin.stats())
 
-    def human(d: dict) -> str:
+    def human(d: dict[str, Any]) -> str:
         top = pairs({k: v for k, v in d.items() if k not in ("per_user", "warnings", "orphans")})
         rows = [{"user": u, **c} for u, c in d["per_user"].items()]
         cols = [Col("user", "user", 40)] + [
@@ -286,21 +291,21 @@ def cmd_stats(ctx) -> Result:
     return Result(data, human)
 
 
-def cmd_reindex(ctx) -> Result:
+def cmd_reindex(ctx: Context) -> Result:
     engine = ctx.engine
     progress = Progress(ctx.stderr, "reindex")
     try:
-        counts = engine.reindex(progress=progress)
+        counts = engine.admin.reindex(progress=progress)
     finally:
         progress.close()
     return Result(counts, lambda d: f"Reindexed {_counts_line(d)} with {engine.embedder.name}.")
 
 
-def cmd_repair(ctx) -> Result:
+def cmd_repair(ctx: Context) -> Result:
     engine = ctx.engine
     progress = Progress(ctx.stderr, "repair")
     try:
-        done = engine.repair(progress=progress)
+        done = engine.admin.repair(progress=progress)
     finally:
         progress.close()
     return Result(
@@ -314,10 +319,10 @@ def cmd_repair(ctx) -> Result:
     )
 
 
-def cmd_optimize(ctx) -> Result:
-    before = ctx.engine.disk_bytes()
-    built = ctx.engine.optimize()
-    after = ctx.engine.disk_bytes()
+def cmd_optimize(ctx: Context) -> Result:
+    before = ctx.engine.admin.disk_bytes()
+    built = ctx.engine.admin.optimize()
+    after = ctx.engine.admin.disk_bytes()
     retention = ctx.engine.settings.vector_version_retention_s
     return Result(
         {"vector_indexes_built": built, "store_bytes_before": before, "store_bytes_after": after},
@@ -329,8 +334,8 @@ def cmd_optimize(ctx) -> Result:
 
 
 # -- the parser ------------------------------------------------------------------------------------------------------
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    def add(name: str, handler, help: str) -> argparse.ArgumentParser:
+def register(sub: Subcommands, common: Parser) -> None:
+    def add(name: str, handler: Handler, help: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, parents=[common], help=help, description=help)
         p.set_defaults(handler=handler)
         return p
@@ -403,7 +408,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--ids", required=True, nargs="+", action="extend", type=MEMORY_ID, metavar="ID", help="ids to forget"
     )
     p.add_argument("--reason", required=True, metavar="R", help="why (kept in the forget log)")
-    p.add_argument("--mode", choices=("soft", "hard"), default="soft", help="default soft")
+    p.add_argument("--mode", choices=tuple(ForgetMode), default=ForgetMode.SOFT, help="default soft")
 
     p = add("forget-log", cmd_forget_log, "the audit log of forgetting, newest first")
     add_user(p)

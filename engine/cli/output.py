@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -63,7 +63,7 @@ class Col:
     width: int = 20
 
 
-def table(rows: Sequence[dict], cols: Sequence[Col], empty: str = "(none)") -> str:
+def table(rows: Sequence[Mapping[str, Any]], cols: Sequence[Col], empty: str = "(none)") -> str:
     """A fixed-width text table; the last column is not padded."""
     if not rows:
         return empty
@@ -78,7 +78,7 @@ def table(rows: Sequence[dict], cols: Sequence[Col], empty: str = "(none)") -> s
     return "\n".join(out)
 
 
-def pairs(data: dict, keys: Sequence[str] | None = None) -> str:
+def pairs(data: Mapping[str, Any], keys: Sequence[str] | None = None) -> str:
     """``key: value`` lines for a small object."""
     keys = list(keys or data.keys())
     width = max((len(k) for k in keys), default=0)

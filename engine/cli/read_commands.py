@@ -1,7 +1,7 @@
 """Which CLI invocations only read the store: they never create one (engine/store/location.require_existing_store).
 
 A command is listed here rather than flagged where it is registered so that the whole rule can be read in one place;
-tests/engine/test_read_commands.py runs each listed command on a folder that does not exist.
+tests/engine/cli/test_read_commands.py runs each listed command on a folder that does not exist.
 """
 
 from __future__ import annotations

@@ -7,13 +7,16 @@ whether or not ``--json`` is given; ``--summary`` prints a short table of the fi
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..config import parse_assignments
+from ..config import HOPS_RANGE, parse_assignments
 from ..presets import PRESETS
 from ..trace.records import RetrievalTrace
 from .args import MEMORY_ID, OFFSET, TRACE, add_session, add_user, bounded_int, joined
 from .output import Col, Result, cell, counted, plain, size, table
+
+if TYPE_CHECKING:
+    from .main import Context, Handler, Parser, Subcommands
 
 
 def _summary(trace: RetrievalTrace) -> str:
@@ -25,8 +28,7 @@ def _summary(trace: RetrievalTrace) -> str:
     ]
     for h in trace.hops:
         head.append(
-            f"hop {h.hop}: {cell(h.query, 120)}  [{h.proposed_by}]  "
-            f"found {h.counts.get('found')}, kept {h.counts.get('kept')}"
+            f"hop {h.hop}: {cell(h.query, 120)}  [{h.proposed_by}]  found {h.counts.found}, kept {h.counts.kept}"
         )
     texts = {c.id: c.text for h in trace.hops for c in h.candidates}
     rows = [
@@ -47,17 +49,17 @@ def _summary(trace: RetrievalTrace) -> str:
     return "\n".join(head) + "\n\n" + table(rows, cols, "(no candidates)")
 
 
-def _trace_result(ctx, trace: RetrievalTrace) -> Result:
+def _trace_result(ctx: Context, trace: RetrievalTrace) -> Result:
     def summary(_data: Any) -> str:
         return _summary(trace)
 
     return Result(trace.to_dict(), summary if ctx.args.summary and not getattr(ctx.args, "json", False) else None)
 
 
-def cmd_retrieve(ctx) -> Result:
+def cmd_retrieve(ctx: Context) -> Result:
     a = ctx.args
     overrides = parse_assignments(a.set)
-    trace = ctx.engine.retrieve(
+    trace = ctx.engine.retrieval.retrieve(
         a.user,
         joined(a.question),
         session_id=a.session,
@@ -70,18 +72,18 @@ def cmd_retrieve(ctx) -> Result:
     return _trace_result(ctx, trace)
 
 
-def cmd_trace(ctx) -> Result:
-    return _trace_result(ctx, ctx.engine.get_trace(ctx.args.id, ctx.args.user))
+def cmd_trace(ctx: Context) -> Result:
+    return _trace_result(ctx, ctx.engine.traces.get(ctx.args.id, ctx.args.user))
 
 
-def cmd_replay(ctx) -> Result:
+def cmd_replay(ctx: Context) -> Result:
     overrides = parse_assignments(ctx.args.set)
-    return _trace_result(ctx, ctx.engine.replay(ctx.args.id, overrides or None))
+    return _trace_result(ctx, ctx.engine.retrieval.replay(ctx.args.id, overrides or None))
 
 
-def cmd_traces(ctx) -> Result:
+def cmd_traces(ctx: Context) -> Result:
     a = ctx.args
-    page = ctx.engine.list_traces(a.user, limit=a.limit, offset=a.offset)
+    page = ctx.engine.traces.list_traces(a.user, limit=a.limit, offset=a.offset)
     rows = plain(list(page.rows))
     cols = [
         Col("created_at", "at"),
@@ -94,12 +96,12 @@ def cmd_traces(ctx) -> Result:
     return Result(rows, lambda r: table(r, cols, "(no traces)") + f"\n{len(r)} of {page.total} traces")
 
 
-def cmd_prune_traces(ctx) -> Result:
+def cmd_prune_traces(ctx: Context) -> Result:
     a = ctx.args
-    plan = ctx.engine.prune_traces(a.older_than, a.user, keep_labelled=not a.include_labelled, apply=a.apply)
+    plan = ctx.engine.traces.prune(a.older_than, a.user, keep_labelled=not a.include_labelled, apply=a.apply)
     data = plain(plan)
 
-    def human(d: dict) -> str:
+    def human(d: dict[str, Any]) -> str:
         verb = "Deleted" if d["applied"] else "Would delete"
         who = f"of {d['user_id']}" if d["user_id"] else "of every user"
         head = (
@@ -123,9 +125,9 @@ def cmd_prune_traces(ctx) -> Result:
     return Result(data, human)
 
 
-def cmd_feedback(ctx) -> Result:
+def cmd_feedback(ctx: Context) -> Result:
     a = ctx.args
-    events = ctx.engine.report_feedback(
+    events = ctx.engine.feedback.report(
         a.user, useful=a.useful or (), harmful=a.harmful or (), trace_id=a.trace, note=a.note or ""
     )
     rows = plain(events)
@@ -149,8 +151,8 @@ def days(text: str) -> float:
     return value
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    def add(name: str, handler, help: str) -> argparse.ArgumentParser:
+def register(sub: Subcommands, common: Parser) -> None:
+    def add(name: str, handler: Handler, help: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, parents=[common], help=help, description=help)
         p.set_defaults(handler=handler)
         return p
@@ -169,7 +171,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = add("retrieve", cmd_retrieve, "run the traced retrieval pipeline and print the trace as JSON")
     add_user(p)
     add_session(p, required=False)
-    p.add_argument("--hops", type=bounded_int(1, 5), metavar="N", help="hops (default: the hops setting, 1)")
+    p.add_argument("--hops", type=bounded_int(*HOPS_RANGE), metavar="N", help="hops (default: the hops setting, 1)")
     p.add_argument("--budget", type=bounded_int(1, 1_000_000), metavar="T", help="context token budget")
     p.add_argument("--now", metavar="ISO", help="the time decay is computed at (default: now)")
     p.add_argument("--preset", choices=sorted(PRESETS), help="a named set of retrieval settings (--set wins over it)")

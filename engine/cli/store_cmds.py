@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .output import Result, pairs, plain
 
+if TYPE_CHECKING:
+    from .main import Context, Parser, Subcommands
 
-def cmd_copy_store(ctx) -> Result:
+
+def cmd_copy_store(ctx: Context) -> Result:
     from ..config import Settings
     from ..store.copy import copy_store
 
@@ -28,14 +30,14 @@ def cmd_copy_store(ctx) -> Result:
     )
     data = plain(report)
 
-    def human(d: dict) -> str:
+    def human(d: dict[str, Any]) -> str:
         head = f"copied {d['source']} -> {d['destination']} (counts checked on both sides)\n"
         return head + pairs(d["rows"]) + "\n" + pairs(d["vectors"] or {"vector tables": 0})
 
     return Result(data, human)
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
+def register(sub: Subcommands, common: Parser) -> None:
     help = (
         "copy every row (traces, logs, evaluations included) and every vector table from one store into a new "
         "empty one: embedded folder -> team store (postgresql://... with --to-vectors s3://...) or back; "

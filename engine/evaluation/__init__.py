@@ -4,7 +4,7 @@ and benchmark importers. ``MemoryEngine.evals`` is the front door (an :class:`Ev
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..memory.base import Backends
 from .compare import compare
@@ -12,20 +12,26 @@ from .demo import load_demo_evaluation
 from .importers import ImportProgress, import_benchmark
 from .metrics import funnel, loss_counts
 from .records import CaseResult, Comparison, EvalCase, EvalRun, EvalSet
-from .runs import Evaluator, Progress
+from .runs import Evaluator
 from .sets import ExpectationSets
+
+if TYPE_CHECKING:
+    from ..memory.semantic import SemanticMemory
+    from ..retrieval.namespace import Retrieval
+    from ..trace.traces import Traces
 
 __all__ = ["Evaluations", "EvalSet", "EvalCase", "EvalRun", "CaseResult", "Comparison"]
 
 
-class Evaluations:
-    """Sets, cases, runs and comparisons of one store."""
+class Evaluations(Evaluator):
+    """``engine.evals``: sets, cases, runs and comparisons of one store. Runs (evaluate, runs, get_run, results,
+    delete_run) are the Evaluator's (runs.py); cases are read through ``retrieval``, pinned from ``traces`` and
+    benchmark turns are written into ``items``."""
 
-    def __init__(self, b: Backends, engine: Any) -> None:
-        self.b = b
-        self.engine = engine
-        self._sets = ExpectationSets(b)
-        self._runs = Evaluator(b, self._sets, engine)
+    def __init__(self, b: Backends, retrieval: Retrieval, items: SemanticMemory, traces: Traces) -> None:
+        super().__init__(b, ExpectationSets(b), retrieval, traces.memory_states)
+        self._items = items
+        self._traces = traces
 
     # -- sets and cases ------------------------------------------------------------------------------------------
     def sets(self) -> list[EvalSet]:
@@ -94,7 +100,7 @@ class Evaluations:
         """Pin a stored trace's question as a case: the memories that should be recalled for it (the trace's user,
         session and retrieval time are kept). The user's question pinned again in the same set replaces that case
         (same case id; its category kept unless a new one is given) instead of adding a duplicate."""
-        trace = self.engine.get_trace(trace_id)
+        trace = self._traces.get(trace_id)
         pinned = self.cases(set_name) if self._sets.exists(set_name) else []
         same = next((c for c in pinned if (c.user_id, c.question) == (trace.user_id, trace.question)), None)
         return self.add_case(
@@ -104,39 +110,14 @@ class Evaluations:
             expected,
             case_id=same.case_id if same else None,
             session_id=trace.session_id,
-            now=trace.settings.get("now"),
+            now=trace.settings.now,
             category=category or (same.category if same else None),
             source="pinned",
             create_set=create_set,
         )
 
-    # -- runs ---------------------------------------------------------------------------------------------------
-    def evaluate(
-        self,
-        set_name: str,
-        method: str = "memlens",
-        preset: str | None = None,
-        overrides: Mapping[str, Any] | None = None,
-        hops: int | None = None,
-        label: str | None = None,
-        progress: Progress | None = None,
-    ) -> EvalRun:
-        return self._runs.evaluate(set_name, method, preset, overrides, hops, label, progress)
-
-    def runs(self, set_name: str | None = None) -> list[EvalRun]:
-        return self._runs.list(set_name)
-
-    def get_run(self, run_id: str) -> EvalRun:
-        return self._runs.get(run_id)
-
-    def results(self, run_id: str) -> list[CaseResult]:
-        return self._runs.results(run_id)
-
-    def delete_run(self, run_id: str) -> int:
-        """Delete a run with its results and traces; returns the number of traces deleted."""
-        return self._runs.delete(run_id)
-
-    def losses(self, run_id: str) -> dict[str, list[dict]]:
+    # -- runs (evaluate, runs, get_run, results, delete_run: runs.py) ---------------------------------------------
+    def losses(self, run_id: str) -> dict[str, list[dict[str, Any]]]:
         """The loss funnel of a run: ``funnel`` (expected memories through each stage) and ``losses`` (lost
         memories per stage and rule)."""
         results = self.results(run_id)
@@ -154,7 +135,7 @@ class Evaluations:
     ) -> dict[str, Any]:
         """Import a LoCoMo or LongMemEval file (users, one item per turn, the expectation set); idempotent.
         ``preceding=False`` stores bare turns (no previous turn as preceding text)."""
-        return import_benchmark(self.engine.semantic, self._sets, kind, path, set_name, limit, preceding, progress)
+        return import_benchmark(self._items, self._sets, kind, path, set_name, limit, preceding, progress)
 
     def load_demo(self, run: bool = True) -> str | None:
         """The demo's expectation set ('demo') and one run of it (when it has none); needs the demo dataset."""

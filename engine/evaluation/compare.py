@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +24,7 @@ def sign_test(wins: int, losses: int) -> float:
     if n == 0:
         return 1.0
     k = min(wins, losses)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    tail: float = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
     return min(1.0, 2 * tail)
 
 
@@ -57,7 +58,7 @@ def compare(
     by_a = {r.case_id: r for r in results_a}
     by_b = {r.case_id: r for r in results_b}
     paired = [cid for cid in by_a if cid in by_b]
-    deltas: dict[str, dict] = {}
+    deltas: dict[str, dict[str, dict[str, Any]]] = {}
     for cat in dict.fromkeys([*run_a.metrics, *run_b.metrics]):
         a, b = run_a.metrics.get(cat, {}), run_b.metrics.get(cat, {})
         deltas[cat] = {}

@@ -4,10 +4,13 @@ stored run of it, so the Evaluations page has something to show on a first start
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import DEMO_DIR
 from ..errors import NotFound
+
+if TYPE_CHECKING:
+    from . import Evaluations
 
 DEMO_FILE = DEMO_DIR / "expectations.json"
 
@@ -31,7 +34,7 @@ def demo_cases() -> tuple[str, str, list[dict[str, Any]]]:
     return spec["set"], spec["description"], cases
 
 
-def load_demo_evaluation(evals: Any, run: bool = True) -> str | None:
+def load_demo_evaluation(evals: Evaluations, run: bool = True) -> str | None:
     """Create the demo set (once) and, when it has no run yet, run it with the default settings; returns the run id
     (None when nothing was run)."""
     name, description, cases = demo_cases()

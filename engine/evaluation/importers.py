@@ -36,8 +36,8 @@ class Conversation:
     """One benchmark unit to import: a user's turns and the cases asked of them."""
 
     user_id: str
-    turns: list[dict]  # id, content, created_at, preceding_text, category
-    cases: list[dict]  # case_id, question, expected, category, now
+    turns: list[dict[str, Any]]  # id, content, created_at, preceding_text, category
+    cases: list[dict[str, Any]]  # case_id, question, expected, category, now
     skipped: int  # questions without resolvable evidence
 
 
@@ -51,7 +51,7 @@ def locomo_date(text: str) -> datetime:
     return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
-def locomo_evidence(qa: dict) -> set[str]:
+def locomo_evidence(qa: dict[str, Any]) -> set[str]:
     """Every ``D<s>:<t>`` in the evidence list, zero-padding dropped (``D30:05`` -> ``D30:5``)."""
     return {f"D{int(s)}:{int(t)}" for ev in qa.get("evidence") or [] for s, t in EVIDENCE.findall(str(ev))}
 

@@ -28,7 +28,9 @@ TABLE_METRICS = (
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 
 
-def case_scores(expected: Sequence[str], ranking: Sequence[str], context_ids: Iterable[str] | None) -> dict:
+def case_scores(
+    expected: Sequence[str], ranking: Sequence[str], context_ids: Iterable[str] | None
+) -> dict[str, float | None]:
     """One case's measures. ``ranking`` is the run's order (best first); ``context_ids`` None for a baseline."""
     gold = set(expected)
     if not gold:
@@ -37,7 +39,7 @@ def case_scores(expected: Sequence[str], ranking: Sequence[str], context_ids: It
     for n, item_id in enumerate(ranking, 1):
         position.setdefault(item_id, n)
     ranks = [position[g] for g in gold if g in position]
-    out: dict[str, Any] = {}
+    out: dict[str, float | None] = {}
     for k in KS:
         found = sum(1 for r in ranks if r <= k)
         out[f"recall@{k}"] = found / len(gold)
@@ -61,14 +63,14 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return data[lo] + (data[hi] - data[lo]) * (pos - lo)
 
 
-def aggregate(rows: Iterable[tuple[str | None, Mapping[str, Any], float | None]]) -> dict[str, dict]:
+def aggregate(rows: Iterable[tuple[str | None, Mapping[str, Any], float | None]]) -> dict[str, dict[str, Any]]:
     """Mean of each measure per category and ``overall`` (each with ``n`` and latency p50/p95 in ms).
     ``rows``: (category, case scores, latency_ms)."""
     groups: dict[str, list[tuple[Mapping[str, Any], float | None]]] = defaultdict(list)
     for category, scores, latency in rows:
         groups["overall"].append((scores, latency))
         groups[category or "(none)"].append((scores, latency))
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for name in ["overall", *sorted(k for k in groups if k != "overall")]:
         members = groups[name]
         summary: dict[str, Any] = {"n": len(members)}
@@ -89,9 +91,9 @@ def rule_family(rule: str) -> str:
     return _NUMBER.sub("N", rule or "").strip()
 
 
-def loss_counts(results: Iterable[Any]) -> list[dict]:
+def loss_counts(results: Iterable[Any]) -> list[dict[str, Any]]:
     """How many expected memories were lost at each stage and rule family, most first (``results``: CaseResult)."""
-    counts: Counter = Counter()
+    counts: Counter[tuple[str, str]] = Counter()
     for r in results:
         for lost in r.lost.values():
             counts[(lost.get("stage", ""), rule_family(lost.get("rule", "")))] += 1
@@ -101,7 +103,7 @@ def loss_counts(results: Iterable[Any]) -> list[dict]:
     ]
 
 
-def funnel(results: Iterable[Any]) -> list[dict]:
+def funnel(results: Iterable[Any]) -> list[dict[str, Any]]:
     """Expected memories through the pipeline: expected, in the store, found by search, past the relevance filter
     (ranked), in the context. Each step holds the ones of the step before it (for the baselines, which have no
     filter and no context, 'past the relevance filter' means ranked in their top 25)."""

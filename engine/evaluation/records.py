@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 SOURCES = ("pinned", "imported", "manual")
 METHODS = ("memlens", "vector", "bm25")
@@ -14,7 +15,7 @@ class EvalSet:
     name: str
     description: str
     cases: int
-    categories: dict  # category -> number of cases ("" for none)
+    categories: dict[str, int]  # category -> number of cases ("" for none)
     runs: int
     created_at: datetime
 
@@ -40,12 +41,12 @@ class EvalRun:
     label: str
     method: str  # memlens | vector | bm25
     preset: str | None
-    overrides: dict
+    overrides: dict[str, Any]  # settings name -> value, as given
     hops: int | None
-    settings: dict  # the retrieval settings the run used (after preset and overrides)
+    settings: dict[str, Any]  # the retrieval settings the run used (after preset and overrides)
     code_version: str
-    store_counts: dict  # memories of the set's users when the run started: kind -> count
-    metrics: dict  # "overall" and each category -> metric -> value (and "n")
+    store_counts: dict[str, int]  # memories of the set's users when the run started: kind -> count
+    metrics: dict[str, dict[str, Any]]  # "overall" and each category -> metric -> value (and "n")
     status: str  # running | done | failed
     cases: int
     started_at: datetime
@@ -61,10 +62,10 @@ class CaseResult:
     category: str | None
     expected: tuple[str, ...]
     trace_id: str | None  # None for the vector and bm25 baselines (no pipeline, no trace)
-    ranks: dict  # expected id -> 1-based rank in the run's ranking, or None
-    in_context: dict  # expected id -> reached the assembled context (False for baselines)
-    lost: dict  # expected id not in the context -> {status, stage, rule, hop, rank}
-    scores: dict  # recall@k, hit@k, all@k, rr, ndcg@10, context_recall
+    ranks: dict[str, int | None]  # expected id -> 1-based rank in the run's ranking, or None
+    in_context: dict[str, bool]  # expected id -> reached the assembled context (False for baselines)
+    lost: dict[str, dict[str, Any]]  # expected id not in the context -> {status, stage, rule, hop, rank}
+    scores: dict[str, float | None]  # recall@k, hit@k, all@k, rr, ndcg@10, context_recall
     latency_ms: float | None
     top: tuple[str, ...] = ()  # the run's first 25 memory ids for this case (what was found)
 
@@ -74,8 +75,8 @@ class Comparison:
     run_a: str
     run_b: str
     metric: str  # the per-case measure the gained/lost lists and the tests use (recall@10)
-    deltas: dict  # category -> metric -> {"a", "b", "delta", "n"}
-    cases: tuple[dict, ...]  # one per paired case: case_id, category, question, a, b, delta, trace_a, trace_b
+    deltas: dict[str, dict[str, dict[str, Any]]]  # category -> metric -> {"a", "b", "delta", "n"}
+    cases: tuple[dict[str, Any], ...]  # one per paired case: case_id, category, question, a, b, delta, trace_a, trace_b
     gained: tuple[str, ...]  # case ids whose measure rose from A to B
     lost: tuple[str, ...]
-    significance: dict  # n, wins, losses, ties, sign_test_p, bootstrap_ci (95 %), mean_delta
+    significance: dict[str, Any]  # n, wins, losses, ties, sign_test_p, bootstrap_ci (95 %), mean_delta

@@ -7,14 +7,13 @@ stored like any other trace and linked from its result; deleting a run deletes t
 
 from __future__ import annotations
 
-import builtins
 import json
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..clock import utcnow
 from ..config import Settings
@@ -22,11 +21,15 @@ from ..errors import InvalidInput, NotFound
 from ..ids import check_id, new_id
 from ..memory.base import Backends, insert_rows
 from ..presets import preset_overrides
+from ..store.sql.database import Connection, one_row
 from ..trace.records import RetrievalTrace
 from ..trace.why_not import GONE, STAGE_NAMES, MemoryState, why_not
 from .metrics import KS, aggregate, case_scores
 from .records import METHODS, CaseResult, EvalCase, EvalRun
 from .sets import ExpectationSets, check_set_name
+
+if TYPE_CHECKING:
+    from ..retrieval.namespace import Retrieval
 
 RESULT_TYPES = (
     ("run_id", "str"),
@@ -89,7 +92,7 @@ def pipeline_ranking(trace: RetrievalTrace) -> list[str]:
     return ranked + [i for _, i in sorted(dropped, key=lambda t: -t[0])]
 
 
-def _gone(state: MemoryState | None) -> dict | None:
+def _gone(state: MemoryState | None) -> dict[str, Any] | None:
     if state is None or state.status not in GONE:
         return None
     return {"status": state.status, "stage": STAGE_NAMES[state.status], "rule": state.detail, "hop": None, "rank": None}
@@ -134,45 +137,53 @@ def _result(row: Sequence[Any]) -> CaseResult:
 
 
 class Evaluator:
-    """Runs sets and keeps their runs. ``engine`` is the MemoryEngine (its retrieve, search and memory_states)."""
+    """Runs sets and keeps their runs: each case through ``retrieval`` (the engine's traced pipeline and plain
+    search); ``memory_states`` says which expected memories were forgotten before the run."""
 
-    def __init__(self, b: Backends, sets: ExpectationSets, engine: Any) -> None:
+    def __init__(
+        self,
+        b: Backends,
+        sets: ExpectationSets,
+        retrieval: Retrieval,
+        memory_states: Callable[[str, Sequence[str]], dict[str, MemoryState]],
+    ) -> None:
         self.b = b
-        self.sets = sets
-        self.engine = engine
+        self._sets = sets
+        self._retrieval = retrieval
+        self._memory_states = memory_states
 
     # -- running ------------------------------------------------------------------------------------------------
     def evaluate(
         self,
         set_name: str,
-        method: str = "memlens",
         preset: str | None = None,
         overrides: Mapping[str, Any] | None = None,
         hops: int | None = None,
         label: str | None = None,
+        method: str = "memlens",
         progress: Progress | None = None,
     ) -> EvalRun:
-        """Run every case of ``set_name``; returns the stored run (its metrics included). Bad arguments raise
-        InvalidInput before anything is written."""
+        """Run an expectation set through traced retrieval (``method`` memlens) or a plain ``vector`` / ``bm25``
+        ranking and store the run; returns it with its metrics. Bad arguments raise InvalidInput before anything is
+        written."""
         if method not in METHODS:
             raise InvalidInput(f"unknown evaluation method {str(method)[:20]!r}; use {', '.join(METHODS)}")
-        cases = self.sets.cases(set_name)
+        cases = self._sets.cases(set_name)
         if not cases:
             raise InvalidInput(f"expectation set {set_name!r} has no cases")
         changes = {**preset_overrides(preset), **dict(overrides or {})}
         if hops is not None and (isinstance(hops, bool) or not isinstance(hops, int) or not 1 <= hops <= 5):
             raise InvalidInput("hops must be an integer from 1 to 5")
-        settings: Settings = self.engine.retriever.settings_for(changes, hops, None)
+        settings: Settings = self._retrieval.pipeline.settings_for(changes, hops, None)
         label = label or (f"{method}" + (f" · {preset}" if preset else "") + (f" · {hops} hops" if hops else ""))
         if not isinstance(label, str) or len(label) > 200 or "\x00" in label:
             raise InvalidInput("a run label is text of at most 200 characters")
         users = sorted({c.user_id for c in cases})
         states: dict[str, dict[str, MemoryState]] = {
-            u: self.engine.memory_states(u, sorted({e for c in cases if c.user_id == u for e in c.expected}))
-            for u in users
+            u: self._memory_states(u, sorted({e for c in cases if c.user_id == u for e in c.expected})) for u in users
         }
         if method == "memlens":  # one batched encoder call for every question (a short one is its own first query)
-            self.engine.retriever.query_vectors.prime([c.question for c in cases])
+            self._retrieval.pipeline.query_vectors.prime([c.question for c in cases])
         run_id = new_id("run")
         with self.b.db.write() as conn:
             conn.execute(
@@ -195,8 +206,8 @@ class Evaluator:
                     None,
                 ],
             )
-        pending: list[list] = []
-        summary: list[tuple[str | None, dict, float | None]] = []
+        pending: list[list[Any]] = []
+        summary: list[tuple[str | None, dict[str, Any], float | None]] = []
         try:
             for n, case in enumerate(cases, 1):
                 result = self._one(run_id, case, method, changes, hops, states[case.user_id])
@@ -224,15 +235,15 @@ class Evaluator:
         run_id: str,
         case: EvalCase,
         method: str,
-        changes: dict,
+        changes: dict[str, Any],
         hops: int | None,
         states: Mapping[str, MemoryState],
     ) -> CaseResult:
         t = time.perf_counter()
         trace_id, context = None, None
-        lost: dict[str, dict] = {}
+        lost: dict[str, dict[str, Any]] = {}
         if method == "memlens":
-            trace = self.engine.retrieve(
+            trace = self._retrieval.retrieve(
                 case.user_id,
                 case.question,
                 session_id=case.session_id,
@@ -253,7 +264,7 @@ class Evaluator:
                 v = why_not(trace, item_id)
                 lost[item_id] = {"status": v.status, "stage": v.stage, "rule": v.rule, "hop": v.hop, "rank": v.rank}
         else:
-            hits = self.engine.search(
+            hits = self._retrieval.search(
                 case.user_id,
                 case.question,
                 kind="all",
@@ -290,7 +301,7 @@ class Evaluator:
         )
 
     @staticmethod
-    def _row(r: CaseResult) -> list:
+    def _row(r: CaseResult) -> list[Any]:
         return [
             r.run_id,
             r.case_id,
@@ -307,25 +318,27 @@ class Evaluator:
             json.dumps(list(r.top)),
         ]
 
-    def _write(self, pending: list[list]) -> None:
+    def _write(self, pending: list[list[Any]]) -> None:
         if pending:
             with self.b.db.write() as conn:
                 insert_rows(conn, "eval_results", RESULT_TYPES, pending)
             pending.clear()
 
     @staticmethod
-    def _store_counts(conn, users: Sequence[str]) -> dict:
-        counts = {}
+    def _store_counts(conn: Connection, users: Sequence[str]) -> dict[str, int]:
+        counts: dict[str, int] = {}
         for kind, table in (("semantic", "items"), ("episodic", "episodes"), ("procedural", "skills")):
-            counts[kind] = conn.execute(
-                f"SELECT count(*) FROM {table} WHERE archived_at IS NULL AND user_id IN (SELECT unnest(?))",
-                [list(users)],
-            ).fetchone()[0]
+            counts[kind] = one_row(
+                conn.execute(
+                    f"SELECT count(*) FROM {table} WHERE archived_at IS NULL AND user_id IN (SELECT unnest(?))",
+                    [list(users)],
+                )
+            )[0]
         counts["users"] = len(users)
         return counts
 
     # -- stored runs --------------------------------------------------------------------------------------------
-    def list(self, set_name: str | None = None) -> list[EvalRun]:
+    def runs(self, set_name: str | None = None) -> list[EvalRun]:
         sql, params = f"SELECT {RUN_COLUMNS} FROM eval_runs", []
         if set_name is not None:
             sql += " WHERE set_name=?"
@@ -334,20 +347,20 @@ class Evaluator:
             rows = conn.execute(sql + " ORDER BY started_at DESC, id", params).fetchall()
         return [_run(r) for r in rows]
 
-    def get(self, run_id: str) -> EvalRun:
+    def get_run(self, run_id: str) -> EvalRun:
         check_id(run_id, "run id")
         with self.b.db.read() as conn:
             return self._get(conn, run_id)
 
     @staticmethod
-    def _get(conn, run_id: str) -> EvalRun:
+    def _get(conn: Connection, run_id: str) -> EvalRun:
         row = conn.execute(f"SELECT {RUN_COLUMNS} FROM eval_runs WHERE id=?", [run_id]).fetchone()
         if row is None:
             raise NotFound(f"no evaluation run {run_id!r}")
         return _run(row)
 
-    def results(self, run_id: str) -> builtins.list[CaseResult]:
-        self.get(run_id)
+    def results(self, run_id: str) -> list[CaseResult]:
+        self.get_run(run_id)
         with self.b.db.read() as conn:
             rows = conn.execute(
                 "SELECT run_id, case_id, user_id, question, category, expected, trace_id, ranks, "
@@ -357,8 +370,8 @@ class Evaluator:
             ).fetchall()
         return [_result(r) for r in rows]
 
-    def delete(self, run_id: str) -> int:
-        """Delete a run, its results and the traces it stored; returns the number of traces deleted."""
+    def delete_run(self, run_id: str) -> int:
+        """Delete a run with its results and the traces it stored; returns the number of traces deleted."""
         check_id(run_id, "run id")
         with self.b.db.write() as conn:
             if not conn.execute("SELECT 1 FROM eval_runs WHERE id=?", [run_id]).fetchone():

@@ -11,13 +11,16 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_ids, check_text, new_id
 from ..memory.base import Backends, insert_rows
 from .records import SOURCES, EvalCase, EvalSet
+
+if TYPE_CHECKING:
+    from ..store.sql.database import Connection
 
 MAX_DESCRIPTION = 2000
 MAX_EXPECTED = 200
@@ -69,7 +72,7 @@ class ExpectationSets:
             return self._list(conn)
 
     @staticmethod
-    def _list(conn, name: str | None = None) -> builtins.list[EvalSet]:
+    def _list(conn: Connection, name: str | None = None) -> builtins.list[EvalSet]:
         where, params = ("WHERE s.name = ? ", [name]) if name is not None else ("", [])
         rows = conn.execute(
             "SELECT s.name, s.description, s.created_at, "
@@ -93,7 +96,7 @@ class ExpectationSets:
         with self.b.db.read() as conn:
             return self._get(conn, name)
 
-    def _get(self, conn, name: str) -> EvalSet:
+    def _get(self, conn: Connection, name: str) -> EvalSet:
         found = self._list(conn, name)
         if not found:
             raise NotFound(f"no expectation set {name!r}")

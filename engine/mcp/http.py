@@ -41,8 +41,9 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 BAD_ID_MESSAGE = "Invalid request: the id must be an integer or a string"
 
 Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict]]
-Send = Callable[[dict], Awaitable[None]]
+Message = dict[str, Any]  # an ASGI event: {"type": "http.request", "body": ...}
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
@@ -129,7 +130,7 @@ class RequestIdCheck:
         if scope["type"] != "http" or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
-        chunks: list[dict] = []
+        chunks: list[Message] = []
         size, complete = 0, False
         while size <= self.max_bytes:
             message = await receive()
@@ -148,7 +149,7 @@ class RequestIdCheck:
                 )
                 return
 
-        async def replay() -> dict:
+        async def replay() -> Message:
             return chunks.pop(0) if chunks else await receive()
 
         await self.app(scope, replay, send)

@@ -32,7 +32,10 @@ Int = Annotated[int, Field(strict=True)]
 Number = Annotated[float, Field(strict=True)]
 Bool = Annotated[bool, Field(strict=True)]
 Role = Literal["user", "assistant", "system", "tool", "tool_result"]
+# The vocabulary's values (engine/vocab.py: Kind, ForgetMode), spelled out because a tool's JSON schema is made
+# from these annotations; tests/engine/test_vocab.py holds them equal to the enums.
 Kind = Literal["semantic", "episodic", "procedural"]
+Mode = Literal["soft", "hard"]
 SkillKind = Literal["prompt", "template", "code"]
 INSTRUCTIONS = (
     "Agent memory with traced retrieval (memlens). Call memory_retrieve before answering and keep its trace_id; "
@@ -105,7 +108,7 @@ def build_server(engine: MemoryEngine) -> MCPServer:
     @tool
     def memory_add_message(user_id: str, role: Role, content: str, session_id: str = "default") -> str:
         """Append a message to a session's short-term memory (the session is created on first use)."""
-        msg = engine.add_message(user_id, session_id, role, content)
+        msg = engine.sessions.add_message(user_id, session_id, role, content)
         return f"Message added to session '{msg.session_id}' (#{msg.seq}, {msg.tokens} tokens)."
 
     @tool
@@ -119,7 +122,7 @@ def build_server(engine: MemoryEngine) -> MCPServer:
     ) -> str:
         """Save one fact to semantic memory directly (no LLM). ``preceding_text``: what came right before it (e.g. the
         question it answers), embedded with it so that question finds it."""
-        item = engine.remember(
+        item = engine.items.remember(
             user_id, content, category, importance, evergreen, source="mcp", preceding_text=preceding_text
         )
         return f"Memory saved: {item.id}\nCategory: {item.category}\nContent: {item.content}"
@@ -133,7 +136,7 @@ def build_server(engine: MemoryEngine) -> MCPServer:
         mode: Literal["hybrid", "vector", "fts"] = "hybrid",
     ) -> str:
         """Plain search over long-term memory (no ranking pipeline, no trace): hybrid, vector or full-text."""
-        hits = engine.search(user_id, query, kind, max_results, mode)
+        hits = engine.retrieval.search(user_id, query, kind, max_results, mode)
         if not hits:
             return "No memories found matching the query."
         lines = [f"{n}. [{h.kind} {h.id}] (score {h.score:.3f}) {_short(h.text, 200)}" for n, h in enumerate(hits, 1)]
@@ -144,7 +147,7 @@ def build_server(engine: MemoryEngine) -> MCPServer:
         user_id: str, query: str, session_id: str | None = None, hops: Int | None = None, max_tokens: Int | None = None
     ) -> RetrieveResult:
         """Run the traced retrieval pipeline; returns the context for the prompt and the stored trace's id."""
-        trace = engine.retrieve(user_id, query, session_id=session_id, hops=hops, budget=max_tokens)
+        trace = engine.retrieval.retrieve(user_id, query, session_id=session_id, hops=hops, budget=max_tokens)
         return RetrieveResult(
             trace_id=trace.trace_id,
             context=trace.context,
@@ -161,19 +164,19 @@ def build_server(engine: MemoryEngine) -> MCPServer:
         note: str = "",
     ) -> str:
         """Label memories useful (+1) or harmful (-1), optionally tied to the retrieval trace that surfaced them."""
-        events = engine.report_feedback(user_id, useful or (), harmful or (), trace_id, note)
+        events = engine.feedback.report(user_id, useful or (), harmful or (), trace_id, note)
         n_useful = sum(1 for e in events if e.label == "useful")
         return f"Feedback recorded: {n_useful} useful, {len(events) - n_useful} harmful."
 
     @tool
     def memory_working_get(user_id: str, session_id: str = "default") -> str:
         """The session's working-memory slots as a JSON object."""
-        return json.dumps(to_plain(engine.working_get(user_id, session_id)), ensure_ascii=False, indent=2)
+        return json.dumps(to_plain(engine.working.get(user_id, session_id)), ensure_ascii=False, indent=2)
 
     @tool
     def memory_working_set(user_id: str, slots: dict[str, Any], session_id: str = "default") -> str:
         """Set working-memory slots in one transaction (a null value removes the slot); returns all slots."""
-        result = engine.working_update(user_id, session_id, slots, source="agent")
+        result = engine.working.update(user_id, session_id, slots, source="agent")
         return json.dumps(to_plain(result), ensure_ascii=False, indent=2)
 
     @tool
@@ -186,13 +189,13 @@ def build_server(engine: MemoryEngine) -> MCPServer:
         session_id: str | None = None,
     ) -> str:
         """Record an episode (a trajectory of observation/action/result steps) with an optional outcome."""
-        ep = engine.record_episode(user_id, [s.model_dump() for s in steps], summary, outcome, importance, session_id)
+        ep = engine.episodes.record(user_id, [s.model_dump() for s in steps], summary, outcome, importance, session_id)
         return f"Episode recorded: {ep.id} ({len(ep.steps)} steps)"
 
     @tool
     def memory_episodes(user_id: str, query: str | None = None, outcome: str | None = None, limit: Int = 10) -> str:
         """Recent episodes, or those matching a query/outcome: one line each."""
-        page = engine.list_episodes(user_id, outcome=outcome, query=query, limit=limit)
+        page = engine.episodes.list_episodes(user_id, outcome=outcome, query=query, limit=limit)
         if not page.rows:
             return "No episodes found."
         return "\n".join(
@@ -205,13 +208,13 @@ def build_server(engine: MemoryEngine) -> MCPServer:
         user_id: str, name: str, body: str, description: str = "", kind: SkillKind = "prompt"
     ) -> str:
         """Register a skill; the same name again becomes its next version (with fresh counters)."""
-        skill = engine.register_skill(user_id, name, body, description, kind, provenance={"source": "mcp"})
+        skill = engine.skills.register(user_id, name, body, description, kind, provenance={"source": "mcp"})
         return f"Skill registered: {skill.id} ({skill.name} v{skill.version})"
 
     @tool
     def memory_skill_report(user_id: str, skill_id: str, success: Bool, episode_id: str | None = None) -> str:
         """Record one success or failure of a skill (optionally linked to the episode it happened in)."""
-        s = engine.report_outcome(user_id, skill_id, success, episode_id)
+        s = engine.skills.report_outcome(user_id, skill_id, success, episode_id)
         return (
             f"Outcome recorded for {s.name} ({s.id}): success {s.success_count} / failure {s.failure_count} "
             f"(rate {s.success_rate:.2f})"
@@ -220,17 +223,15 @@ def build_server(engine: MemoryEngine) -> MCPServer:
     @tool
     def memory_skills(user_id: str, query: str | None = None, kind: SkillKind | None = None, limit: Int = 10) -> str:
         """Skills ranked by proven utility (Wilson lower bound of the success rate), one line per skill."""
-        ranked: list[RankedSkill] = engine.rank_skills(user_id, query, kind, limit)
+        ranked: list[RankedSkill] = engine.skills.rank(user_id, query, kind, limit)
         if not ranked:
             return "No skills found."
         return "\n".join(skill_line(r.skill) for r in ranked)
 
     @tool
-    def memory_forget(
-        user_id: str, kind: Kind, ids: list[str], reason: str, mode: Literal["soft", "hard"] = "soft"
-    ) -> str:
+    def memory_forget(user_id: str, kind: Kind, ids: list[str], reason: str, mode: Mode = "soft") -> str:
         """Forget memories: soft archives them (unretrievable, restorable), hard deletes them; always audited."""
-        r = engine.forget(user_id, kind, ids, reason, mode, actor="mcp")
+        r = engine.forgetting.forget(user_id, kind, ids, reason, mode, actor="mcp")
         text = f"Forgot {r.count} entries from {r.memory_type} memory for user {user_id} ({r.mode})."
         if r.unknown:
             text += f" Not found or already forgotten: {', '.join(r.unknown)}."
@@ -239,14 +240,14 @@ def build_server(engine: MemoryEngine) -> MCPServer:
     @tool
     def memory_reflect(user_id: str, window: Int = 10) -> str:
         """Derive insights from the last ``window`` episodes and store them in the ``insights`` category."""
-        items, strategy = engine.reflect(user_id, window)
+        items, strategy = engine.items.reflect(user_id, window)
         head = f"Reflection ({strategy}): {len(items)} insight(s)."
         return "\n".join([head, *(f"[{i.id}] {_short(i.content, 200)}" for i in items)])
 
     @tool
     def memory_stats(user_id: str | None = None) -> str:
         """Counts per memory kind (for the whole store, or one user), the embedder and the LLM in use."""
-        st = engine.stats()
+        st = engine.admin.stats()
         if user_id is not None:
             from ..ids import check_id
 

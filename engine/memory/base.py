@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import numpy as np
 import pyarrow as pa
@@ -15,12 +16,31 @@ from ..config import Settings
 from ..errors import InvalidInput
 from ..providers.embedders import Embedder
 from ..store.journal import Note, WriteJournal
-from ..store.sql.database import Database
-from ..store.vectors.index import VectorIndex, check_vectors
+from ..store.sql.database import Connection, Database
+from ..store.vectors.index import VectorIndex
+from ..store.vectors.rows import check_vectors
 from ..validation import check_int, check_json_value
 
 if TYPE_CHECKING:
+    import duckdb
+
     from ..store.sql.postgres import PostgresDatabase
+
+_T = TypeVar("_T")
+
+
+class StoredRecord(Protocol):
+    """What store_records needs of a memory record (Item, Episode, Skill)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def user_id(self) -> str: ...
+    @property
+    def archived_at(self) -> datetime | None: ...
+
+
+_R = TypeVar("_R", bound=StoredRecord)
 
 
 @dataclass
@@ -35,7 +55,7 @@ class Backends:
         # One process at a time creates a vector table: under the store-wide writer lock (VectorIndex.table).
         self.index.creation_lock = self.db.write
 
-    def intent(self, kind: str, ids: Sequence[str]):
+    def intent(self, kind: str, ids: Sequence[str]) -> AbstractContextManager[Note]:
         """Note a write touching ``ids`` of ``kind`` in both stores for its duration (storage/journal.py). A read-only
         store refuses here, before the note (on a read-only disk, writing it would fail with a raw OSError)."""
         self.db.refuse_if_read_only()
@@ -53,11 +73,11 @@ class Backends:
     def store_records(
         self,
         kind: str,
-        records: Sequence[Any],
-        index_text: Callable[[Any], str],
-        insert: Callable[[Any, Sequence[Any]], Any],  # the connection of either store
-        index_preceding: Callable[[Any], str] | None = None,
-    ) -> Any:
+        records: Sequence[_R],
+        index_text: Callable[[_R], str],
+        insert: Callable[[Connection, Sequence[_R]], _T],  # the connection of either store
+        index_preceding: Callable[[_R], str] | None = None,
+    ) -> _T:
         """Rows for every record, vectors for the active (not archived) ones, all or nothing."""
         active = [r for r in records if r.archived_at is None]
         return self.write_indexed(
@@ -75,9 +95,9 @@ class Backends:
         ids: Sequence[str],
         user_ids: Sequence[str],
         texts: Sequence[str],
-        write_rows: Callable[[Any], Any],
+        write_rows: Callable[[Connection], _T],
         preceding: Sequence[str] | None = None,
-    ) -> Any:
+    ) -> _T:
         """Embed, add vectors, then commit the rows; undo the vectors if the rows fail (all or nothing).
 
         DuckDB is the truth: retrieval only returns ids that are active there, so a crash between the two steps
@@ -137,7 +157,9 @@ _ARROW_TYPES = {
 }
 
 
-def insert_rows(conn, table: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]) -> None:
+def insert_rows(
+    conn: Connection, table: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]
+) -> None:
     """Bulk insert through an Arrow table (several times faster than executemany for batches)."""
     if not rows:
         return
@@ -145,16 +167,17 @@ def insert_rows(conn, table: str, columns: Sequence[tuple[str, str]], rows: Sequ
     if copy_rows is not None:  # a team store's PostgreSQL connection: COPY, its own bulk path
         copy_rows(table, [name for name, _ in columns], rows)
         return
+    duck = cast("duckdb.DuckDBPyConnection", conn)  # only PostgreSQL's connection has copy_rows
     data = pa.table(
         {name: pa.array([r[n] for r in rows], _ARROW_TYPES[kind]) for n, (name, kind) in enumerate(columns)}
     )
     view = f"memlens_insert_{table}"
-    conn.register(view, data)
+    duck.register(view, data)
     try:
         names = ", ".join(name for name, _ in columns)
         conn.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {view}")
     finally:
-        conn.unregister(view)
+        duck.unregister(view)
 
 
 def dumps(value: Any, field: str = "value") -> str:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from .. import validation
@@ -10,7 +11,7 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, check_unit, new_id
 from ..records import Episode, Page, Step
-from ..store.sql.database import one_row
+from ..store.sql.database import Connection, Row, one_row
 from .base import Backends, dumps, insert_rows, like_pattern, loads, page_args
 from .semantic import normalise_provenance
 
@@ -38,7 +39,7 @@ def derive_summary(steps: Sequence[Step]) -> str:
     return f"Episode with {len(steps)} step(s): " + " -> ".join(actions)
 
 
-def _episode(row: tuple) -> Episode:
+def _episode(row: Row) -> Episode:
     steps = tuple(
         Step(s.get("observation") or "", s.get("action") or "", s.get("result") or "", s.get("timestamp") or None)
         for s in loads(row[3]) or []
@@ -109,6 +110,19 @@ class EpisodicMemory:
             optional_time(archived_at, "archived_at"),
         )
 
+    def record(
+        self,
+        user_id: str,
+        steps: Sequence[Mapping[str, Any]],
+        summary: str | None = None,
+        outcome: str | None = None,
+        importance: float | None = None,
+        session_id: str | None = None,
+        created_at: datetime | str | None = None,
+    ) -> Episode:
+        """Record a trajectory; a missing summary is derived from the actions."""
+        return self.add([self.prepare(user_id, steps, summary, outcome, importance, session_id, created_at)])[0]
+
     def add(self, episodes: Sequence[Episode]) -> list[Episode]:
         if not episodes:
             return []
@@ -119,7 +133,7 @@ class EpisodicMemory:
     def index_text(episode: Episode) -> str:
         return episode.searchable_text
 
-    def insert(self, conn, episodes: Sequence[Episode]) -> list[Episode]:
+    def insert(self, conn: Connection, episodes: Sequence[Episode]) -> list[Episode]:
         if not episodes:
             return []
         insert_rows(
@@ -164,7 +178,7 @@ class EpisodicMemory:
         include_archived: bool = False,
         limit: int = 50,
         offset: int = 0,
-    ) -> Page:
+    ) -> Page[Episode]:
         """Episodes newest first."""
         check_id(user_id, "user id")
         limit, offset = page_args(limit, offset)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .transfer import Transfer
 
 
-def export_records(t: Transfer, user_id: str) -> Iterator[dict]:
+def export_records(t: Transfer, user_id: str) -> Iterator[dict[str, Any]]:
     """Every record of a user as JSON-ready dicts in an order Transfer.plan reads back."""
     for c in t.semantic.categories(user_id):
         if c.summary:
@@ -119,15 +119,15 @@ def export_records(t: Transfer, user_id: str) -> Iterator[dict]:
             "note": f.note,
             "created_at": f.created_at.isoformat(),
         }
-    for e in reversed(t.forgetter.log(user_id, limit=10_000_000)):
+    for entry in reversed(t.forgetter.log(user_id, limit=10_000_000)):
         yield {
             "kind": "forget_log",
             "user_id": user_id,
-            "memory_type": e.memory_type,
-            "ids": list(e.ids),
-            "count": e.count,
-            "mode": e.mode,
-            "reason": e.reason,
-            "actor": e.actor,
-            "at": e.at.isoformat(),
+            "memory_type": entry.memory_type,
+            "ids": list(entry.ids),
+            "count": entry.count,
+            "mode": entry.mode,
+            "reason": entry.reason,
+            "actor": entry.actor,
+            "at": entry.at.isoformat(),
         }

@@ -11,7 +11,7 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_ids
 from ..records import FeedbackEvent
-from ..store.sql.database import one_row
+from ..store.sql.database import Connection, one_row
 from .base import Backends, page_args
 
 LABELS = {"useful": 1, "harmful": -1}
@@ -23,7 +23,7 @@ class FeedbackLog:
     def __init__(self, b: Backends) -> None:
         self.b = b
 
-    def existing_ids(self, conn, user_id: str, ids: Sequence[str]) -> set[str]:
+    def existing_ids(self, conn: Connection, user_id: str, ids: Sequence[str]) -> set[str]:
         rows = conn.execute(
             "SELECT id FROM items WHERE user_id=? AND id IN (SELECT unnest(?)) UNION "
             "SELECT id FROM episodes WHERE user_id=? AND id IN (SELECT unnest(?)) UNION "
@@ -41,7 +41,7 @@ class FeedbackLog:
         hop: int | None = None,
         note: str = "",
         created_at: Any = None,
-    ) -> tuple:
+    ) -> tuple[Any, ...]:
         check_id(user_id, "user id")
         check_id(item_id, "item id")
         if label not in LABELS:
@@ -61,10 +61,37 @@ class FeedbackLog:
             optional_time(created_at, "created_at") or utcnow(),
         )
 
+    def label(
+        self,
+        user_id: str,
+        item_id: str,
+        label: str,
+        trace_id: str | None = None,
+        hop: int | None = None,
+        note: str = "",
+    ) -> FeedbackEvent:
+        """Label a memory useful or harmful (optionally from a trace and hop)."""
+        return self.record([self.prepare(user_id, item_id, label, trace_id, hop, note)])[0]
+
+    def report(
+        self,
+        user_id: str,
+        useful: Sequence[str] = (),
+        harmful: Sequence[str] = (),
+        trace_id: str | None = None,
+        note: str = "",
+    ) -> list[FeedbackEvent]:
+        """llmemory's report_feedback: +1 per useful id, -1 per harmful id, in one transaction."""
+        rows = [self.prepare(user_id, i, "useful", trace_id, None, note) for i in useful]
+        rows += [self.prepare(user_id, i, "harmful", trace_id, None, note) for i in harmful]
+        if not rows:
+            raise InvalidInput("give at least one useful or harmful id")
+        return self.record(rows)
+
     def record(
         self,
-        rows: Sequence[tuple],
-        conn=None,
+        rows: Sequence[tuple[Any, ...]],
+        conn: Connection | None = None,
         check_traces: bool = True,
         forgotten: AbstractSet[tuple[str, str]] = frozenset(),
     ) -> list[FeedbackEvent]:
@@ -80,7 +107,11 @@ class FeedbackLog:
         return self._insert(conn, rows, check_traces, forgotten)
 
     def _insert(
-        self, conn, rows: Sequence[tuple], check_traces: bool, forgotten: AbstractSet[tuple[str, str]] = frozenset()
+        self,
+        conn: Connection,
+        rows: Sequence[tuple[Any, ...]],
+        check_traces: bool,
+        forgotten: AbstractSet[tuple[str, str]] = frozenset(),
     ) -> list[FeedbackEvent]:
         by_user: dict[str, set[str]] = {}
         for r in rows:
@@ -109,7 +140,7 @@ class FeedbackLog:
             out.append(FeedbackEvent(new_id, *r))
         return out
 
-    def net(self, user_id: str, ids: Sequence[str], conn=None) -> dict[str, int]:
+    def net(self, user_id: str, ids: Sequence[str], conn: Connection | None = None) -> dict[str, int]:
         """Net feedback per id (ids without events are absent)."""
         check_id(user_id, "user id")
         ids = check_ids(ids, "item id")

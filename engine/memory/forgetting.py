@@ -16,16 +16,19 @@ from .. import validation
 from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, MemlensError, StoreCorrupt
 from ..ids import check_id, check_ids, lance_literal
-from ..records import KIND_TABLES, KINDS, ForgetLogEntry, ForgetResult
+from ..records import KINDS, ForgetLogEntry, ForgetResult
+from ..store.schema import KIND_TABLES
+from ..store.sql.database import Connection, Row
+from ..vocab import ForgetMode
 from .base import Backends, dumps, page_args
 
-MODES = ("soft", "hard")
+MODES = tuple(ForgetMode)
 MAX_REASON_CHARS = 1000
 log = logging.getLogger(__name__)
 
 
 def check_kind(kind: object) -> str:
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:  # (isinstance: the kind, typed as the str it is)
         raise InvalidInput(f"unknown memory kind {str(kind)[:30]!r}; use semantic, episodic or procedural")
     return kind
 
@@ -34,7 +37,7 @@ class Forgetter:
     def __init__(
         self,
         b: Backends,
-        mark_traces: Callable[[Any, str, Sequence[str], dict, dict[str, str]], int] | None = None,
+        mark_traces: Callable[[Connection, str, Sequence[str], dict[str, Any], dict[str, str]], int] | None = None,
         purges: Any = None,
     ) -> None:
         self.b = b
@@ -144,14 +147,14 @@ class Forgetter:
                 "forgotten. Run `python -m engine repair` to rebuild it from DuckDB, then forget again"
             ) from None
 
-    def tombstones(self, user_id: str, ids: Sequence[str], conn=None) -> dict[str, dict]:
+    def tombstones(self, user_id: str, ids: Sequence[str], conn: Connection | None = None) -> dict[str, dict[str, Any]]:
         """The forgotten ones among ``ids`` of a user, each with its tombstone: hard (no row, named by a hard
         forget-log entry: the newest) or soft (archived; the newest soft entry naming it, if any)."""
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
 
-        def query(c) -> tuple[list, list]:
+        def query(c: Connection) -> tuple[list[Row], list[Row]]:
             logged = c.execute(
                 "SELECT f.id, f.memory_type, f.mode, f.reason, f.actor, f.occurred_at, u.mid FROM forget_log f, "
                 "unnest(CAST(f.ids AS VARCHAR[])) AS u(mid) WHERE f.user_id=? AND u.mid IN (SELECT unnest(?)) "
@@ -172,10 +175,10 @@ class Forgetter:
             with self.b.db.read() as c:
                 logged, state = query(c)
         rows = {r[0]: r[1] for r in state}
-        entries: dict[str, dict] = {}
+        entries: dict[str, dict[str, dict[str, Any]]] = {}  # id -> mode -> its newest tombstone
         for log_id, kind, mode, reason, actor, at, mid in logged:
             entries.setdefault(mid, {})[mode] = tombstone(log_id, mode, at, actor, reason, kind)
-        out: dict[str, dict] = {}
+        out: dict[str, dict[str, Any]] = {}
         for i in ids:
             if i not in rows:
                 if "hard" in entries.get(i, {}):
@@ -216,7 +219,7 @@ class Forgetter:
         actor: str = "ingest",
         at: Any = None,
         count: int | None = None,
-    ) -> list:
+    ) -> list[Any]:
         """Validate an audit entry being imported verbatim (export/ingest round trip)."""
         check_id(user_id, "user id")
         check_kind(memory_type)
@@ -228,7 +231,7 @@ class Forgetter:
         count = len(ids) if count is None else validation.check_int(count, "count", "count")
         return [user_id, memory_type, dumps(ids), count, mode, reason, actor, optional_time(at, "at") or utcnow()]
 
-    def insert_entries(self, conn, entries: Sequence[list]) -> None:
+    def insert_entries(self, conn: Connection, entries: Sequence[list[Any]]) -> None:
         for e in entries:
             conn.execute(
                 "INSERT INTO forget_log (user_id, memory_type, ids, count, mode, reason, actor, occurred_at) "
@@ -237,7 +240,9 @@ class Forgetter:
             )
 
 
-def tombstone(log_id: int | None, mode: str, at: Any, actor: str, reason: str, kind: str | None = None) -> dict:
+def tombstone(
+    log_id: int | None, mode: str, at: Any, actor: str, reason: str, kind: str | None = None
+) -> dict[str, Any]:
     """What a forgotten memory leaves in a trace: the forget log's entry (when, by whom, why)."""
     return {
         "mode": mode,

@@ -23,7 +23,10 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
+from ..store.sql.database import Connection
+
 # record kind -> (table, the columns compared, the time column last)
+RecordKey = tuple[Any, ...]  # (user, the record's fields..., its time or None)
 _STORED: dict[str, tuple[str, tuple[str, ...]]] = {
     "message": ("messages", ("session_id", "role", "content", "created_at")),
     "item": ("items", ("category", "content", "created_at")),
@@ -45,14 +48,14 @@ def _norm(value: Any) -> Any:
     return value
 
 
-def record_key(kind: str, rec: dict[str, Any], prepared: Any) -> tuple | None:
+def record_key(kind: str, rec: dict[str, Any], prepared: Any) -> RecordKey | None:
     """The identity of a validated record without an id as (user, fields..., time or None), or None when the
     record carries an id (or is a category summary or a working slot: those replace, they never double)."""
     if kind not in _STORED or (kind in ("item", "episode", "skill") and rec.get("id") is not None):
         return None
     if kind == "message":
         user, session, role, content, at = prepared
-        fields: tuple = (session, role, content)
+        fields: tuple[Any, ...] = (session, role, content)
     elif kind == "item":
         user, at, fields = prepared.user_id, prepared.created_at, (prepared.category, prepared.content)
     elif kind == "episode":
@@ -74,7 +77,7 @@ def record_key(kind: str, rec: dict[str, Any], prepared: Any) -> tuple | None:
     return (user, *(_norm(f) for f in fields), _norm(at) if given else None)
 
 
-def already_stored(conn: Any, keys: dict[str, list[tuple | None]]) -> dict[str, list[int]]:
+def already_stored(conn: Connection, keys: dict[str, list[RecordKey | None]]) -> dict[str, list[int]]:
     """Per record kind, the positions (in the plan's list of that kind) of the records the store already holds."""
     out: dict[str, list[int]] = {}
     for kind, kind_keys in keys.items():
@@ -88,8 +91,8 @@ def already_stored(conn: Any, keys: dict[str, list[tuple | None]]) -> dict[str, 
             sql += " AND session_id IN (SELECT unnest(?))"
             params.append(sorted({k[1] for k in kind_keys if k is not None}))
         rows = conn.execute(sql, params).fetchall()
-        full: Counter = Counter()
-        untimed: Counter = Counter()
+        full: Counter[RecordKey] = Counter()
+        untimed: Counter[RecordKey] = Counter()
         for r in rows:
             values = list(r)
             if kind == "forget_log":  # JSON: text from DuckDB, parsed from PostgreSQL

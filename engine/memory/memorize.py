@@ -52,7 +52,7 @@ class MemorizeResult:
     items: tuple[Item, ...]
     strategy: str  # fact_extraction | memorize_offline
     categories: tuple[str, ...] = ()  # categories that received items
-    summaries: dict = field(default_factory=dict)  # category -> new summary (only the ones evolved)
+    summaries: dict[str, str] = field(default_factory=dict)  # category -> new summary (only the ones evolved)
     llm_calls: int = 0
     dropped: int = 0  # extracted entries dropped as unusable (blank, wrong shape)
     notes: tuple[str, ...] = ()  # fallbacks and defaults applied, for the dashboard

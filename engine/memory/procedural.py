@@ -7,17 +7,22 @@ outrank one with 95/100; the raw ``success_rate`` (parity: s/(s+f), 0.5 with no 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .. import validation
 from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, new_id
 from ..records import SKILL_KINDS, Page, RankedSkill, Skill, SkillOutcome
-from ..store.sql.database import one_row
+from ..store.sql.database import Connection, Row, one_row
 from .base import Backends, dumps, insert_rows, like_pattern, loads, page_args
 from .semantic import normalise_provenance
+
+if TYPE_CHECKING:
+    from ..providers.llm import LLM
+    from .episodic import EpisodicMemory
+    from .skill_mining import MiningResult, SkillProposal
 
 SKILL_COLUMNS = (
     "id, user_id, name, version, kind, description, body, success_count, failure_count, provenance, "
@@ -56,7 +61,7 @@ def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float,
     return lower, upper
 
 
-def _skill(row: tuple) -> Skill:
+def _skill(row: Row) -> Skill:
     return Skill(*row[:9], loads(row[9]) or {}, *row[10:])  # type: ignore[call-arg]  # row: the columns in order
 
 
@@ -74,10 +79,45 @@ def rank_skills(skills: Sequence[Skill]) -> list[RankedSkill]:
 
 
 class SkillLibrary:
+    """``engine.skills``: versioned skills with their outcomes, and skills mined from episodes."""
+
     kind = "procedural"
 
-    def __init__(self, b: Backends) -> None:
+    def __init__(self, b: Backends, llm: LLM, episodes: EpisodicMemory) -> None:
+        from .skill_mining import SkillMiner  # skill_mining.py builds on this module, so imported here
+
         self.b = b
+        self._miner = SkillMiner(episodes, self, llm)
+
+    def register(
+        self,
+        user_id: str,
+        name: str,
+        body: str,
+        description: str = "",
+        kind: str = "prompt",
+        version: int | None = None,
+        provenance: Mapping[str, Any] | None = None,
+    ) -> Skill:
+        """Register a skill; the same name again becomes the next version with fresh counters."""
+        return self.add([self.prepare(user_id, name, body, description, kind, version, provenance)])[0]
+
+    def mine(self, user_id: str, window: int = 20, outcomes: Sequence[str] | None = None) -> MiningResult:
+        """Skill PROPOSALS from the last ``window`` episodes; nothing is written until one is accepted."""
+        return self._miner.mine(user_id, window, outcomes)
+
+    def accept_proposal(
+        self,
+        user_id: str,
+        proposal: SkillProposal | Mapping[str, Any],
+        name: str | None = None,
+        body: str | None = None,
+        description: str | None = None,
+        kind: str | None = None,
+    ) -> Skill:
+        """Register a (possibly edited) proposal with provenance {method: skill_mining, sources: episodes}.
+        Rejecting a proposal needs no call: proposals are never stored."""
+        return self._miner.accept(user_id, proposal, name, body, description, kind)
 
     def prepare(
         self,
@@ -128,7 +168,7 @@ class SkillLibrary:
     def index_text(skill: Skill) -> str:
         return skill.searchable_text
 
-    def insert(self, conn, skills: Sequence[Skill]) -> list[Skill]:
+    def insert(self, conn: Connection, skills: Sequence[Skill]) -> list[Skill]:
         if not skills:
             return []
         insert_rows(
@@ -201,7 +241,7 @@ class SkillLibrary:
             return self._get(conn, user_id, skill_id)
 
     @staticmethod
-    def _get(conn, user_id: str, skill_id: str) -> Skill:
+    def _get(conn: Connection, user_id: str, skill_id: str) -> Skill:
         sql = f"SELECT {SKILL_COLUMNS} FROM skills WHERE user_id=? AND id=?"
         row = conn.execute(sql, [user_id, skill_id]).fetchone()
         if row is None:
@@ -209,9 +249,25 @@ class SkillLibrary:
         return _skill(row)
 
     def report_outcome(
-        self, user_id: str, skill_id: str, success: bool, episode_id: str | None = None, at: Any = None, conn=None
-    ) -> Skill | None:
+        self, user_id: str, skill_id: str, success: bool, episode_id: str | None = None, at: Any = None
+    ) -> Skill:
         """Count a success or failure and append an outcome event, in one transaction."""
+        write = self._outcome_write(user_id, skill_id, success, episode_id, at, None)
+        # Read back inside the transaction: a read after the commit could raise StoreBusy about a committed outcome.
+        with self.b.db.write() as c:
+            write(c)
+            return self._get(c, user_id, skill_id)
+
+    def ingest_outcome(
+        self, conn: Any, user_id: str, skill_id: str, success: bool, episode_id: str | None = None, at: Any = None
+    ) -> None:
+        """An outcome as part of an ingest's transaction (``conn``); the caller reads the skill later."""
+        self._outcome_write(user_id, skill_id, success, episode_id, at, conn)(conn)
+
+    def _outcome_write(
+        self, user_id: str, skill_id: str, success: bool, episode_id: str | None, at: Any, conn: Any
+    ) -> Callable[[Any], None]:
+        """Check an outcome and return what writes it (into the connection it is given)."""
         if not isinstance(success, bool):
             raise InvalidInput("success must be true or false")
         if episode_id is not None:
@@ -227,7 +283,7 @@ class SkillLibrary:
         when = optional_time(at, "at") or utcnow()
         column = "success_count" if success else "failure_count"
 
-        def write(c):
+        def write(c: Any) -> None:
             c.execute(
                 f"UPDATE skills SET {column} = {column} + 1, updated_at = greatest(updated_at, ?) "
                 "WHERE user_id=? AND id=?",
@@ -238,13 +294,7 @@ class SkillLibrary:
                 [skill_id, user_id, success, episode_id, when],
             )
 
-        if conn is not None:  # part of a caller's transaction (ingest): the caller reads the result later
-            write(conn)
-            return None
-        # Read back inside the transaction: a read after the commit could raise StoreBusy about a committed outcome.
-        with self.b.db.write() as c:
-            write(c)
-            return self._get(c, user_id, skill_id)
+        return write
 
     def list_skills(
         self,
@@ -255,7 +305,7 @@ class SkillLibrary:
         include_archived: bool = False,
         limit: int = 1000,
         offset: int = 0,
-    ) -> Page:
+    ) -> Page[Skill]:
         check_id(user_id, "user id")
         limit, offset = page_args(limit, offset)
         where, params = ["user_id = ?"], [user_id]

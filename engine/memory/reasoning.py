@@ -36,7 +36,7 @@ class ReasonResult:
 def render(template: str, slots: dict[str, Any]) -> str:
     """Replace each ``{{slot}}`` by the slot's value: text as is, other JSON values as JSON, unknown -> ""."""
 
-    def value(m: re.Match) -> str:
+    def value(m: re.Match[str]) -> str:
         v = slots.get(m.group(1))
         if v is None:
             return ""
@@ -54,7 +54,7 @@ class Reasoner:
         self,
         user_id: str,
         session_id: str,
-        template: str | Callable[[dict], str],
+        template: str | Callable[[dict[str, Any]], str],
         into: str | None = "intermediate_reasoning",
         parse: str | Callable[[str], Any] | None = None,
     ) -> ReasonResult:

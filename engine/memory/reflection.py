@@ -40,7 +40,7 @@ def offline_insights(episodes: Sequence[Episode]) -> list[tuple[str, float]]:
     outcomes = Counter((e.outcome or "unknown") for e in episodes)
     parts = ", ".join(f"{k}: {v}" for k, v in outcomes.most_common())
     insights = [(f"Across the last {len(episodes)} episodes the outcomes were {parts}.", 0.5)]
-    by_outcome: dict[str, Counter] = {}
+    by_outcome: dict[str, Counter[str]] = {}
     for e in episodes:
         for s in e.steps:
             if s.action.strip():

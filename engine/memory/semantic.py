@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import validation
 from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, check_unit, new_id
 from ..records import Category, Item, Page
-from ..store.sql.database import one_row
+from ..store.sql.database import Connection, Row, one_row
 from .base import Backends, dumps, insert_rows, like_pattern, loads, page_args
+
+if TYPE_CHECKING:
+    from ..providers.llm import LLM
+    from .episodic import EpisodicMemory
+    from .memorize import MemorizeResult
 
 CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 MAX_PROVENANCE_CHARS = 64_000
@@ -45,7 +50,7 @@ def check_category(name: object) -> str:
     return name
 
 
-def normalise_provenance(value: Any, method: str, confidence: float | None, at: datetime) -> dict:
+def normalise_provenance(value: Any, method: str, confidence: float | None, at: datetime) -> dict[str, Any]:
     """llmemory's provenance shape {sources: [{type, id}], method, confidence, created_at} (§7.3)."""
     if value is None:
         value = {}
@@ -79,7 +84,7 @@ def same_text_key(text: str) -> str:
     return text.strip().lower()
 
 
-def _item(row: tuple) -> Item:
+def _item(row: Row) -> Item:
     return Item(
         row[0],
         row[1],
@@ -97,10 +102,70 @@ def _item(row: tuple) -> Item:
 
 
 class SemanticMemory:
+    """``engine.items``: facts and their categories; written directly (remember), from raw text (memorize) or as
+    insights drawn from episodes (reflect)."""
+
     kind = "semantic"
 
-    def __init__(self, b: Backends) -> None:
+    def __init__(self, b: Backends, llm: LLM, episodes: EpisodicMemory) -> None:
+        # memorize.py and reflection.py build on this module, so they are imported here rather than at the top.
+        from .memorize import Memorizer
+        from .reflection import Reflector
+
         self.b = b
+        self._memorizer = Memorizer(self, llm)
+        self._reflector = Reflector(episodes, self, llm)
+
+    def remember(
+        self,
+        user_id: str,
+        content: str,
+        category: str = "general",
+        importance: float | None = None,
+        evergreen: bool = False,
+        provenance: Mapping[str, Any] | None = None,
+        source: str = "api",
+        created_at: datetime | str | None = None,
+        preceding_text: str | None = None,
+    ) -> Item:
+        """Store one fact directly (llmemory's remember_fact). ``preceding_text``: what came right before it where it
+        was said (e.g. the previous turn); stored with it and embedded into its vector
+        (``Settings.preceding_text_weight``)."""
+        item = self.prepare(
+            user_id,
+            content,
+            category,
+            importance,
+            evergreen,
+            provenance,
+            source,
+            created_at,
+            preceding_text=preceding_text,
+        )
+        return self.add([item])[0]
+
+    def remember_many(self, records: Iterable[Mapping[str, Any]]) -> list[Item]:
+        """Store many facts in one batch (one embedding pass, one transaction); each record maps prepare's
+        arguments."""
+        return self.add([self.prepare(**dict(r)) for r in records])
+
+    def memorize(
+        self, user_id: str, text: str, category: str | None = None, importance: float | None = None
+    ) -> list[Item]:
+        """Write raw text: LLM fact extraction when configured, else one item in ``general`` (or ``category``).
+        Each item's provenance method says which ran; :meth:`memorize_report` also returns the strategy."""
+        return list(self._memorizer.memorize(user_id, text, category, importance).items)
+
+    def memorize_report(
+        self, user_id: str, text: str, category: str | None = None, importance: float | None = None
+    ) -> MemorizeResult:
+        """Like :meth:`memorize`, returning the strategy that ran, touched categories, new summaries and notes."""
+        return self._memorizer.memorize(user_id, text, category, importance)
+
+    def reflect(self, user_id: str, window: int = 10) -> tuple[list[Item], str]:
+        """Insights from the last ``window`` episodes, stored in ``insights``; returns them and the strategy."""
+        validation.check_int(window, "window", "window")  # before the user id, as the engine always checked
+        return self._reflector.reflect(user_id, window)
 
     def prepare(
         self,
@@ -164,7 +229,7 @@ class SemanticMemory:
     def index_preceding(item: Item) -> str:
         return item.preceding_text
 
-    def insert(self, conn, items: Sequence[Item]) -> list[Item]:
+    def insert(self, conn: Connection, items: Sequence[Item]) -> list[Item]:
         if not items:
             return []
         insert_rows(
@@ -230,7 +295,7 @@ class SemanticMemory:
         include_archived: bool = False,
         limit: int = 50,
         offset: int = 0,
-    ) -> Page:
+    ) -> Page[Item]:
         check_id(user_id, "user id")
         limit, offset = page_args(limit, offset)
         where, params = ["user_id = ?"], [user_id]
@@ -264,7 +329,7 @@ class SemanticMemory:
             ).fetchall()
         return [Category(*r) for r in rows]
 
-    def set_category_summary(self, user_id: str, name: str, summary: str, conn=None) -> None:
+    def set_category_summary(self, user_id: str, name: str, summary: str, conn: Connection | None = None) -> None:
         check_id(user_id, "user id")
         check_category(name)
         validation.check_text(summary, "category summary", 10**9, blank_ok=True)

@@ -16,7 +16,7 @@ from ..clock import optional_time, parse_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text
 from ..records import ROLES, Message, Page, PrunePlan, SessionInfo
-from ..store.sql.database import one_row
+from ..store.sql.database import Connection, one_row
 from .base import Backends, insert_rows, like_pattern
 
 PRUNE_RULES = ("idle", "stale", "max")
@@ -40,7 +40,7 @@ class SessionStore:
     def __init__(self, b: Backends) -> None:
         self.b = b
 
-    def validate(self, user_id: str, session_id: str, role: str, content: str, created_at: Any) -> tuple:
+    def validate(self, user_id: str, session_id: str, role: str, content: str, created_at: Any) -> tuple[Any, ...]:
         check_id(user_id, "user id")
         check_id(session_id, "session id")
         if role not in ROLES:
@@ -48,7 +48,13 @@ class SessionStore:
         check_text(content, "message content", self.b.settings.max_text_chars)
         return (user_id, session_id, role, content, optional_time(created_at, "created_at") or utcnow())
 
-    def add_messages(self, rows: Sequence[tuple], conn=None) -> list[Message]:
+    def add_message(
+        self, user_id: str, session_id: str, role: str, content: str, created_at: datetime | str | None = None
+    ) -> Message:
+        """Append one message to a session (created on first use)."""
+        return self.add_messages([(user_id, session_id, role, content, created_at)])[0]
+
+    def add_messages(self, rows: Sequence[tuple[Any, ...]], conn: Connection | None = None) -> list[Message]:
         """Append messages (user, session, role, content, created_at|None) in one transaction."""
         valid = [self.validate(*r) for r in rows]
         if conn is None:
@@ -56,7 +62,7 @@ class SessionStore:
                 return self._insert(c, valid)
         return self._insert(conn, valid)
 
-    def _insert(self, conn, valid: list[tuple]) -> list[Message]:
+    def _insert(self, conn: Connection, valid: list[tuple[Any, ...]]) -> list[Message]:
         """Bulk append: one query for the sessions' current last seq, one Arrow insert, one session upsert."""
         if not valid:
             return []
@@ -68,7 +74,7 @@ class SessionStore:
         ).fetchall()
         next_seq = {(u, sid): last + 1 for u, sid, last in rows}
         out: list[Message] = []
-        span: dict[tuple[str, str], list] = {}
+        span: dict[tuple[str, str], list[datetime]] = {}  # (user, session) -> [first, last] message time
         for user_id, session_id, role, content, at in valid:
             key = (user_id, session_id)
             seq = next_seq[key]
@@ -108,7 +114,7 @@ class SessionStore:
         until: datetime | None = None,
         limit: int = 50,
         offset: int = 0,
-    ) -> Page:
+    ) -> Page[SessionInfo]:
         """Sessions newest first, filtered and paginated in the database; ``user_id=None`` lists every user's."""
         where: list[str] = ["TRUE"]
         params: list[Any] = []
@@ -162,7 +168,7 @@ class SessionStore:
             raise NotFound(f"no session {session_id!r} for user {user_id!r}")
         return SessionInfo(*r)
 
-    def messages(self, user_id: str, session_id: str, limit: int = 200, offset: int = 0) -> Page:
+    def messages(self, user_id: str, session_id: str, limit: int = 200, offset: int = 0) -> Page[Message]:
         self.get_session(user_id, session_id)
         limit, offset = _page_args(limit, offset)
         with self.b.db.read() as conn:

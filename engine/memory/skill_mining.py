@@ -92,8 +92,8 @@ def parse_proposals(text: str, episode_ids: tuple[str, ...]) -> tuple[list[Skill
 def offline_proposals(episodes: Sequence[Episode], outcomes_given: bool) -> list[SkillProposal]:
     """Action sequences shared by at least two successful episodes (all filtered episodes when outcomes given)."""
     good = [e for e in episodes if outcomes_given or (e.outcome or "").strip().lower() in SUCCESS_LABELS]
-    sequences: Counter = Counter()
-    sources: dict[tuple, list[str]] = {}
+    sequences: Counter[tuple[str, ...]] = Counter()
+    sources: dict[tuple[str, ...], list[str]] = {}
     for e in good:
         seq = tuple(s.action.strip() for s in e.steps if s.action.strip())
         if len(seq) >= 2:

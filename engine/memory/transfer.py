@@ -4,10 +4,10 @@ is reported with its number, and nothing from the file is written."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -15,20 +15,25 @@ from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, MemlensError
 from ..ids import check_id
 from ..records import Episode, Item, Skill
+from ..store.sql.database import Connection
 from ..validation import MAX_JSON_DEPTH, check_text, parse_json
-from .base import Backends
+from .base import Backends, StoredRecord
 from .episodic import EpisodicMemory
 from .export import export_records
 from .feedback import FeedbackLog
 from .forgetting import Forgetter
-from .ingest_duplicates import already_stored, record_key
+from .ingest_duplicates import RecordKey, already_stored, record_key
 from .procedural import SkillLibrary
 from .semantic import SemanticMemory, check_category
 from .sessions import SessionStore
 from .working import WorkingMemory, check_slot
 
+_R = TypeVar("_R", bound=StoredRecord)
 MAX_RECORD_CHARS = 64_000_000  # one JSONL line: an episode of many long steps is far below this
 PROGRESS_BATCH = 32  # records embedded between two progress reports (the model batches 32 at a time anyway)
+Progress = Callable[[str, int, int], None]  # kind, records done, records of that kind
+# A memory kind's records being imported and the module that writes them
+_Source = tuple[str, Sequence[_R], Any]
 RECORD_KINDS = ("message", "item", "category", "episode", "skill", "outcome", "feedback", "working", "forget_log")
 
 
@@ -37,14 +42,15 @@ class IngestPlan:
     items: list[Item] = field(default_factory=list)
     episodes: list[Episode] = field(default_factory=list)
     skills: list[Skill] = field(default_factory=list)
-    messages: list[tuple] = field(default_factory=list)
-    categories: list[tuple] = field(default_factory=list)
-    outcomes: list[tuple] = field(default_factory=list)
-    feedback: list[tuple] = field(default_factory=list)
+    # Validated rows, in the column order their module writes them (sessions, semantic, skills, feedback)
+    messages: list[tuple[Any, ...]] = field(default_factory=list)
+    categories: list[tuple[str, str, str]] = field(default_factory=list)  # user, name, summary
+    outcomes: list[tuple[Any, ...]] = field(default_factory=list)
+    feedback: list[tuple[Any, ...]] = field(default_factory=list)
     working: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-    forget_log: list[list] = field(default_factory=list)
+    forget_log: list[list[Any]] = field(default_factory=list)
     # record kind -> per record of its list, its identity when it carries no id (ingest_duplicates.py), else None
-    keys: dict[str, list[tuple | None]] = field(default_factory=dict)
+    keys: dict[str, list[RecordKey | None]] = field(default_factory=dict)
     # (record kind, index in its list) -> line number, so a reference error can name its line
     lines: dict[tuple[str, int], int] = field(default_factory=dict)
 
@@ -80,7 +86,7 @@ def _leave_out(plan: IngestPlan, found: dict[str, list[int]]) -> None:
         plan.keys[kind] = [k for n, k in enumerate(plan.keys[kind]) if n not in drop]
 
 
-def _take(rec: dict, allowed: set[str], required: set[str]) -> dict:
+def _take(rec: dict[str, Any], allowed: set[str], required: set[str]) -> dict[str, Any]:
     unknown = set(rec) - allowed - {"kind"}
     if unknown:
         raise InvalidInput(f"unknown field(s) {', '.join(sorted(unknown))}")
@@ -136,7 +142,7 @@ class Transfer:
         self._check_references(plan)
         return plan
 
-    def _add(self, plan: IngestPlan, rec: dict) -> None:
+    def _add(self, plan: IngestPlan, rec: dict[str, Any]) -> None:
         kind = rec.get("kind")
         if kind not in RECORD_KINDS:
             raise InvalidInput(f"unknown record kind {str(kind)[:30]!r}; use one of {', '.join(RECORD_KINDS)}")
@@ -296,7 +302,7 @@ class Transfer:
                         f"{f[1]!r} for user {f[0]!r}"
                     )
 
-    def _hard_forgotten(self, conn, plan: IngestPlan) -> set[tuple[str, str]]:
+    def _hard_forgotten(self, conn: Connection, plan: IngestPlan) -> set[tuple[str, str]]:
         """(user, id) of the memories the file's or the store's forget log names as hard-forgotten. A label or a
         skill's outcome stays when its memory is hard-forgotten (the researcher's record; the tombstone says what it
         was about), so an export carries it and an import must accept it."""
@@ -311,7 +317,7 @@ class Transfer:
             named |= {(r[0], r[1]) for r in rows}
         return named
 
-    def apply(self, plan: IngestPlan, progress=None, skip_existing: bool = False) -> dict[str, int]:
+    def apply(self, plan: IngestPlan, progress: Progress | None = None, skip_existing: bool = False) -> dict[str, int]:
         """Write a validated plan: vectors first, then one DuckDB transaction; vectors are removed if it fails.
 
         Returns the records written per kind; and ``already_stored``, how many records without an id the store held
@@ -324,7 +330,7 @@ class Transfer:
         extra = {("skipped" if skip_existing else "already_stored"): repeated} if repeated else {}
         return self._apply_plan(plan, progress) | extra
 
-    def _apply_plan(self, plan: IngestPlan, progress) -> dict[str, int]:
+    def _apply_plan(self, plan: IngestPlan, progress: Progress | None) -> dict[str, int]:
         skills = self.skills.resolve(plan.skills)
         added: list[tuple[str, list[str]]] = []
         sources = (
@@ -340,7 +346,13 @@ class Transfer:
                 intents.enter_context(self.b.intent(kind, [r.id for r in records if r.archived_at is None]))
             return self._apply(plan, sources, added, progress)
 
-    def _apply(self, plan: IngestPlan, sources, added: list[tuple[str, list[str]]], progress) -> dict[str, int]:
+    def _apply(
+        self,
+        plan: IngestPlan,
+        sources: tuple[_Source[Item], _Source[Episode], _Source[Skill]],
+        added: list[tuple[str, list[str]]],
+        progress: Progress | None,
+    ) -> dict[str, int]:
         skills = sources[2][1]
         try:
             for kind, records, module in sources:
@@ -382,7 +394,7 @@ class Transfer:
             raise
         return plan.counts()
 
-    def _insert_outcomes(self, conn, plan: IngestPlan, skills: Sequence[Skill]) -> None:
+    def _insert_outcomes(self, conn: Connection, plan: IngestPlan, skills: Sequence[Skill]) -> None:
         """Count each outcome on its skill; an outcome of a hard-forgotten skill (no row: checked in
         _check_references) is stored as the event alone, as the forget left it."""
         named = sorted({o[1] for o in plan.outcomes})
@@ -392,7 +404,7 @@ class Transfer:
         } | {(s.user_id, s.id) for s in skills}
         for user_id, skill_id, success, episode_id, at in plan.outcomes:
             if (user_id, skill_id) in stored:
-                self.skills.report_outcome(user_id, skill_id, success, episode_id, at, conn=conn)
+                self.skills.ingest_outcome(conn, user_id, skill_id, success, episode_id, at)
             else:
                 conn.execute(
                     "INSERT INTO skill_outcomes (skill_id, user_id, success, episode_id, occurred_at) "
@@ -401,6 +413,6 @@ class Transfer:
                 )
 
     # -- export -----------------------------------------------------------------------------------------------------
-    def export(self, user_id: str) -> Iterator[dict]:
+    def export(self, user_id: str) -> Iterator[dict[str, Any]]:
         """Every record of a user as JSON-ready dicts in an order :meth:`plan` reads back (export.py)."""
         return export_records(self, user_id)

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..clock import utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id
 from ..records import TYPED_SLOTS, SlotEdit
+from ..store.sql.database import Connection
 from ..validation import check_int, check_json_value, parse_json
 from .base import Backends, dumps, loads, page_args
+
+if TYPE_CHECKING:
+    from ..providers.llm import LLM
+    from .reasoning import ReasonResult
 
 SLOT_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 SOURCES = ("ui", "api", "agent", "cli", "ingest", "llm", "restore")  # restore: a value put back from the history
@@ -35,8 +40,13 @@ def parse_json_value(text: str, slot: str = "value") -> Any:
 
 
 class WorkingMemory:
-    def __init__(self, b: Backends) -> None:
+    """``engine.working``: a session's slots, their edit history, and LLM reasoning written into a slot."""
+
+    def __init__(self, b: Backends, llm: LLM) -> None:
+        from .reasoning import Reasoner  # reasoning.py builds on this module's slot checks, so imported here
+
         self.b = b
+        self._reasoner = Reasoner(self, llm)
 
     def get(self, user_id: str, session_id: str) -> dict[str, Any]:
         check_id(user_id, "user id")
@@ -45,7 +55,7 @@ class WorkingMemory:
             return self._slots(conn, user_id, session_id)
 
     @staticmethod
-    def _slots(conn, user_id: str, session_id: str) -> dict[str, Any]:
+    def _slots(conn: Connection, user_id: str, session_id: str) -> dict[str, Any]:
         rows = conn.execute(
             "SELECT slot, value FROM working_slots WHERE user_id=? AND session_id=? ORDER BY slot",
             [user_id, session_id],
@@ -55,7 +65,12 @@ class WorkingMemory:
         return {**typed, **values}
 
     def update(
-        self, user_id: str, session_id: str, slots: Mapping[str, Any], source: str = "api", conn=None
+        self,
+        user_id: str,
+        session_id: str,
+        slots: Mapping[str, Any],
+        source: str = "api",
+        conn: Connection | None = None,
     ) -> dict[str, Any]:
         """Set several slots in one transaction (all or none). ``None`` deletes a slot."""
         check_id(user_id, "user id")
@@ -85,7 +100,9 @@ class WorkingMemory:
             self._apply(c, user_id, session_id, encoded, source)
             return self._slots(c, user_id, session_id)
 
-    def _apply(self, conn, user_id: str, session_id: str, encoded: dict[str, str | None], source: str) -> None:
+    def _apply(
+        self, conn: Connection, user_id: str, session_id: str, encoded: dict[str, str | None], source: str
+    ) -> None:
         now = utcnow()
         for slot, text in encoded.items():
             old = conn.execute(
@@ -113,6 +130,22 @@ class WorkingMemory:
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [user_id, session_id, slot, old_text, text, source, now],
             )
+
+    def set_json(self, user_id: str, session_id: str, slot: str, text: str, source: str = "ui") -> dict[str, Any]:
+        """Set a slot from JSON text; invalid JSON raises InvalidInput and writes nothing."""
+        return self.update(user_id, session_id, {slot: parse_json_value(text, slot)}, source)
+
+    def reason(
+        self,
+        user_id: str,
+        session_id: str,
+        template: str | Callable[[dict[str, Any]], str],
+        into: str | None = "intermediate_reasoning",
+        parse: str | Callable[[str], Any] | None = None,
+    ) -> ReasonResult:
+        """Fill ``{{slot}}`` from working memory, ask the LLM, write the answer into ``into`` (source ``llm``).
+        Needs an LLM: without one (or when the call fails) raises LLMUnavailable and writes nothing."""
+        return self._reasoner.reason(user_id, session_id, template, into, parse)
 
     def set(self, user_id: str, session_id: str, slot: str, value: Any, source: str = "api") -> Any:
         self.update(user_id, session_id, {slot: value}, source)

@@ -16,7 +16,7 @@ class UsageRelay:
     def __init__(self) -> None:
         self.target: Any = None
 
-    def __call__(self, user_id: str, operation: str, model: str, input_tokens: int, output_tokens: int) -> None:
+    def __call__(self, user_id: str | None, operation: str, model: str, input_tokens: int, output_tokens: int) -> None:
         if self.target is not None:
             self.target.record_usage(user_id, operation, model, input_tokens, output_tokens)
 

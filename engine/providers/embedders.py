@@ -8,13 +8,19 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from ..config import prepare_process_environment
 from ..errors import InvalidInput, LLMUnavailable
 from ..startup import collector_paused
+
+if TYPE_CHECKING:
+    from openai import OpenAI
+    from sentence_transformers import SentenceTransformer
+
+    from .llm import UsageSink
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 LOCAL_DIM = 384
@@ -50,14 +56,15 @@ def _finish(vectors: np.ndarray, count: int, dim: int, who: str) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     if (norms == 0).any():
         raise InvalidInput(f"{who} returned a zero vector")
-    return vectors / norms
+    unit: np.ndarray = vectors / norms
+    return unit
 
 
 _MODEL_LOCK = threading.Lock()
 _MODELS: dict[str, Any] = {}
 
 
-def _load_minilm(bf16: bool = False):
+def _load_minilm(bf16: bool = False) -> SentenceTransformer:
     """Load the bundled weights once per process (the import alone takes seconds); with ``bf16`` a bfloat16 copy of
     them (45 MB instead of 90 MB), made once, for queries."""
     with _MODEL_LOCK:
@@ -96,8 +103,8 @@ class LocalMiniLM:
     (~440 instead of ~260 texts/s with AMX), fewer texts (queries) run through a bfloat16 copy of the weights. That
     copy is half the size, which matters more than the arithmetic: between LanceDB searches the weights fall out
     of the CPU cache, and a query took ~24 ms in fp32 against ~17 ms in bf16 there (~8 and ~6.5 ms back to back).
-    bf16 vectors agree with float32 ones to a cosine above 0.9999 (tests/engine/test_embedders.py), so both share
-    the model's tables. ``auto`` is bf16 on CPUs with native bf16 (AMX or AVX512-BF16), float32 elsewhere.
+    bf16 vectors agree with float32 ones to a cosine above 0.9999 (tests/engine/providers/test_embedders.py), so both
+    share the model's tables. ``auto`` is bf16 on CPUs with native bf16 (AMX or AVX512-BF16), float32 elsewhere.
     """
 
     name = LOCAL_MODEL_NAME
@@ -147,21 +154,22 @@ class LocalMiniLM:
         return _finish(vectors, len(texts), LOCAL_DIM, self.name)
 
 
-def _forward(model, texts: list[str]) -> np.ndarray:
+def _forward(model: SentenceTransformer, texts: list[str]) -> np.ndarray:
     """The model's own modules (tokenizer, transformer, mean pooling, normalisation) on a few texts, without
     encode()'s per-call bookkeeping (sorting, batching, switching every submodule to eval mode): ~2 ms less per
-    query, the same vectors (tests/engine/test_embedders.py)."""
+    query, the same vectors (tests/engine/providers/test_embedders.py)."""
     import torch
 
     with torch.inference_mode():
         out = model(model.preprocess(texts))["sentence_embedding"]
-        return torch.nn.functional.normalize(out.float(), dim=1).numpy()
+        vectors: np.ndarray = torch.nn.functional.normalize(out.float(), dim=1).numpy()
+        return vectors
 
 
 class OpenAIEmbedder:
     """Embeddings through the ``openai`` client (OpenAI itself or any compatible server via ``base_url``)."""
 
-    def __init__(self, client, model: str, usage_sink=None) -> None:
+    def __init__(self, client: OpenAI, model: str, usage_sink: UsageSink | None = None) -> None:
         self.client = client
         self.name = model
         self._dim = _KNOWN_OPENAI_DIMS.get(model)

@@ -10,7 +10,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from openai import OpenAI
 
 UsageSink = Callable[[str | None, str, str, int, int], None]  # user, operation, model, input, output tokens
 
@@ -45,7 +48,7 @@ class OpenAIChat:
 
     def __init__(
         self,
-        client,
+        client: OpenAI,
         model: str,
         retries: int = 2,
         usage_sink: Callable[..., None] | None = None,

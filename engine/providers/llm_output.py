@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 
-def json_array(text: str) -> list | None:
+def json_array(text: str) -> list[Any] | None:
     """The JSON array between the first ``[`` and the last ``]`` (llmemory's parsing rule), or None."""
     if not isinstance(text, str):
         return None

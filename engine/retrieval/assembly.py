@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..vocab import Reason
 from .scores import StageRanks
 from .stages import Scored
 from .text import jaccard
@@ -22,12 +23,12 @@ Similarity = Callable[[str, str], float]
 class Placement:
     """What the assembly did with one ranked memory."""
 
-    reason: str  # context | budget | budget_stop | cap
+    reason: str  # vocab.Reason: context | budget | budget_stop | cap
     tokens: int
 
     @property
     def in_context(self) -> bool:
-        return self.reason == "context"
+        return self.reason == Reason.CONTEXT
 
 
 @dataclass(frozen=True)
@@ -114,14 +115,14 @@ def assemble(ranked: Sequence[Scored], budget: int, mode: str, max_items: int = 
     for s in ranked:
         tokens = token_cost(s.inp.text)
         if stopped:
-            reason = "budget_stop"
+            reason = Reason.BUDGET_STOP
         elif max_items and len(chosen) >= max_items:
-            reason = "cap"
+            reason = Reason.CAP
         elif used + tokens > budget:
-            reason = "budget"
+            reason = Reason.BUDGET
             stopped = mode == "stop"
         else:
-            reason = "context"
+            reason = Reason.CONTEXT
             used += tokens
             chosen.append(s)
         placements.append(Placement(reason, tokens))
@@ -129,11 +130,18 @@ def assemble(ranked: Sequence[Scored], budget: int, mode: str, max_items: int = 
 
 
 def render_context(chosen: Sequence[Scored]) -> str:
-    """llmemory's block format; [memlens] an empty context is an empty string, not an empty header block."""
-    if not chosen:
+    """The assembled memories in the context format (:func:`context_block`)."""
+    return context_block([(s.inp.created_at, s.final, s.inp.text) for s in chosen])
+
+
+def context_block(memories: Sequence[tuple[object, float, str]]) -> str:
+    """llmemory's block format for ``(created_at, confidence, text)`` in context order; [memlens] an empty context is
+    an empty string, not an empty header block. The one definition: hard-forget redaction rebuilds a stored trace's
+    context with it, so the two can never disagree on a character."""
+    if not memories:
         return ""
     parts = ["=== RELEVANT MEMORIES ===", ""]
-    for s in chosen:
-        parts += [f"[{s.inp.created_at}] (confidence: {s.final:.2f})", s.inp.text, ""]
+    for created_at, confidence, text in memories:
+        parts += [f"[{created_at}] (confidence: {confidence:.2f})", text, ""]
     parts.append("=== END MEMORIES ===")
     return "\n".join(parts)

@@ -9,13 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 
 from ..memory.base import Backends
 from ..records import KINDS
-from ..store.vectors.index import VectorHit
+from ..store.sql.database import Connection
+from ..store.vectors.rows import VectorHit
 from ..trace.records import CandidateInput
+from ..vocab import FoundBy
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _POOL = ThreadPoolExecutor(max_workers=6, thread_name_prefix="memlens-search")
@@ -72,19 +75,23 @@ def search_sources(
 
 
 def build_inputs(
-    b: Backends, conn, user_id: str, query_vector: np.ndarray, hits: dict[str, tuple[list[VectorHit], list[VectorHit]]]
+    b: Backends,
+    conn: Connection,
+    user_id: str,
+    query_vector: np.ndarray,
+    hits: dict[str, tuple[list[VectorHit], list[VectorHit]]],
 ) -> tuple[list[CandidateInput], np.ndarray]:
     """Union hits by id per source, keep only memories active in DuckDB, attach metadata and feedback."""
-    merged: dict[str, dict] = {}
+    merged: dict[str, dict[str, Any]] = {}
     for kind, (vec_hits, fts_hits) in hits.items():
         for h in vec_hits:
-            merged.setdefault(h.id, {"kind": kind, "hit": h, "found": "vector", "fts": None})
+            merged.setdefault(h.id, {"kind": kind, "hit": h, "found": FoundBy.VECTOR, "fts": None})
         for h in fts_hits:
             entry = merged.get(h.id)
             if entry is None:
-                merged[h.id] = {"kind": kind, "hit": h, "found": "fts", "fts": h.fts_score}
+                merged[h.id] = {"kind": kind, "hit": h, "found": FoundBy.FTS, "fts": h.fts_score}
             else:
-                entry["found"] = "both"
+                entry["found"] = FoundBy.BOTH
                 entry["fts"] = h.fts_score
     if not merged:
         return [], np.zeros((0, 0), dtype=np.float32)

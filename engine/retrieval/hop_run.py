@@ -11,27 +11,22 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..trace.records import CandidateInput, CandidateTrace, HopTrace, RankedMemory
+from ..trace.records import CandidateInput, CandidateTrace, HopCounts, HopTrace, RankedMemory, Timings
+from ..vocab import Kind, Reason
 from .assembly import Placement
 from .stages import Scored
 
 # What a candidate that reached no placement became: a kept copy that lost the merge, or one the filter dropped.
-MERGED = Placement("merged", 0)
-FILTERED = Placement("filtered", 0)
+MERGED = Placement(Reason.MERGED, 0)
+FILTERED = Placement(Reason.FILTERED, 0)
 
 
 def elapsed_ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
 
 
-@dataclass(frozen=True)
-class StageTimings:
-    """Milliseconds per stage, in the order the stages ran (stored in the trace as a plain mapping)."""
-
-    stages: tuple[tuple[str, float], ...] = ()
-
-    def as_dict(self) -> dict[str, float]:
-        return dict(self.stages)
+# Milliseconds per stage in the order they ran: the trace's own record of timings.
+StageTimings = Timings
 
 
 class StageTimer:
@@ -87,7 +82,7 @@ def hop_trace(run: HopRun, ranked: Mapping[tuple[int, str], tuple[Scored, Placem
         candidates.append(
             CandidateTrace(
                 id=s.inp.id,
-                kind=s.inp.kind,
+                kind=Kind(s.inp.kind),
                 text=s.inp.text,
                 found_by=s.inp.found_by,
                 created_at=s.inp.created_at,
@@ -100,7 +95,7 @@ def hop_trace(run: HopRun, ranked: Mapping[tuple[int, str], tuple[Scored, Placem
                 verdicts=final.verdicts,
                 ranks=final.ranks,
                 in_context=placement.in_context,
-                context_reason=placement.reason,
+                context_reason=Reason(placement.reason),
                 tokens=placement.tokens,
                 preceding_text=s.inp.preceding_text,
             )
@@ -113,8 +108,8 @@ def hop_trace(run: HopRun, ranked: Mapping[tuple[int, str], tuple[Scored, Placem
         relevance_text=run.relevance_text,
         proposal=dict(run.proposal),
         candidates=tuple(candidates),
-        counts={"found": len(run.scored), "kept": kept, "dropped": len(run.scored) - kept},
-        timings_ms=run.timings.as_dict(),
+        counts=HopCounts(found=len(run.scored), kept=kept, dropped=len(run.scored) - kept),
+        timings_ms=run.timings,
         similarity=dict(run.similarity),
     )
 
@@ -123,11 +118,11 @@ def ranking_entry(s: Scored, placement: Placement) -> RankedMemory:
     """One memory of the trace's final merged order."""
     return RankedMemory(
         id=s.inp.id,
-        kind=s.inp.kind,
+        kind=Kind(s.inp.kind),
         hop=s.hop,
         final=s.final,
         rank=s.ranks.final,
         in_context=placement.in_context,
-        reason=placement.reason,
+        reason=Reason(placement.reason),
         tokens=placement.tokens,
     )

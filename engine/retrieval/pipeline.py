@@ -21,8 +21,9 @@ from ..presets import preset_overrides
 from ..providers.llm import LLM
 from ..providers.llm_output import parse_number_list
 from ..records import KINDS
-from ..trace.records import CandidateInput, RetrievalTrace
+from ..trace.records import CandidateInput, RetrievalTrace, Strategies, Timings, Tombstone, TraceSettings
 from ..trace.replay import replay_ranking, replay_runs, replay_settings, tombstones
+from ..vocab import Strategy
 from .assembly import Assembly, assemble, merge, mmr, similarity_function, with_final_ranks
 from .candidates import build_inputs, search_sources
 from .hop_run import HopRun, StageTimer, elapsed_ms, hop_trace, placement_key, ranking_entry
@@ -95,7 +96,8 @@ class Retriever:
     def _reasoner(self, settings: Settings, reasoner: Any, user_id: str | None = None) -> Reasoner:
         if reasoner is not None:
             if hasattr(reasoner, "propose"):
-                return reasoner
+                given: Reasoner = reasoner  # a Reasoner by duck typing: it proposes
+                return given
             if callable(reasoner):
                 return CallableReasoner(reasoner, getattr(reasoner, "__name__", "custom"))
             raise InvalidInput("reasoner must be a Reasoner or a callable (question, accumulated, hop) -> str")
@@ -147,7 +149,7 @@ class Retriever:
                 with timer.stage("trace_write"):
                     self.store_trace(trace, conn)
         timer.since_start("total")
-        return dataclasses.replace(trace, timings_ms=timer.timings().as_dict())
+        return dataclasses.replace(trace, timings_ms=timer.timings())
 
     def _run_hops(
         self,
@@ -222,15 +224,15 @@ class Retriever:
         """The first hop's query: the question itself when short, else a condensed form of it."""
         if len(message) <= settings.query_condense_chars:
             why = f"<= {settings.query_condense_chars} chars"
-            return Proposal(message, "question", {"strategy": "as_is", "why": why})
+            return Proposal(message, Strategy.QUESTION, {"strategy": "as_is", "why": why})
         if settings.query_generator == "llm" or (settings.query_generator == "auto" and self.llm.available):
             result = self.llm.complete(QUERY_PROMPT.format(message=message), "query_generation", user_id)
             if result.ok and result.text.strip():
-                return Proposal(result.text.strip().splitlines()[0][:300], "llm:query", {"strategy": "llm"})
+                return Proposal(result.text.strip().splitlines()[0][:300], Strategy.LLM_QUERY, {"strategy": "llm"})
             fallback = condense_offline(message, settings.query_condense_words) or message[:201]
-            return Proposal(fallback, "offline:keywords", {"strategy": "offline", "fallback": result.error})
+            return Proposal(fallback, Strategy.OFFLINE_KEYWORDS, {"strategy": "offline", "fallback": result.error})
         condensed = condense_offline(message, settings.query_condense_words) or message[:201]
-        return Proposal(condensed, "offline:keywords", {"strategy": "offline"})
+        return Proposal(condensed, Strategy.OFFLINE_KEYWORDS, {"strategy": "offline"})
 
     def _judge(self, inputs: list[CandidateInput], text: str, user_id: str) -> tuple[list[CandidateInput], str]:
         if not inputs or not self.llm.available:
@@ -273,36 +275,37 @@ class Retriever:
             question=req.question,
             created_at=utcnow().isoformat(),
             settings=used_settings,
-            strategies=strategies,
+            strategies=Strategies.from_dict(strategies),
             hops=hops,
             stop_reason=stop,
             context=assembly.context,
             context_ids=tuple(s.inp.id for s in assembly.chosen),
             context_tokens=assembly.tokens_used,
             ranking=ranking,
-            timings_ms=timer.timings().as_dict(),
+            timings_ms=timer.timings(),
             replay_of=replay_of,
         )
 
-    def _used_settings(self, req: Request, preset: str | None) -> dict[str, Any]:
-        """The trace's record of what ran: every retrieval setting, the clock, the models, the preset's name."""
-        used = {
-            **req.settings.retrieval_dict(),
-            "now": req.now.isoformat(),
-            "embedder": self.b.embedder.name,
-            "embedding_dim": self.b.embedder.dim,
-            "llm": self.llm.name,
-        }
-        if preset is not None:  # replays keep the original trace's preset name
-            used["preset"] = preset
-        return used
+    def _used_settings(self, req: Request, preset: str | None) -> TraceSettings:
+        """The trace's record of what ran: every retrieval setting, the clock, the models, the preset's name
+        (replays keep the original trace's, None when it had none)."""
+        return TraceSettings.from_dict(
+            {
+                **req.settings.retrieval_dict(),  # only these: the store's other settings (and secrets) stay out
+                "now": req.now.isoformat(),
+                "embedder": self.b.embedder.name,
+                "embedding_dim": self.b.embedder.dim,
+                "llm": self.llm.name,
+                **({"preset": preset} if preset is not None else {}),
+            }
+        )
 
     # -- replay ---------------------------------------------------------------------------------------------------
     def replay(
         self,
         trace: RetrievalTrace,
         overrides: Mapping[str, Any] | None = None,
-        forgotten: Mapping[str, dict] | None = None,
+        forgotten: Mapping[str, Mapping[str, Any] | Tombstone] | None = None,
     ) -> RetrievalTrace:
         """Re-rank a stored trace's candidates under other settings: no embedding, no search, no LLM call.
 
@@ -312,25 +315,25 @@ class Retriever:
         gone = tombstones(trace, forgotten)
         timer = StageTimer()
         settings = replay_settings(self.b.settings, trace, overrides)
-        req = Request(trace.user_id, trace.session_id, trace.question, settings, parse_time(trace.settings["now"]))
+        req = Request(trace.user_id, trace.session_id, trace.question, settings, parse_time(trace.settings.now))
         runs = replay_runs(trace, req.settings, req.now, gone)
         stop = trace.stop_reason if settings.hops >= len(trace.hops) else "max_hops"
         new = self._finish(
             req,
-            dict(trace.strategies),
+            trace.strategies.to_dict(),
             runs,
             stop,
             timer,
             trace_id=f"{trace.trace_id}.replay",
             replay_of=trace.trace_id,
-            preset=trace.settings.get("preset"),
+            preset=trace.settings.preset,
         )
         ranking = replay_ranking(trace, new, gone, settings.hops)
         seen = {c.id for h in trace.hops for c in h.candidates}
         return dataclasses.replace(
             new,
             ranking=ranking,
-            timings_ms={"replay": elapsed_ms(timer.start)},
+            timings_ms=Timings((("replay", elapsed_ms(timer.start)),)),
             forgotten={i: t for i, t in gone.items() if i in seen},
         )
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..providers.embedders import Embedder
-from ..store.vectors.index import check_vectors
+from ..store.vectors.rows import check_vectors
 
 
 class QueryVectors:

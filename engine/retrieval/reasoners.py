@@ -12,9 +12,13 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from ..vocab import Strategy
 from .text import CONTENT_STOP_WORDS, content_words
+
+if TYPE_CHECKING:
+    from ..providers.llm import LLM
 
 DONE = "DONE"
 # Capitalised words (optionally joined: "Jonas Weber", "Hotel Almirante"), identifiers with digits or inner
@@ -47,7 +51,7 @@ _OPENERS = frozenset(
 class Proposal:
     query: str  # the next query, or DONE
     proposed_by: str
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 class Reasoner(Protocol):
@@ -71,7 +75,7 @@ class OfflineBridgeReasoner:
     so "Staging" or "Need" opening a note is not taken for a name.
     """
 
-    name = "offline:bridge_entities"
+    name: str = Strategy.OFFLINE_BRIDGE
 
     def __init__(
         self,
@@ -91,7 +95,7 @@ class OfflineBridgeReasoner:
 
     def expansion_terms(self, pool: Sequence[str], known: set[str]) -> list[str]:
         """Content words of the top results that the question lacks (pseudo-relevance feedback)."""
-        counts: Counter = Counter()
+        counts: Counter[str] = Counter()
         first: dict[str, int] = {}
         for rank, text in enumerate(pool[:3]):
             for w in content_words(text):
@@ -188,7 +192,7 @@ class OfflineBridgeReasoner:
         candidates.sort(key=lambda c: (-c[0], c[1]))
         bridges = candidates[: self.bridge_texts]
         chosen: list[str] = []
-        details: dict = {}
+        details: dict[str, Any] = {}
         if bridges:
             source: dict[str, int] = {}
             for n, c in enumerate(bridges):
@@ -270,9 +274,9 @@ REASONER_PROMPT = (
 class LLMReasoner:
     """The configured chat model proposes the next query; any LLM failure means DONE (llmemory §6.8)."""
 
-    name = "llm:reasoner"
+    name: str = Strategy.LLM_REASONER
 
-    def __init__(self, llm, user_id: str | None = None) -> None:
+    def __init__(self, llm: LLM, user_id: str | None = None) -> None:
         self.llm = llm
         self.user_id = user_id  # for the usage ledger
 

@@ -1,10 +1,10 @@
 """The typed records a candidate carries through the scoring stages and into the trace: its scores, its rank after
 each stage, and the relevance filter's verdict.
 
-Each is a frozen dataclass with a field per value (so code reads ``scores.hybrid``), and each also reads as a
-mapping by name (``scores.get("hybrid")``), which is how tables and older callers pick a column by its name. They
-are stored as their fields (JSON objects with the same keys as before; a score that no stage computed for a
-candidate is ``null``), and read back from that form, or from an older trace's, with ``from_dict``.
+Each is a frozen dataclass with a field per value (code reads ``scores.hybrid``; a table that picks a column by
+its name uses ``getattr`` or :meth:`to_dict`). They are stored as their fields (JSON objects with the same keys as
+before; a score that no stage computed for a candidate is ``null``), and read back from that form, or from an older
+trace's (which left out the ranks and verdict fields that held nothing), with ``from_dict``.
 
 Scores keep their direction and scale in their names: ``vector_similarity`` is cosine similarity (higher is closer,
 -1..1), ``bm25_raw`` is unbounded BM25 of the text (over the candidate set, or the index's ``fts_score``),
@@ -16,68 +16,34 @@ BM25 over the whole table. Everything else is a factor or product of these.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import Any, Self
+
+from ..vocab import Relevance
 
 
-class _NamedValues(Mapping[str, Any]):
-    """Read access by name to a record's fields. ``_ONLY_SET``: only the fields that hold a value are keys (a rank
-    exists only for the stages a candidate reached); otherwise every field is a key, ``None`` when not computed."""
+class _StoredRecord:
+    """The stored form of a score record: every field by name, and back."""
 
     __slots__ = ()
-    _ONLY_SET: ClassVar[bool] = False
-    _NAMES: ClassVar[tuple[str, ...]] = ()
-
-    def __getitem__(self, name: str) -> Any:
-        if name not in self._NAMES:
-            raise KeyError(name)
-        value = getattr(self, name)
-        if value is None and self._ONLY_SET:
-            raise KeyError(name)
-        return value
-
-    def __iter__(self) -> Iterator[str]:
-        if not self._ONLY_SET:
-            return iter(self._NAMES)
-        return (n for n in self._NAMES if getattr(self, n) is not None)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | Self | None) -> Self:
         """The record from its stored form (keys it does not know, from another version, are left out)."""
         if isinstance(data, cls):
             return data
-        return cls(**{k: v for k, v in (data or {}).items() if k in cls._NAMES})
+        if not isinstance(data, Mapping) and data is not None:  # another record type: refused as the dict would be
+            raise TypeError(f"not a stored {cls.__name__}: {type(data).__name__}")
+        names = _FIELDS[cls]
+        return cls(**{k: v for k, v in (data or {}).items() if k in names})
 
     def to_dict(self) -> dict[str, Any]:
-        return {n: getattr(self, n) for n in self._NAMES}
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, n) for n in self._NAMES)
-
-    def __eq__(self, other: object) -> bool:
-        """Field by field with a record of its kind; with a plain mapping (a stored form), by the values they hold
-        (a key missing there is a None here)."""
-        if type(other) is type(self):
-            return self._values() == other._values()
-        if isinstance(other, Mapping):
-            held = {k: v for k, v in other.items() if v is not None}
-            return held == {n: v for n, v in zip(self._NAMES, self._values()) if v is not None}
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._values())
+        return {n: getattr(self, n) for n in _FIELDS[type(self)]}
 
 
-def _names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
-
-
-@dataclass(frozen=True, eq=False)
-class CandidateScores(_NamedValues):
+@dataclass(frozen=True)
+class CandidateScores(_StoredRecord):
     """Every score of one candidate, in pipeline order (the order of the trace page's columns)."""
 
     # search
@@ -115,11 +81,9 @@ class CandidateScores(_NamedValues):
     llm_relevance: float | None = None
 
 
-@dataclass(frozen=True, eq=False)
-class StageRanks(_NamedValues):
-    """1-based rank after each stage; None (and not a key) for a stage the candidate did not reach."""
-
-    _ONLY_SET: ClassVar[bool] = True
+@dataclass(frozen=True)
+class StageRanks(_StoredRecord):
+    """1-based rank after each stage (vocab.Stage); None for a stage the candidate did not reach."""
 
     hybrid: int | None = None
     filter: int | None = None
@@ -129,23 +93,26 @@ class StageRanks(_NamedValues):
     mmr: int | None = None
 
 
-@dataclass(frozen=True, eq=False)
-class Verdict(_NamedValues):
+@dataclass(frozen=True)
+class Verdict(_StoredRecord):
     """The relevance filter's decision on a candidate: kept or dropped, by which rule."""
 
-    _ONLY_SET: ClassVar[bool] = True
-
-    relevance: str = "kept"  # kept | dropped
+    relevance: Relevance = Relevance.KEPT
     rule: str = ""
     note: str | None = None  # e.g. the LLM judge was unavailable and the heuristic decided
 
+    def __post_init__(self) -> None:
+        if type(self.relevance) is not Relevance:  # a stored trace's plain string
+            object.__setattr__(self, "relevance", Relevance(self.relevance))
+
     @property
     def kept(self) -> bool:
-        return self.relevance == "kept"
+        return self.relevance == Relevance.KEPT
 
 
-CandidateScores._NAMES = _names(CandidateScores)
-StageRanks._NAMES = _names(StageRanks)
-Verdict._NAMES = _names(Verdict)
-SCORE_KEYS = CandidateScores._NAMES
-RANK_STAGES = StageRanks._NAMES
+# Each record's field names in their order (the stored form's key order).
+_FIELDS: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in (CandidateScores, StageRanks, Verdict)
+}
+SCORE_KEYS = _FIELDS[CandidateScores]  # in pipeline order
+RANK_STAGES = _FIELDS[StageRanks]

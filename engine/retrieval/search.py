@@ -2,7 +2,7 @@
 blend, without the ranking pipeline or a trace. The MCP tool ``memory_search``, the CLI's ``search`` and the
 dashboard's pickers use it.
 
-``hybrid`` blends like the pipeline's hybrid stage, with the store's ``bm25_weight`` (w):
+``hybrid`` blends with the pipeline's weighted fusion (stages.weighted_fusion) and the store's ``bm25_weight`` (w):
 ``score = (1-w)*cosine + w*BM25/max BM25`` over the union of vector and full-text hits; ``vector`` runs only the
 vector search (cosine); ``fts`` runs only the full-text search (LanceDB BM25; cosine still computed for display).
 """
@@ -19,6 +19,7 @@ from ..memory.forgetting import check_kind
 from ..records import KINDS, SearchHit
 from ..trace.records import CandidateInput
 from .candidates import build_inputs, search_sources
+from .stages import normalised, weighted_fusion
 
 SEARCH_MODES = ("hybrid", "vector", "fts")
 # Each kind's searches return at least this many hits before the blend ranks them, so a small limit still ranks
@@ -52,9 +53,9 @@ def plain_search(
 def _scores(inputs: Sequence[CandidateInput], mode: str, bm25_weight: float) -> list[float]:
     if mode == "vector":
         return [i.vector_similarity for i in inputs]
+    bm25 = [i.fts_score or 0.0 for i in inputs]
     if mode == "fts":
-        return [i.fts_score or 0.0 for i in inputs]
-    top = max((i.fts_score or 0.0 for i in inputs), default=0.0) or 1.0
-    return [
-        round((1 - bm25_weight) * i.vector_similarity + bm25_weight * (i.fts_score or 0.0) / top, 6) for i in inputs
-    ]
+        return bm25
+    # The pipeline's weighted fusion over the index's BM25 (no preceding text: a hit is scored on its own words).
+    _, _, hybrid = weighted_fusion([i.vector_similarity for i in inputs], normalised(bm25), bm25_weight)
+    return [round(h, 6) for h in hybrid]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,7 @@ class CandidateCosines:
         self._vectors: np.ndarray | None = None
         self._matrix = np.zeros((0, 0), dtype=np.int16)
 
-    def add_hop(self, ids: Sequence[str], vectors: np.ndarray) -> dict:
+    def add_hop(self, ids: Sequence[str], vectors: np.ndarray) -> dict[str, Any]:
         """Add one hop's candidates (unit vectors); return the hop's record for the trace."""
         fresh, seen = [], set(self._index)
         for n, i in enumerate(ids):
@@ -48,7 +49,7 @@ class CandidateCosines:
         return self._record(new_ids, packed)
 
     @staticmethod
-    def _record(new_ids: list[str], packed: np.ndarray) -> dict:
+    def _record(new_ids: list[str], packed: np.ndarray) -> dict[str, Any]:
         return {
             "format": FORMAT,
             "scale": SCALE,
@@ -73,7 +74,7 @@ class CandidateCosines:
         self.ids.extend(new_ids)
 
     @classmethod
-    def from_records(cls, records: Sequence[Mapping]) -> CandidateCosines:
+    def from_records(cls, records: Sequence[Mapping[str, Any]]) -> CandidateCosines:
         table = cls()
         for rec in records:
             raw = base64.b64decode(rec["values"]) if rec.get("values") else b""
@@ -87,7 +88,7 @@ class CandidateCosines:
         return float(self._matrix[ia, ib]) / SCALE
 
 
-def cosine_lookup(records: Sequence[Mapping]) -> Lookup | None:
+def cosine_lookup(records: Sequence[Mapping[str, Any]]) -> Lookup | None:
     """A lookup over the hops' recorded similarities; None when nothing was recorded."""
     records = [r for r in records if r]
     if not records:

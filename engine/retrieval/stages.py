@@ -20,6 +20,7 @@ from ..clock import parse_time
 from ..config import Settings
 from ..memory.procedural import wilson_interval
 from ..trace.records import CandidateInput
+from ..vocab import Relevance
 from .scores import CandidateScores, StageRanks, Verdict
 from .text import bm25_scores
 
@@ -144,7 +145,7 @@ def candidate_scores(
     """Candidate ``i``'s record of every stage's scores.
 
     In the record's field order, by position: this runs for every candidate of every hop, and a frozen record of
-    26 fields takes about twice as long from keywords (tests/engine/test_trace_records.py checks the order)."""
+    26 fields takes about twice as long from keywords (tests/engine/trace/test_trace_records.py checks the order)."""
     return CandidateScores(
         inp.vector_similarity,  # vector_similarity
         inp.fts_score,  # fts_score
@@ -201,14 +202,13 @@ def lexical_scores(inputs: Sequence[CandidateInput], query: str, settings: Setti
     preceding = bm25_scores(query, before) if any(before) else [0.0] * len(inputs)
     weights = [pw * min(1.0, full / max(len(_WORD_CHARS.findall(i.text)), 1)) if full else pw for i in inputs]
     combined = [r + v * p for r, v, p in zip(raw, weights, preceding)]
-    top = max(combined) if combined and max(combined) > 0 else 1.0
     has = [bool(i.preceding_text) for i in inputs]
     return LexicalScores(
         raw=tuple(raw),
         preceding=tuple(p if h else None for p, h in zip(preceding, has)),
         weight=tuple(v if h else None for v, h in zip(weights, has)),
         combined=tuple(combined),
-        norm=tuple(c / top for c in combined),
+        norm=normalised(combined),
     )
 
 
@@ -226,13 +226,27 @@ def fuse(inputs: Sequence[CandidateInput], lexical: LexicalScores, settings: Set
     if not settings.hybrid_enabled:
         return FusionScores(tuple(cosines), tuple(cosines), (0.0,) * len(inputs), nothing, nothing, nothing, nothing)
     if settings.fusion == "weighted":
-        vector = [(1 - w) * v for v in cosines]
-        bm25 = [w * n for n in lexical.norm]
-        hybrid = tuple(b + v for b, v in zip(bm25, vector))
-        return FusionScores(hybrid, tuple(vector), tuple(bm25), nothing, nothing, nothing, nothing)
+        vector, bm25, hybrid = weighted_fusion(cosines, lexical.norm, w)
+        return FusionScores(hybrid, vector, bm25, nothing, nothing, nothing, nothing)
     if settings.fusion == "zscore":
         return _fuse_zscores(cosines, lexical.combined, w)
     return _fuse_rrf(cosines, lexical.combined, w, float(settings.rrf_k))
+
+
+def weighted_fusion(
+    cosines: Sequence[float], norms: Sequence[float], w: float
+) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
+    """llmemory's blend ``(1-w)*cosine + w*bm25_norm``: (vector parts, BM25 parts, hybrid scores). The weighted
+    fusion and plain search (engine/retrieval/search.py) both score with it."""
+    vector = tuple((1 - w) * v for v in cosines)
+    bm25 = tuple(w * n for n in norms)
+    return vector, bm25, tuple(b + v for b, v in zip(bm25, vector))
+
+
+def normalised(values: Sequence[float]) -> tuple[float, ...]:
+    """Each value over the largest (BM25 over the best candidate's); unchanged when none is above 0."""
+    top = max(values) if values and max(values) > 0 else 1.0
+    return tuple(v / top for v in values)
 
 
 def _fuse_rrf(cosines: Sequence[float], lexical: Sequence[float], w: float, k: float) -> FusionScores:
@@ -315,12 +329,12 @@ def relevance_filter(
     mode = settings.relevance_filter
     n = len(inputs)
     if mode == "off":
-        return [Verdict("kept", "filter_off")] * n
+        return [Verdict(Relevance.KEPT, "filter_off")] * n
     if mode == "llm" and all(i.llm_relevance is not None for i in inputs):
         return _judge_verdicts(inputs, float(settings.relevance_judge_threshold))
     keep_all_max = int(settings.relevance_keep_all_max)
     if n <= keep_all_max:
-        return [Verdict("kept", f"few_candidates ({n} <= {settings.relevance_keep_all_max})")] * n
+        return [Verdict(Relevance.KEPT, f"few_candidates ({n} <= {settings.relevance_keep_all_max})")] * n
     verdicts = _heuristic_verdicts(inputs, lexical, fusion, relevance_text, settings)
     if mode == "llm":
         return [Verdict(v.relevance, v.rule, "llm judge unavailable: heuristic used") for v in verdicts]
@@ -332,7 +346,10 @@ def _judge_verdicts(inputs: Sequence[CandidateInput], threshold: float) -> list[
     for i in inputs:
         ok = (i.llm_relevance or 0.0) >= threshold  # not None: checked by the caller
         out.append(
-            Verdict("kept" if ok else "dropped", f"llm_judge {i.llm_relevance:.2f} {'>=' if ok else '<'} {threshold}")
+            Verdict(
+                Relevance.KEPT if ok else Relevance.DROPPED,
+                f"llm_judge {i.llm_relevance:.2f} {'>=' if ok else '<'} {threshold}",
+            )
         )
     return out
 
@@ -353,12 +370,12 @@ def _heuristic_verdicts(
     out = []
     for i, hybrid, norm, vr, lr in zip(inputs, fusion.hybrid, lexical.norm, vector_rank, lexical_rank):
         if hybrid >= min_score:
-            out.append(Verdict("kept", f"score {hybrid:.3f} >= {min_score}"))
+            out.append(Verdict(Relevance.KEPT, f"score {hybrid:.3f} >= {min_score}"))
         # [memlens] A search's own top results are never second-guessed by a word heuristic: a turn ranked 2nd by
         # full-text search (or by its vector) is what that search thinks answers the question.
         elif protect and (vr <= protect or (lr <= protect and norm > 0)):
             which, rank = ("vector", vr) if vr <= protect else ("full-text", lr)
-            out.append(Verdict("kept", f"top_{protect} of {which} search (rank {rank})"))
+            out.append(Verdict(Relevance.KEPT, f"top_{protect} of {which} search (rank {rank})"))
         else:
             out.append(_word_verdict(words, i, f"score {hybrid:.3f} < {min_score} and no shared word"))
     return out
@@ -371,8 +388,8 @@ def _word_verdict(words: Sequence[str], inp: CandidateInput, dropped_rule: str) 
         # a reply ("Me, every Monday.") shares its words with the question it answered, not the one asked now.
         hit, where = _shared_word(words, inp.preceding_text), " (in its preceding text)"
     if hit is not None:
-        return Verdict("kept", f"word_overlap {hit!r}{where}")
-    return Verdict("dropped", dropped_rule)
+        return Verdict(Relevance.KEPT, f"word_overlap {hit!r}{where}")
+    return Verdict(Relevance.DROPPED, dropped_rule)
 
 
 def _filter_words(text: str, min_chars: int, raw: bool) -> list[str]:
@@ -437,6 +454,12 @@ def feedback_scores(
     cap = int(settings.feedback_cap)
     hop_factor = float(settings.hop_weight) ** (hop - 1)
     nets = [i.feedback_net for i in inputs]
-    factors = [1.0 + wf * max(-cap, min(cap, net)) / cap if (wf > 0 and net) else 1.0 for net in nets]
+    factors = [feedback_factor(net, wf, cap) for net in nets]
     final = tuple(t * f * hop_factor for t, f in zip(temporal.temporal, factors))
     return FeedbackScores(tuple(nets), tuple(factors), hop_factor, final)
+
+
+def feedback_factor(net: int, weight: float, cap: int) -> float:
+    """``1 + w_f*clamp(net, -cap, cap)/cap`` (1 without feedback or with w_f = 0). The one definition: the
+    pipeline's feedback stage and the dashboard's feedback views both use it."""
+    return 1.0 + weight * max(-cap, min(cap, net)) / cap if (weight > 0 and net) else 1.0

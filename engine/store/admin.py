@@ -1,11 +1,12 @@
 """Store administration: import/export and the demo, usage and stats, index maintenance.
 
 A composed part of ``MemoryEngine`` (``engine.admin``), not a mixin: it gets exactly what it works on in its
-constructor, and the facade keeps its public methods by handing each call to it.
+constructor, and callers use its methods directly (``engine.admin.stats()``).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..clock import utcnow
-from ..config import DEMO_DIR
+from ..config import DEMO_DIR, Settings
 from ..errors import StoreCorrupt
 from ..evaluation.demo import demo_cases
 from ..ids import check_id, lance_literal
@@ -24,14 +25,26 @@ from ..memory.procedural import SkillLibrary
 from ..memory.semantic import SemanticMemory
 from ..memory.sessions import SessionStore
 from ..memory.transfer import Transfer
+from ..providers.embedders import Embedder
 from ..providers.llm import LLM
-from ..records import KIND_TABLES, KINDS, Page, StoreStats
-from .schema import TABLES
+from ..records import KINDS, Page, StoreStats
+from .schema import KIND_TABLES, TABLES
 from .sql.database import one_row
 from .vectors.purges import VectorPurges
 
 # Progress of a load: (kind of memory, done, total).
 DemoProgress = Callable[[str, int, int], None]
+
+
+def demo_lines() -> list[str]:
+    """The bundled demo dataset's JSONL lines (package data, wherever memlens is installed)."""
+    return (DEMO_DIR / "demo.jsonl").read_text(encoding="utf-8").splitlines()
+
+
+@functools.cache
+def demo_users() -> tuple[str, ...]:
+    """The users of the demo dataset, sorted (read once per process: the file ships with the code)."""
+    return tuple(sorted({json.loads(line)["user_id"] for line in demo_lines() if line.strip()}))
 
 
 def _some(ids: Sequence[str], n: int = 5) -> str:
@@ -50,6 +63,7 @@ class StoreAdmin:
         skills: SkillLibrary,
         transfer: Transfer,
         purges: VectorPurges,
+        evals: Any = None,
     ) -> None:
         self._b = backends
         self.path = path  # None for a team store
@@ -61,13 +75,14 @@ class StoreAdmin:
         self.episodic = episodic
         self.skills = skills
         self.purges = purges  # LanceDB purges a forget still owes (a crashed process's are started at open)
+        self.evals = evals  # the engine's Evaluations: the demo's expectation set is loaded with the demo
 
     @property
-    def embedder(self):
+    def embedder(self) -> Embedder:
         return self._b.embedder
 
     @property
-    def settings(self):
+    def settings(self) -> Settings:
         return self._b.settings
 
     def users(self) -> list[str]:
@@ -85,32 +100,34 @@ class StoreAdmin:
         ``skip_existing``, left out and counted as ``skipped`` (see engine/memory/ingest_duplicates.py)."""
         return self.transfer.apply(self.transfer.plan(lines), progress, skip_existing)
 
-    def export(self, user_id: str) -> Iterator[dict]:
+    def export(self, user_id: str) -> Iterator[dict[str, Any]]:
         check_id(user_id, "user id")
         return self.transfer.export(user_id)
 
     def demo_loaded(self) -> bool:
-        with self._b.db.read() as conn:
-            return one_row(conn.execute("SELECT count(*) FROM items WHERE id = 'ada-item-001'"))[0] > 0
+        """Whether any user of the demo dataset has memories here: what makes ``load_demo`` leave the store as it is
+        (the demo is known by its dataset, not by one of its ids)."""
+        users = set(self.users())
+        return any(u in users for u in demo_users())
 
-    def load_demo(self, reset: bool = False, progress: DemoProgress | None = None, evals: Any = None) -> dict[str, int]:
-        """Load the bundled demo dataset and, given ``evals`` (the engine's Evaluations), its expectation set with one
-        stored run of it: the one loading behind the CLI's `demo` and the dashboard's first start, so both leave the
+    def load_demo(
+        self, reset: bool = False, progress: DemoProgress | None = None, evaluation: bool = True
+    ) -> dict[str, int]:
+        """Load the bundled demo dataset and (``evaluation``, with the engine's Evaluations) its expectation set with
+        one stored run of it: the one loading behind the CLI's `demo` and the dashboard's first start, so both leave the
         same store (`eval-sets` lists the demo set after either). Loading twice changes nothing; ``reset`` reloads
         the dataset and the set from scratch (a demo loaded before the set came with it gets it this way). The
         counts say ``eval_case`` when the set was made."""
-        path = DEMO_DIR / "demo.jsonl"
-        lines = path.read_text(encoding="utf-8").splitlines()
-        users = sorted({json.loads(line)["user_id"] for line in lines if line.strip()})
         name = demo_cases()[0]
+        evals = self.evals if evaluation else None
         if reset:
-            for u in users:
+            for u in demo_users():
                 self.delete_user(u)
             if evals is not None and name in {s.name for s in evals.sets()}:
                 evals.delete_set(name)  # its cases and runs name the memories just deleted
-        elif any(u in self.users() for u in users):
+        elif self.demo_loaded():
             return {}
-        counts = self.ingest_lines(lines, progress)
+        counts = self.ingest_lines(demo_lines(), progress)
         if evals is not None:
             made = name not in {s.name for s in evals.sets()}
             evals.load_demo()  # the set (when missing) and one run of it (when it has none)
@@ -129,7 +146,7 @@ class StoreAdmin:
         check_id(user_id, "user id")
         self._b.db.refuse_if_read_only()
         # By user, not only by the rows' ids: an orphan vector of the user's (a crash, a model switch) goes too.
-        held = {kind: self._user_vector_ids(kind, user_id) for kind in KINDS}
+        held: dict[str, set[str]] = {kind: self._user_vector_ids(kind, user_id) for kind in KINDS}
         now = utcnow()
         # The journal notes go down before the rows do (a full disk refuses the note, not a half-done delete), so
         # the ids are read first, on a connection held through the delete: no other process can add a row between.
@@ -287,7 +304,7 @@ class StoreAdmin:
     def reindex(self, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
         """(Re)build this model's vector tables from the active memories in DuckDB."""
         done: dict[str, int] = {}
-        active: dict[str, tuple[Any, Callable[[str], Page]]] = {
+        active: dict[str, tuple[Any, Callable[[str], Page[Any]]]] = {
             "semantic": (self.semantic, lambda u: self.semantic.list_items(u, limit=10_000_000)),
             "episodic": (self.episodic, lambda u: self.episodic.list_episodes(u, limit=10_000_000)),
             "procedural": (self.skills, lambda u: self.skills.list_skills(u, limit=10_000_000)),
@@ -302,7 +319,13 @@ class StoreAdmin:
             done[kind] = len(records)
         return done
 
-    def _index_records(self, kind: str, module: Any, records: list, progress=None) -> None:
+    def _index_records(
+        self,
+        kind: str,
+        module: Any,
+        records: Sequence[Any],
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> None:
         """(Re)write the vectors of ``records``, upserted by id: never two vectors for one memory."""
         for start in range(0, len(records), 512):
             chunk = records[start : start + 512]
@@ -358,7 +381,9 @@ class StoreAdmin:
             done[kind]["table_rebuilt"] = rebuilt
         return done
 
-    def repair_ids(self, kind: str, ids: Sequence[str], progress=None) -> dict[str, int]:
+    def repair_ids(
+        self, kind: str, ids: Sequence[str], progress: Callable[[str, int, int], None] | None = None
+    ) -> dict[str, int]:
         """Make the vectors of ``ids`` match DuckDB: none for an id with no active row, exactly one otherwise."""
         ids = sorted(set(ids))
         if not ids:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 
@@ -20,10 +20,15 @@ from ..errors import InvalidInput, StoreCorrupt
 from ..startup import collector_paused
 from .location import StoreLocation, open_tables, store_location
 from .schema import COPIED, SEQUENCES
-from .sql.database import one_row
+from .sql.database import Connection, one_row
 
-# Every table the registry says is copied, parents before children; schema_migrations is the destination's own.
-TABLES = COPIED
+if TYPE_CHECKING:
+    import duckdb
+    import lancedb
+
+    from .sql.database import Database
+    from .sql.postgres import PostgresDatabase
+
 BATCH_ROWS = 5000
 DB_FILE = "memlens.duckdb"
 
@@ -36,7 +41,7 @@ class CopyReport:
     vectors: dict[str, int]  # LanceDB table -> rows copied (equal on both sides, checked)
 
 
-def _columns(conn, table: str) -> list[str]:
+def _columns(conn: Connection, table: str) -> list[str]:
     rows = conn.execute(
         "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
         "AND table_schema IN ('main', 'public') ORDER BY ordinal_position",
@@ -45,24 +50,25 @@ def _columns(conn, table: str) -> list[str]:
     return [r[0] for r in rows]
 
 
-def _insert(conn, table: str, columns: list[str], rows: list[tuple]) -> None:
+def _insert(conn: Connection, table: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
     if not rows:
         return
     copy_rows = getattr(conn, "copy_rows", None)
     if copy_rows is not None:  # PostgreSQL: COPY
         copy_rows(table, columns, rows)
         return
+    duck = cast("duckdb.DuckDBPyConnection", conn)  # only PostgreSQL's connection has copy_rows
     data = pa.table({name: pa.array([r[n] for r in rows]) for n, name in enumerate(columns)})
     view = f"memlens_copy_{table}"
-    conn.register(view, data)
+    duck.register(view, data)
     try:
         names = ", ".join(columns)
         conn.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {view}").fetchall()  # finished, see below
     finally:
-        conn.unregister(view)
+        duck.unregister(view)
 
 
-def _advance_sequence(conn, table: str, sequence: str) -> None:
+def _advance_sequence(conn: Connection, table: str, sequence: str) -> None:
     """The destination's next id after the copied ones (table and sequence names are ours)."""
     top = int(conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchall()[0][0])
     if top <= 0:
@@ -74,14 +80,14 @@ def _advance_sequence(conn, table: str, sequence: str) -> None:
         # refuses other work on a connection with an unfinished result
 
 
-def _vector_db(location: StoreLocation):
+def _vector_db(location: StoreLocation) -> lancedb.DBConnection:
     with collector_paused():  # see engine/startup.py
         import lancedb
 
     return lancedb.connect(location.vectors, storage_options=dict(location.storage_options) or None)
 
 
-def _vector_names(db) -> list[str]:
+def _vector_names(db: lancedb.DBConnection) -> list[str]:
     result = db.list_tables()
     return sorted(getattr(result, "tables", result))
 
@@ -109,7 +115,7 @@ def copy_store(
     src_vec, dst_vec = _vector_db(src), _vector_db(dst)
     try:
         with dst_db.read() as conn:
-            used = [t for t in TABLES if int(one_row(conn.execute(f"SELECT count(*) FROM {t}"))[0])]
+            used = [t for t in COPIED if int(one_row(conn.execute(f"SELECT count(*) FROM {t}"))[0])]
         if used or _vector_names(dst_vec):
             raise InvalidInput(
                 f"copy-store: the destination {dst.display} is not empty "
@@ -117,7 +123,7 @@ def copy_store(
             )
         rows: dict[str, int] = {}
         with src_db.hold() as read, dst_db.write() as write:  # all rows or none
-            for table in TABLES:
+            for table in COPIED:  # every table the registry says is copied, parents before children
                 columns = _columns(read, table)
                 result = read.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY rowid")
                 n = 0
@@ -146,12 +152,19 @@ def copy_store(
         dst_db.close()
 
 
-def _check_counts(src_db: Any, dst_db: Any, src_vec: Any, dst_vec: Any, rows: dict, vectors: dict) -> None:
+def _check_counts(
+    src_db: Database | PostgresDatabase,
+    dst_db: Database | PostgresDatabase,
+    src_vec: lancedb.DBConnection,
+    dst_vec: lancedb.DBConnection,
+    rows: dict[str, int],
+    vectors: dict[str, int],
+) -> None:
     wrong: list[str] = []
     with src_db.read() as a, dst_db.read() as b:
-        for table in TABLES:
-            left = int(a.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
-            right = int(b.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+        for table in COPIED:
+            left = int(one_row(a.execute(f"SELECT count(*) FROM {table}"))[0])
+            right = int(one_row(b.execute(f"SELECT count(*) FROM {table}"))[0])
             if not left == right == rows[table]:
                 wrong.append(f"{table}: {left} in the source, {right} in the destination")
     for name, n in vectors.items():

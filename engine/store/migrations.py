@@ -1,4 +1,8 @@
-"""Named, ordered schema migrations. Each runs once and is recorded in ``schema_migrations``."""
+"""Named, ordered schema migrations. Each runs once and is recorded in ``schema_migrations``.
+
+Every table and sequence a migration creates is declared in the registry, engine/store/schema.py, which copy-store,
+delete_user, export and the test snapshots read: tests/engine/store/test_schema_registry.py fails on one that is not.
+"""
 
 from __future__ import annotations
 

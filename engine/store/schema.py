@@ -1,15 +1,18 @@
 """The one list of the store's DuckDB tables: how each is scoped to a user, whether copy-store moves it, which
 export record kind carries it, whether ``delete_user`` removes the user's rows from it, and the sequence its id
-column draws from.
+column draws from; and which table holds each memory kind.
 
-Copy-store, delete_user, the export's coverage test and the test snapshots all read it, and a test compares it with
-the tables the migrations create (tests/engine/test_table_registry.py): a new table that is not declared here fails
-that test, so no part can miss it (the table list was written three times before, and one copy missed two tables).
+Copy-store, delete_user, the export's coverage test and the test snapshots all read it, and tests compare it with
+what the migrations create (tests/engine/store/test_table_registry.py: tables, user columns, sequences): a new table
+that is not declared here fails them, so no part can miss it (the table list was written three times before, and one
+copy missed two tables).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from ..vocab import Kind
 
 
 @dataclass(frozen=True)
@@ -63,3 +66,6 @@ BY_NAME = {t.name: t for t in TABLES}
 COPIED = tuple(t.name for t in TABLES if t.copied)
 PER_USER = tuple(t.name for t in TABLES if t.per_user)
 SEQUENCES = {t.name: t.sequence for t in TABLES if t.sequence}
+# Each memory kind's table (its rows; the vectors live in LanceDB tables named after the kind and the model). Keyed
+# by str: a Kind is one, and so is a kind read from a trace, a command line or a JSONL record.
+KIND_TABLES: dict[str, str] = {Kind.SEMANTIC: "items", Kind.EPISODIC: "episodes", Kind.PROCEDURAL: "skills"}

@@ -8,11 +8,12 @@ from collections.abc import Sequence
 
 from ..ids import check_id, check_ids
 from ..memory.base import Backends
-from ..records import KIND_TABLES as TABLES
+from ..store.schema import KIND_TABLES as TABLES
+from ..vocab import ForgetMode, MemoryStatus
 from .why_not import MemoryState
 
 
-def _when(value) -> str:
+def _when(value: object) -> str:
     return value.strftime("%Y-%m-%d %H:%M") if hasattr(value, "strftime") else str(value)[:16]
 
 
@@ -29,8 +30,10 @@ def memory_states(b: Backends, user_id: str, ids: Sequence[str]) -> dict[str, Me
                 f"SELECT id, archived_at FROM {table} WHERE user_id=? AND id IN (SELECT unnest(?))", [user_id, wanted]
             ).fetchall()
             for item_id, archived_at in rows:
-                out[item_id] = MemoryState(item_id, "active" if archived_at is None else "archived", kind)
-        rest = [i for i in wanted if i not in out or out[i].status == "archived"]
+                out[item_id] = MemoryState(
+                    item_id, MemoryStatus.ACTIVE if archived_at is None else MemoryStatus.ARCHIVED, kind
+                )
+        rest = [i for i in wanted if i not in out or out[i].status == MemoryStatus.ARCHIVED]
         log = (
             conn.execute(
                 "SELECT memory_type, ids, mode, reason, actor, occurred_at FROM forget_log "
@@ -46,14 +49,16 @@ def memory_states(b: Backends, user_id: str, ids: Sequence[str]) -> dict[str, Me
             if item_id not in logged:
                 continue
             prior = out.get(item_id)
-            if mode == "hard" and prior is None:
+            if mode == ForgetMode.HARD and prior is None:
                 out[item_id] = MemoryState(
-                    item_id, "forgotten", kind, f"hard-forgotten on {_when(at)} by {actor}, reason: {reason}"
+                    item_id, MemoryStatus.FORGOTTEN, kind, f"hard-forgotten on {_when(at)} by {actor}, reason: {reason}"
                 )
-            elif mode == "soft" and prior is not None and prior.status == "archived" and not prior.detail:
+            elif mode == ForgetMode.SOFT and prior is not None and prior.status == MemoryStatus.ARCHIVED:
+                if prior.detail:
+                    continue
                 out[item_id] = MemoryState(
-                    item_id, "archived", kind, f"archived on {_when(at)} by {actor}, reason: {reason}"
+                    item_id, MemoryStatus.ARCHIVED, kind, f"archived on {_when(at)} by {actor}, reason: {reason}"
                 )
     for item_id in wanted:
-        out.setdefault(item_id, MemoryState(item_id, "missing", None, ""))
+        out.setdefault(item_id, MemoryState(item_id, MemoryStatus.MISSING, None, ""))
     return out

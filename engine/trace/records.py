@@ -1,7 +1,11 @@
 """The retrieval trace: records of everything that went into every decision, and their JSON form.
 
-A candidate's scores, ranks and verdict are typed records (scores.py); the trace stores them as JSON objects, and
-reads back every earlier stored form (older traces lack some scores and settings: see OLDER_TRACE_SETTINGS).
+A candidate's scores, ranks and verdict are typed records (scores.py), and so is what the trace says about the run:
+its settings (:class:`TraceSettings`, the retrieval settings as the ``Settings`` record), the strategies that ran
+(:class:`Strategies`), stage timings (:class:`Timings`), hop counts (:class:`HopCounts`) and the tombstones of
+memories forgotten since (:class:`Tombstone`). Each is written as the JSON object traces have always held (its
+``to_dict``) and read back from every earlier stored form (``from_dict``; older traces lack some scores and settings:
+see OLDER_TRACE_SETTINGS).
 """
 
 from __future__ import annotations
@@ -11,8 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+from ..config import Settings
 from ..records import to_plain
 from ..retrieval.scores import SCORE_KEYS, CandidateScores, StageRanks, Verdict
+from ..vocab import ForgetMode, Kind, Reason
 
 __all__ = [
     "SCORE_KEYS",
@@ -22,6 +28,11 @@ __all__ = [
     "RankedMemory",
     "RetrievalTrace",
     "OLDER_TRACE_SETTINGS",
+    "HopCounts",
+    "Strategies",
+    "Timings",
+    "Tombstone",
+    "TraceSettings",
 ]
 
 # Settings added after traces were first stored, with the value that reproduces what an older trace did: a trace
@@ -36,6 +47,188 @@ OLDER_TRACE_SETTINGS = {
     "decay_floor": 0.0,
     "clamp_future_age": False,
 }
+
+
+_RETRIEVAL_KEYS = frozenset(Settings.retrieval_keys())
+# What a trace records beside the retrieval settings, in the order it writes them.
+_RUN_KEYS = ("now", "embedder", "embedding_dim", "llm", "preset")
+
+
+@dataclass(frozen=True)
+class TraceSettings:
+    """What a retrieval ran under: its retrieval settings (``retrieval``, the ``Settings`` record: a setting the
+    trace did not record has its default there and is named in ``absent``), the clock it scored with, the embedding
+    model and LLM, and the preset's name. Stored as one flat JSON object, as traces always were."""
+
+    retrieval: Settings
+    now: str | None = None  # ISO-8601: the clock ages were computed against (a replay keeps it)
+    embedder: str | None = None  # the embedding model's name
+    embedding_dim: int | None = None
+    llm: str | None = None
+    preset: str | None = None
+    # Retrieval settings the stored trace did not record (none since OLDER_TRACE_SETTINGS): a replay takes them
+    # from the engine's settings rather than from the defaults, and they are not written back.
+    absent: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)  # keys of another version, written back as they came
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | Self) -> Self:
+        if isinstance(data, cls):
+            return data
+        if not isinstance(data, Mapping) and data is not None:  # another record type: refused as the dict would be
+            raise TypeError(f"not a stored {cls.__name__}: {type(data).__name__}")
+        values = {**OLDER_TRACE_SETTINGS, **data}
+        known = {k: v for k, v in values.items() if k in _RETRIEVAL_KEYS}
+        return cls(
+            retrieval=dataclasses.replace(_DEFAULT_SETTINGS, **known),
+            **{k: values[k] for k in _RUN_KEYS if k in values},
+            absent=tuple(k for k in Settings.retrieval_keys() if k not in known),
+            extra={k: v for k, v in values.items() if k not in _RETRIEVAL_KEYS and k not in _RUN_KEYS},
+        )
+
+    def retrieval_values(self) -> dict[str, Any]:
+        """The retrieval settings the trace recorded, by name (what a replay starts from)."""
+        return {k: getattr(self.retrieval, k) for k in Settings.retrieval_keys() if k not in self.absent}
+
+    def to_dict(self) -> dict[str, Any]:
+        run = {k: getattr(self, k) for k in _RUN_KEYS if getattr(self, k) is not None}
+        return {**self.retrieval_values(), **run, **self.extra}
+
+    def plain_fields(self) -> dict[str, Any]:
+        return self.to_dict()
+
+
+_DEFAULT_SETTINGS = Settings()
+_STRATEGY_KEYS = ("query_generation", "reasoner", "relevance", "vector_search", "full_text_search")
+
+
+@dataclass(frozen=True)
+class Strategies:
+    """Which strategy actually ran for each step (llm or offline, and how each source was searched). A later hop
+    that differed says so under its own key (``relevance_hop2``, ``vector_search_hop2``: ``per_hop``)."""
+
+    query_generation: str | None = None  # who made hop 1's query (vocab.Strategy)
+    reasoner: str | None = None  # the reasoner's name, or "none (1 hop)"
+    relevance: str | None = None  # the relevance filter that ran
+    vector_search: str | None = None  # per source: exact, ANN, in memory
+    full_text_search: str | None = None
+    per_hop: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | Self | None) -> Self:
+        if isinstance(data, cls):
+            return data
+        if not isinstance(data, Mapping) and data is not None:  # another record type: refused as the dict would be
+            raise TypeError(f"not a stored {cls.__name__}: {type(data).__name__}")
+        data = data or {}
+        return cls(
+            **{k: data[k] for k in _STRATEGY_KEYS if k in data},
+            per_hop={k: v for k, v in data.items() if k not in _STRATEGY_KEYS},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        base = {k: getattr(self, k) for k in _STRATEGY_KEYS if getattr(self, k) is not None}
+        return {**base, **self.per_hop}
+
+    def plain_fields(self) -> dict[str, Any]:
+        return self.to_dict()
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Milliseconds per stage, in the order the stages ran. Stored as a JSON object of stage -> ms; the stages are
+    open-ended (``reasoner_hop2``), so they are pairs rather than fields."""
+
+    stages: tuple[tuple[str, float], ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | Self | None) -> Self:
+        if isinstance(data, cls):
+            return data
+        if not isinstance(data, Mapping) and data is not None:  # another record type: refused as the dict would be
+            raise TypeError(f"not a stored {cls.__name__}: {type(data).__name__}")
+        return cls(tuple((str(k), v) for k, v in (data or {}).items()))
+
+    def get(self, stage: str) -> float | None:
+        return next((ms for name, ms in self.stages if name == stage), None)
+
+    @property
+    def total(self) -> float | None:
+        """The whole run: a live retrieval's ``pipeline``, an older trace's ``total``, or a replay's ``replay``."""
+        for name in ("pipeline", "total", "replay"):
+            ms = self.get(name)
+            if ms:
+                return ms
+        return None
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(self.stages)
+
+    to_dict = as_dict
+
+    def plain_fields(self) -> dict[str, Any]:
+        return self.as_dict()
+
+
+@dataclass(frozen=True)
+class HopCounts:
+    """How many candidates a hop's search found, and how many the relevance filter kept and dropped."""
+
+    found: int = 0
+    kept: int = 0
+    dropped: int = 0
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | Self | None) -> Self:
+        if isinstance(data, cls):
+            return data
+        if not isinstance(data, Mapping) and data is not None:  # another record type: refused as the dict would be
+            raise TypeError(f"not a stored {cls.__name__}: {type(data).__name__}")
+        return cls(**{k: int(v) for k, v in (data or {}).items() if k in ("found", "kept", "dropped")})
+
+    def to_dict(self) -> dict[str, int]:
+        return {"found": self.found, "kept": self.kept, "dropped": self.dropped}
+
+
+@dataclass(frozen=True)
+class Tombstone:
+    """What a forget left in stored traces for a memory: the forget log's entry (mode, when, by whom, why). The
+    store may know only the mode (an archived row without a log entry); ``kind`` is written only when known."""
+
+    mode: str  # vocab.ForgetMode
+    at: str | None = None  # ISO-8601
+    actor: str | None = None
+    reason: str | None = None
+    forget_log_id: int | None = None
+    kind: str | None = None  # vocab.Kind of the memory
+
+    @property
+    def hard(self) -> bool:
+        return self.mode == ForgetMode.HARD
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | Self) -> Self:
+        if isinstance(data, cls):
+            return data
+        if not isinstance(data, Mapping) and data is not None:  # another record type: refused as the dict would be
+            raise TypeError(f"not a stored {cls.__name__}: {type(data).__name__}")
+        return cls(**{k: data[k] for k in _TOMBSTONE_FIELDS if k in data})
+
+    def to_dict(self) -> dict[str, Any]:
+        plain = {k: getattr(self, k) for k in _TOMBSTONE_FIELDS[:-1]}
+        if self.kind is not None:
+            plain["kind"] = self.kind
+        return plain
+
+    def plain_fields(self) -> dict[str, Any]:
+        return self.to_dict()
+
+
+_TOMBSTONE_FIELDS = ("mode", "at", "actor", "reason", "forget_log_id", "kind")
+
+
+def tombstone_or_none(data: Mapping[str, Any] | Tombstone | None) -> Tombstone | None:
+    return Tombstone.from_dict(data) if data else None
 
 
 @dataclass(frozen=True)
@@ -61,7 +254,7 @@ class CandidateInput:
 @dataclass(frozen=True)
 class CandidateTrace:
     id: str
-    kind: str
+    kind: Kind
     text: str
     found_by: str
     created_at: str
@@ -74,21 +267,27 @@ class CandidateTrace:
     verdicts: Verdict  # relevance: kept|dropped, rule, (why the LLM judge did not decide)
     ranks: StageRanks  # 1-based rank after each stage (None when the candidate did not reach it)
     in_context: bool
-    context_reason: str  # context | filtered | budget | budget_stop | cap | merged
+    context_reason: Reason  # context | filtered | budget | budget_stop | cap | merged
     tokens: int
     preceding_text: str = ""  # items: what came right before it, which its vector_similarity also reflects
-    # Set when the memory was forgotten after this trace was stored: the forget log's entry (mode, at, actor, reason,
-    # forget_log_id). A hard forget also blanks ``text`` and ``preceding_text`` (see store.py).
-    forgotten: dict | None = None
+    # Set when the memory was forgotten after this trace was stored: the forget log's entry. A hard forget also
+    # blanks ``text`` and ``preceding_text`` (see redaction.py).
+    forgotten: Tombstone | None = None
 
     def __post_init__(self) -> None:
-        # Built from a stored trace (or by hand), these arrive as plain mappings: keep the typed records.
+        # Built from a stored trace (or by hand), these arrive as plain strings and mappings: keep the typed ones.
+        if type(self.kind) is not Kind:
+            object.__setattr__(self, "kind", Kind(self.kind))
+        if type(self.context_reason) is not Reason:
+            object.__setattr__(self, "context_reason", Reason(self.context_reason))
         if not isinstance(self.scores, CandidateScores):
             object.__setattr__(self, "scores", CandidateScores.from_dict(self.scores))
         if not isinstance(self.verdicts, Verdict):
             object.__setattr__(self, "verdicts", Verdict.from_dict(self.verdicts))
         if not isinstance(self.ranks, StageRanks):
             object.__setattr__(self, "ranks", StageRanks.from_dict(self.ranks))
+        if self.forgotten is not None and not isinstance(self.forgotten, Tombstone):
+            object.__setattr__(self, "forgotten", tombstone_or_none(self.forgotten))
 
 
 @dataclass(frozen=True)
@@ -97,11 +296,25 @@ class HopTrace:
     query: str
     proposed_by: str  # question | offline:keywords | llm:query | offline:bridge_entities | llm:reasoner | custom
     relevance_text: str
-    proposal: dict  # how the query was made (terms, strategy, fallback reason)
+    proposal: dict[str, Any]  # how the query was made (terms, strategy, fallback reason): each reasoner says its own
     candidates: tuple[CandidateTrace, ...]
-    counts: dict  # found, kept, dropped
-    timings_ms: dict
-    similarity: dict = field(default_factory=dict)  # cosines of the candidates this hop saw first (similarity.py)
+    counts: HopCounts
+    timings_ms: Timings
+    similarity: dict[str, Any] = field(
+        default_factory=dict
+    )  # cosines of the candidates this hop saw first (similarity.py)
+
+    def __post_init__(self) -> None:
+        # Built from a stored trace (or by hand), these arrive as plain mappings: keep the typed records.
+        if not isinstance(self.counts, HopCounts):
+            object.__setattr__(self, "counts", HopCounts.from_dict(self.counts))
+        if not isinstance(self.timings_ms, Timings):
+            object.__setattr__(self, "timings_ms", Timings.from_dict(self.timings_ms))
+
+    def plain_fields(self) -> dict[str, Any]:
+        """The fields as they are written out: the counts and timings as the JSON objects they always were."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {**fields, "counts": self.counts.to_dict(), "timings_ms": self.timings_ms.as_dict()}
 
 
 @dataclass(frozen=True)
@@ -114,19 +327,28 @@ class RankedMemory:
     entries, ``forgotten`` only when set (:meth:`to_dict`). Read back with :meth:`from_dict`."""
 
     id: str
-    kind: str
+    kind: Kind
     hop: int  # the hop whose copy was ranked
     final: float | None  # None: the replay did not rank it
     rank: int | None  # 1-based; None: the replay did not rank it
     in_context: bool
-    reason: str  # context | budget | budget_stop | cap (and a replay's forgotten | filtered | hop_not_replayed)
+    reason: Reason  # context | budget | budget_stop | cap (and a replay's forgotten | filtered | hop_not_replayed)
     tokens: int = 0
     # A replay's entries only:
     old_rank: int | None = None  # its rank in the replayed trace (None: it was not ranked there)
     rank_change: int | None = None  # old_rank - rank: positive moved up
     old_in_context: bool | None = None
     context_change: str | None = None  # entered | left | stayed | out
-    forgotten: dict | None = None  # the tombstone of a memory the replay left out because it was forgotten
+    forgotten: Tombstone | None = None  # the tombstone of a memory the replay left out because it was forgotten
+
+    def __post_init__(self) -> None:
+        # Read from a stored trace, the names arrive as plain strings: keep the enums.
+        if type(self.kind) is not Kind:
+            object.__setattr__(self, "kind", Kind(self.kind))
+        if type(self.reason) is not Reason:
+            object.__setattr__(self, "reason", Reason(self.reason))
+        if self.forgotten is not None and not isinstance(self.forgotten, Tombstone):
+            object.__setattr__(self, "forgotten", tombstone_or_none(self.forgotten))
 
     @property
     def replayed(self) -> bool:
@@ -137,7 +359,7 @@ class RankedMemory:
         keys = RANKING_KEYS + (REPLAY_KEYS if self.replayed else ())
         plain = {k: getattr(self, k) for k in keys}
         if self.forgotten is not None:
-            plain["forgotten"] = self.forgotten
+            plain["forgotten"] = self.forgotten.to_dict()
         return plain
 
     def plain_fields(self) -> dict[str, Any]:
@@ -163,18 +385,45 @@ class RetrievalTrace:
     session_id: str | None
     question: str
     created_at: str
-    settings: dict
-    strategies: dict  # query_generation, relevance, reasoner: which strategy actually ran (llm or offline)
+    settings: TraceSettings
+    strategies: Strategies  # which strategy actually ran (llm or offline)
     hops: tuple[HopTrace, ...]
     stop_reason: str
     context: str
     context_ids: tuple[str, ...]
     context_tokens: int
     ranking: tuple[RankedMemory, ...]  # the final merged order
-    timings_ms: dict
+    timings_ms: Timings
     replay_of: str | None = None
-    stop_details: dict = field(default_factory=dict)  # the reasoner's last proposal when it stopped the hops
-    forgotten: dict = field(default_factory=dict)  # memory id -> tombstone, for memories forgotten since (store.py)
+    stop_details: dict[str, Any] = field(default_factory=dict)  # the reasoner's last proposal when it stopped the hops
+    # memory id -> tombstone, for memories forgotten since the trace ran (redaction.py)
+    forgotten: Mapping[str, Tombstone] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Built from a stored trace (or by hand), these arrive as plain mappings: keep the typed records.
+        if not isinstance(self.settings, TraceSettings):
+            object.__setattr__(self, "settings", TraceSettings.from_dict(self.settings))
+        if not isinstance(self.strategies, Strategies):
+            object.__setattr__(self, "strategies", Strategies.from_dict(self.strategies))
+        if not isinstance(self.timings_ms, Timings):
+            object.__setattr__(self, "timings_ms", Timings.from_dict(self.timings_ms))
+        if any(not isinstance(t, Tombstone) for t in (self.forgotten or {}).values()):
+            object.__setattr__(
+                self, "forgotten", {i: Tombstone.from_dict(t) for i, t in (self.forgotten or {}).items()}
+            )
+
+    def plain_fields(self) -> dict[str, Any]:
+        """The fields as they are written out: every typed part as the JSON object traces have always held."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {
+            **fields,
+            "settings": self.settings.to_dict(),
+            "strategies": self.strategies.to_dict(),
+            "ranking": [r.to_dict() for r in self.ranking],
+            "timings_ms": self.timings_ms.as_dict(),
+            "forgotten": {i: t.to_dict() for i, t in self.forgotten.items()},
+        }
 
     def to_dict(self) -> dict[str, Any]:
-        return to_plain(self)
+        plain: dict[str, Any] = to_plain(self)
+        return plain

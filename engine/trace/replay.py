@@ -13,21 +13,24 @@ from ..config import Settings
 from ..errors import InvalidInput
 from ..retrieval.hop_run import HopRun
 from ..retrieval.stages import score_hop
-from .records import CandidateInput, CandidateTrace, RankedMemory, RetrievalTrace
+from ..vocab import Reason
+from .records import CandidateInput, CandidateTrace, RankedMemory, RetrievalTrace, Tombstone
 
 
-def tombstones(trace: RetrievalTrace, forgotten: Mapping[str, dict] | None) -> dict[str, Any]:
+def tombstones(
+    trace: RetrievalTrace, forgotten: Mapping[str, Mapping[str, Any] | Tombstone] | None
+) -> dict[str, Tombstone]:
     """Memory id -> tombstone for every memory of the trace known to be forgotten: marked in the trace, or in
     ``forgotten`` (the store's current state)."""
-    gone: dict[str, Any] = {c.id: c.forgotten for h in trace.hops for c in h.candidates if c.forgotten}
-    gone.update(trace.forgotten or {})
-    gone.update(forgotten or {})
+    gone: dict[str, Tombstone] = {c.id: c.forgotten for h in trace.hops for c in h.candidates if c.forgotten}
+    gone.update(trace.forgotten)
+    gone.update({i: Tombstone.from_dict(t) for i, t in (forgotten or {}).items()})
     return gone
 
 
 def replay_settings(base: Settings, trace: RetrievalTrace, overrides: Mapping[str, Any] | None) -> Settings:
     """The trace's own retrieval settings, with ``overrides`` (retrieval settings only) on top."""
-    own = {k: trace.settings[k] for k in Settings.retrieval_keys() if k in trace.settings}
+    own = trace.settings.retrieval_values()
     settings = base.with_overrides({**own, **dict(overrides or {})})
     bad = [k for k in (overrides or {}) if k not in Settings.retrieval_keys()]
     if bad:
@@ -35,7 +38,9 @@ def replay_settings(base: Settings, trace: RetrievalTrace, overrides: Mapping[st
     return settings
 
 
-def replay_runs(trace: RetrievalTrace, settings: Settings, now: datetime, gone: Mapping[str, Any]) -> list[HopRun]:
+def replay_runs(
+    trace: RetrievalTrace, settings: Settings, now: datetime, gone: Mapping[str, Tombstone]
+) -> list[HopRun]:
     """The trace's hops (up to ``settings.hops``) scored again from their recorded candidates, in search order,
     without the forgotten ones."""
     runs = []
@@ -70,7 +75,8 @@ def candidate_input(c: CandidateTrace) -> CandidateInput:
         success_count=c.success_count,
         failure_count=c.failure_count,
         feedback_net=int(c.scores.feedback_net or 0),
-        vector_similarity=c.scores["vector_similarity"],
+        # every traced candidate has one (search found it by it, or scored it against the query)
+        vector_similarity=c.scores.vector_similarity if c.scores.vector_similarity is not None else 0.0,
         fts_score=c.scores.fts_score,
         found_by=c.found_by,
         llm_relevance=c.scores.llm_relevance,
@@ -79,7 +85,7 @@ def candidate_input(c: CandidateTrace) -> CandidateInput:
 
 
 def replay_ranking(
-    old: RetrievalTrace, new: RetrievalTrace, gone: Mapping[str, Any], hops: int
+    old: RetrievalTrace, new: RetrievalTrace, gone: Mapping[str, Tombstone], hops: int
 ) -> tuple[RankedMemory, ...]:
     """The replayed ranking, each memory with its old rank and whether it entered or left the context; then the
     memories of the old ranking that the replay did not rank (forgotten, filtered, or of a hop not replayed)."""
@@ -102,8 +108,8 @@ def replay_ranking(
     return tuple(ranking)
 
 
-def _unranked(o: RankedMemory, gone: Mapping[str, Any], hops: int) -> RankedMemory:
-    reason = "forgotten" if o.id in gone else "hop_not_replayed" if o.hop > hops else "filtered"
+def _unranked(o: RankedMemory, gone: Mapping[str, Tombstone], hops: int) -> RankedMemory:
+    reason = Reason.FORGOTTEN if o.id in gone else Reason.HOP_NOT_REPLAYED if o.hop > hops else Reason.FILTERED
     return RankedMemory(
         id=o.id,
         kind=o.kind,

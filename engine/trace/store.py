@@ -19,8 +19,17 @@ from ..errors import InvalidInput, NotFound, StoreCorrupt
 from ..ids import check_id
 from ..memory.base import Backends, page_args
 from ..records import Page, TracePrunePlan
-from ..store.sql.database import one_row
-from .records import OLDER_TRACE_SETTINGS, CandidateTrace, HopTrace, RankedMemory, RetrievalTrace
+from ..store.sql.database import Connection, one_row
+from .records import (
+    CandidateTrace,
+    HopTrace,
+    RankedMemory,
+    RetrievalTrace,
+    Strategies,
+    Timings,
+    Tombstone,
+    TraceSettings,
+)
 from .redaction import redact_quotes, redact_trace
 
 log = logging.getLogger(__name__)
@@ -37,7 +46,10 @@ def trace_from_dict(data: dict[str, Any]) -> RetrievalTrace:
                 "hops": hops,
                 "context_ids": tuple(data["context_ids"]),
                 "ranking": tuple(RankedMemory.from_dict(r) for r in data["ranking"]),
-                "settings": {**OLDER_TRACE_SETTINGS, **data["settings"]},
+                "settings": TraceSettings.from_dict(data["settings"]),  # an older trace's missing settings filled in
+                "strategies": Strategies.from_dict(data["strategies"]),
+                "timings_ms": Timings.from_dict(data["timings_ms"]),
+                "forgotten": {i: Tombstone.from_dict(t) for i, t in (data.get("forgotten") or {}).items()},
             }
         )
     except (KeyError, TypeError, AttributeError) as exc:  # AttributeError: a ranking entry that is not an object
@@ -47,12 +59,36 @@ def trace_from_dict(data: dict[str, Any]) -> RetrievalTrace:
 def trace_json_bytes(trace: RetrievalTrace) -> bytes:
     """The stored form of a trace: UTF-8 JSON. orjson writes a 2-hop trace (~200 candidates, ~300 kB) in ~0.6 ms,
     the json module in ~6 ms (measured, bench/latency.py store); the JSON is the same up to whitespace. orjson
-    walks the records (dataclasses), dicts, lists and datetimes itself and refuses anything else. The ranking's
-    entries are written in their own form (RankedMemory.to_dict: without the replay's keys outside a replay), which
-    orjson would not know to leave out."""
-    fields = {f.name: getattr(trace, f.name) for f in dataclasses.fields(trace)}
-    fields["ranking"] = [r.to_dict() for r in trace.ranking]
+    walks the records (dataclasses), dicts, lists and datetimes itself and refuses anything else. The records whose
+    written form is not all their fields (the trace's settings, strategies, timings, ranking entries and tombstones,
+    a hop's counts and timings) are handed over in that form (their ``plain_fields``); the candidates, a few hundred
+    of them, stay records for orjson to walk, except the few that carry a tombstone."""
+    fields = trace.plain_fields()
+    fields["hops"] = [{**h.plain_fields(), "candidates": [_candidate(c) for c in h.candidates]} for h in trace.hops]
     return orjson.dumps(fields, option=orjson.OPT_NON_STR_KEYS)
+
+
+def _candidate(c: CandidateTrace) -> CandidateTrace | dict[str, Any]:
+    if c.forgotten is None:
+        return c
+    return {**{f.name: getattr(c, f.name) for f in dataclasses.fields(c)}, "forgotten": c.forgotten.to_dict()}
+
+
+def _memory_ids(trace: RetrievalTrace) -> list[str]:
+    """The ids of every candidate of a trace (its ``memory_ids`` column)."""
+    return sorted({c.id for hop in trace.hops for c in hop.candidates})
+
+
+def _readable(trace_id: str, body: Any, packed: bytes | None) -> RetrievalTrace | None:
+    """A stored trace as records, or None (with a warning) when it cannot be read: a forget then has nothing it
+    could redact in it, and must not stop for it."""
+    try:
+        return trace_from_dict(_body_data(trace_id, body, packed))
+    except StoreCorrupt as exc:
+        log.warning("forget could not rewrite %s", exc)
+    except InvalidInput as exc:
+        log.warning("forget could not rewrite trace %r: %s", trace_id, exc)
+    return None
 
 
 def trace_json(trace: RetrievalTrace) -> str:
@@ -77,9 +113,10 @@ def _body_data(trace_id: str, body: Any, packed: bytes | None) -> dict[str, Any]
     try:
         raw = unpack_body(packed) if packed is not None else body
         try:
-            return orjson.loads(raw)
+            data: dict[str, Any] = orjson.loads(raw)
         except orjson.JSONDecodeError:  # written by the json module before orjson: it may hold NaN or Infinity
-            return json.loads(raw)
+            data = json.loads(raw)
+        return data
     except (zstandard.ZstdError, zlib.error, ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
         raise StoreCorrupt(
             f"trace {trace_id!r} is stored but unreadable ({type(exc).__name__}: "
@@ -91,7 +128,7 @@ class TraceStore:
     def __init__(self, b: Backends) -> None:
         self.b = b
 
-    def save(self, trace: RetrievalTrace, conn=None) -> None:
+    def save(self, trace: RetrievalTrace, conn: Connection | None = None) -> None:
         body = pack_body(trace_json_bytes(trace))
         args = [
             trace.trace_id,
@@ -100,8 +137,8 @@ class TraceStore:
             trace.question,
             len(trace.hops),
             trace.stop_reason,
-            trace.settings.get("embedder"),
-            trace.strategies.get("reasoner"),
+            trace.settings.embedder,
+            trace.strategies.reasoner,
             trace.timings_ms.get("pipeline"),
             json.dumps(list(trace.context_ids)),
             body,
@@ -132,10 +169,10 @@ class TraceStore:
 
     def mark_forgotten(
         self,
-        conn,
+        conn: Connection,
         user_id: str,
         ids: Sequence[str],
-        tombstone: dict[str, Any],
+        tombstone: Mapping[str, Any] | Tombstone,
         known_texts: Mapping[str, str] | None = None,
     ) -> int:
         """Put a forget's tombstone into every stored trace of ``user_id`` that has one of ``ids`` among its
@@ -154,27 +191,25 @@ class TraceStore:
             "(memory_ids IS NULL OR list_has_any(memory_ids, ?::VARCHAR[]))",
             [user_id, sorted(wanted)],
         ).fetchall()
-        hard = tombstone.get("mode") == "hard"
-        bodies: dict[str, tuple[dict[str, Any], list[str]]] = {}
+        tomb = Tombstone.from_dict(tombstone)
+        traces: dict[str, RetrievalTrace] = {}
         # forgotten id -> its text as the traces show it (the row is already deleted)
-        texts: dict[str, str] = dict(known_texts or {}) if hard else {}
+        texts: dict[str, str] = dict(known_texts or {}) if tomb.hard else {}
         for trace_id, body, packed, memory_ids in rows:
-            try:
-                data = _body_data(trace_id, body, packed)
-            except StoreCorrupt as exc:  # nothing readable to redact; say so rather than stop the forget
-                log.warning("forget could not rewrite %s", exc)
+            trace = _readable(trace_id, body, packed)
+            if trace is None:
                 continue
-            listed = sorted({c["id"] for h in data.get("hops", ()) for c in h.get("candidates", ())})
+            listed = _memory_ids(trace)
             if wanted.isdisjoint(listed):
                 if memory_ids is None:
                     conn.execute("UPDATE traces SET memory_ids=? WHERE id=?", [listed, trace_id])
                 continue
-            bodies[trace_id] = (data, listed)
-            for h in data.get("hops", ()):
-                for c in h.get("candidates", ()):
-                    if c["id"] in wanted and c.get("text") and not (c.get("forgotten") or {}).get("mode") == "hard":
-                        texts.setdefault(c["id"], c["text"])
-        if hard and texts:
+            traces[trace_id] = trace
+            for h in trace.hops:
+                for c in h.candidates:
+                    if c.id in wanted and c.text and not (c.forgotten is not None and c.forgotten.hard):
+                        texts.setdefault(c.id, c.text)
+        if tomb.hard and texts:
             # A trace that quoted the text without retrieving the memory (asked before it was stored, or ranked it
             # out of reach): found by its question, the one field stored outside the packed body.
             quoted = [t for t in texts.values() if t.strip()]
@@ -185,35 +220,19 @@ class TraceStore:
                 [user_id, *quoted],
             ).fetchall()
             for trace_id, body, packed in found:
-                if trace_id in bodies:
-                    continue
-                try:
-                    data = _body_data(trace_id, body, packed)
-                except StoreCorrupt as exc:
-                    log.warning("forget could not rewrite %s", exc)
-                    continue
-                bodies[trace_id] = (
-                    data,
-                    sorted({c["id"] for h in data.get("hops", ()) for c in h.get("candidates", ())}),
-                )
-        changed = 0
-        for trace_id, (data, listed) in bodies.items():
-            redact_trace(data, wanted, tombstone)
-            if hard:
-                redact_quotes(data, texts)
+                if trace_id not in traces and (trace := _readable(trace_id, body, packed)) is not None:
+                    traces[trace_id] = trace
+        for trace_id, trace in traces.items():
+            trace = redact_trace(trace, wanted, tomb)
+            if tomb.hard:
+                trace = redact_quotes(trace, texts)
             conn.execute(
                 "UPDATE traces SET body=NULL, body_packed=?, memory_ids=?, question=? WHERE id=?",
-                [
-                    pack_body(orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)),
-                    listed,
-                    data.get("question", ""),
-                    trace_id,
-                ],
+                [pack_body(trace_json_bytes(trace)), _memory_ids(trace), trace.question, trace_id],
             )
-            changed += 1
-        return changed
+        return len(traces)
 
-    def list_traces(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> Page:
+    def list_traces(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> Page[dict[str, Any]]:
         """Trace summaries (no bodies) newest first, paginated in the database."""
         limit, offset = page_args(limit, offset)
         where, params = "", []
@@ -240,7 +259,7 @@ class TraceStore:
             "context_ids",
             "created_at",
         )
-        out = []
+        out: list[dict[str, Any]] = []
         for r in rows:
             d = dict(zip(keys, r))
             d["context_ids"] = json.loads(d["context_ids"] or "[]")

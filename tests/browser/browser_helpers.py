@@ -119,10 +119,10 @@ def streamlit_process(
 def seed_lab_user(engine: MemoryEngine) -> None:
     """A small user for tests that write (edit, forget, record, reflect), including stored markup."""
     u = LAB_USER
-    engine.add_message(u, LAB_SESSION, "user", "Please plan the lab cleanup for Friday.")
-    engine.add_message(u, LAB_SESSION, "assistant", "I will list the benches and the order of the work.")
-    engine.working_update(u, LAB_SESSION, {"goals": ["plan the lab cleanup"], "bench_count": 6})
-    engine.remember_many(
+    engine.sessions.add_message(u, LAB_SESSION, "user", "Please plan the lab cleanup for Friday.")
+    engine.sessions.add_message(u, LAB_SESSION, "assistant", "I will list the benches and the order of the work.")
+    engine.working.update(u, LAB_SESSION, {"goals": ["plan the lab cleanup"], "bench_count": 6})
+    engine.items.remember_many(
         [
             {"user_id": u, "content": "The lab printer is on the second floor.", "category": "lab"},
             {"user_id": u, "content": "Bench 4 has a broken gas tap.", "category": "lab"},
@@ -132,16 +132,16 @@ def seed_lab_user(engine: MemoryEngine) -> None:
         ]
     )
     steps = [{"observation": "bench 4 smells of gas", "action": "close the main valve", "result": "smell gone"}]
-    engine.record_episode(u, steps, summary="Closed the gas on bench 4", outcome="success", session_id=LAB_SESSION)
-    engine.record_episode(
+    engine.episodes.record(u, steps, summary="Closed the gas on bench 4", outcome="success", session_id=LAB_SESSION)
+    engine.episodes.record(
         u, [{"observation": "printer jammed", "action": "open the tray", "result": "still jammed"}], outcome="failure"
     )
-    engine.record_episode(
+    engine.episodes.record(
         u, [{"observation": HOSTILE, "action": "note it", "result": "noted"}], summary=HOSTILE, outcome="success"
     )
-    skill = engine.register_skill(u, "bench-checklist", "1. gas 2. power 3. water", description="Bench safety check")
+    skill = engine.skills.register(u, "bench-checklist", "1. gas 2. power 3. water", description="Bench safety check")
     for success in (True, True, False):
-        engine.report_outcome(u, skill.id, success)
+        engine.skills.report_outcome(u, skill.id, success)
 
 
 # A script run can take long on a loaded machine (the Overview's first run imports the ML stack): a wait for a run to

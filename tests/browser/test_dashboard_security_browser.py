@@ -36,10 +36,10 @@ def vault(tmp_path_factory, embedder) -> tuple[Path, str, str]:
     """The server's store: (path, the secret memory's id, the id of a trace whose context holds it)."""
     path = tmp_path_factory.mktemp("vault") / "store"
     engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(path)), embedder=embedder)
-    engine.add_message(USER, "vault-s1", "user", "Where did we leave the spare key?")
-    secret = engine.remember(USER, SECRET, category="home")
-    engine.remember(USER, "The spare key for the office is with the receptionist", category="office")
-    trace = engine.retrieve(USER, "where is the spare key", session_id="vault-s1")
+    engine.sessions.add_message(USER, "vault-s1", "user", "Where did we leave the spare key?")
+    secret = engine.items.remember(USER, SECRET, category="home")
+    engine.items.remember(USER, "The spare key for the office is with the receptionist", category="office")
+    trace = engine.retrieval.retrieve(USER, "where is the spare key", session_id="vault-s1")
     assert secret.id in trace.context_ids
     engine.close()
     return path, secret.id, trace.trace_id

@@ -87,7 +87,7 @@ def test_the_sessions_page_lists_the_team_store_s_sessions(page, team_app_url, s
 
 def test_a_retrieval_on_the_team_store_shows_and_stores_its_trace(page, team_app_url, reader, screenshot):
     user = QUESTION["user_id"]
-    before = reader.list_traces(user).total
+    before = reader.traces.list_traces(user).total
     page.goto(team_app_url, wait_until="domcontentloaded")
     page.get_by_role("link", name=re.compile("Retrieval trace")).first.click(timeout=120_000)
     page.get_by_role("heading", name="Retrieval trace", exact=True).wait_for(timeout=120_000)
@@ -102,7 +102,7 @@ def test_a_retrieval_on_the_team_store_shows_and_stores_its_trace(page, team_app
     expect(code_blocks.filter(has_text=QUESTION["question"]).first).to_be_visible(timeout=60_000)
     no_password_on(page)
     screenshot("team_store_retrieval")
-    traces = reader.list_traces(user)
+    traces = reader.traces.list_traces(user)
     assert traces.total == before + 1  # stored in PostgreSQL, seen by another engine
     assert traces.rows[0]["question"] == QUESTION["question"]
-    assert reader.get_trace(traces.rows[0]["trace_id"]).context  # the whole trace reads back
+    assert reader.traces.get(traces.rows[0]["trace_id"]).context  # the whole trace reads back

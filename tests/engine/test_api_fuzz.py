@@ -54,8 +54,8 @@ from hypothesis.stateful import (
 )
 
 from engine import MemlensError, MemoryEngine, NotFound, Settings
-from engine.records import KIND_TABLES, ROLES, TYPED_SLOTS
-from engine.store.schema import TABLES
+from engine.records import ROLES, TYPED_SLOTS
+from engine.store.schema import KIND_TABLES, TABLES
 from tests.support.api_fuzz_inputs import (
     HOSTILE_IDS,
     KINDS,
@@ -106,16 +106,16 @@ def engine(tmp_path_factory, embedder) -> MemoryEngine:
     path: Path = tmp_path_factory.mktemp("api-fuzz") / "store"
     e = MemoryEngine.open(settings=fuzz_settings(path), embedder=embedder)
     # A bystander with something of every kind: no call for another user may change a row of it.
-    e.add_message(BYSTANDER, "s1", "user", "Which tea do I like?")
-    e.working_update(BYSTANDER, "s1", {"goals": ["find the tea"]})
-    item = e.remember(BYSTANDER, "The bystander drinks smoked lapsang tea.")
-    e.record_episode(BYSTANDER, [{"action": "brew tea", "result": "ok"}], outcome="success")
-    skill = e.register_skill(BYSTANDER, "brew", "Boil water, then steep.")
-    e.report_outcome(BYSTANDER, skill.id, True)
-    trace = e.retrieve(BYSTANDER, "Which tea?")
-    event = e.label(BYSTANDER, item.id, "useful", trace_id=trace.trace_id, hop=1)
-    OTHER_ROWS.update(edit=e.working_history(BYSTANDER, "s1")[0].id, event=event.id)
-    episode = e.list_episodes(BYSTANDER).rows[0]
+    e.sessions.add_message(BYSTANDER, "s1", "user", "Which tea do I like?")
+    e.working.update(BYSTANDER, "s1", {"goals": ["find the tea"]})
+    item = e.items.remember(BYSTANDER, "The bystander drinks smoked lapsang tea.")
+    e.episodes.record(BYSTANDER, [{"action": "brew tea", "result": "ok"}], outcome="success")
+    skill = e.skills.register(BYSTANDER, "brew", "Boil water, then steep.")
+    e.skills.report_outcome(BYSTANDER, skill.id, True)
+    trace = e.retrieval.retrieve(BYSTANDER, "Which tea?")
+    event = e.feedback.label(BYSTANDER, item.id, "useful", trace_id=trace.trace_id, hop=1)
+    OTHER_ROWS.update(edit=e.working.history(BYSTANDER, "s1")[0].id, event=event.id)
+    episode = e.episodes.list_episodes(BYSTANDER).rows[0]
     OTHERS.update(item=item.id, episode=episode.id, skill=skill.id, trace=trace.trace_id)
     return e
 
@@ -127,7 +127,7 @@ def mirror(tmp_path_factory, embedder) -> MemoryEngine:
 
 
 def bystander_view(e: MemoryEngine) -> list:
-    return sorted(json.dumps(r, sort_keys=True, default=str) for r in e.export(BYSTANDER))
+    return sorted(json.dumps(r, sort_keys=True, default=str) for r in e.admin.export(BYSTANDER))
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -198,12 +198,12 @@ class ApiMachine(RuleBasedStateMachine):
 
         A hard forget finishes in the background (its owed purge: storage/purges.py); it is waited for before and
         after each call, so that an earlier forget's purge is never taken for this call's write."""
-        self.e.purges.wait()
+        self.e.admin.purges.wait()
         before = snapshot(self.e)
         try:
             result = fn()
         except MemlensError as exc:
-            self.e.purges.wait()
+            self.e.admin.purges.wait()
             after = snapshot(self.e)
             assert after == before, f"{name}: refused ({exc}) but the store changed: {before.diff(after)}"
             assert ok is False, f"{name}: a valid call was refused: {type(exc).__name__}: {exc}"
@@ -211,7 +211,7 @@ class ApiMachine(RuleBasedStateMachine):
             return None
         except Exception as exc:
             raise AssertionError(f"{name}: raw {type(exc).__name__}: {str(exc)[:300]}") from exc
-        self.e.purges.wait()
+        self.e.admin.purges.wait()
         after = snapshot(self.e)
         assert ok is True, f"{name}: a hostile call was accepted, returning {str(result)[:200]}"
         stray = changed_tables(before, after) - MAY_CHANGE[write] - also
@@ -230,7 +230,9 @@ class ApiMachine(RuleBasedStateMachine):
         self.record_episode((body, True), ("success", True), True)
         self.register_skill(("brew", True), (body, True), ("prompt", True))
         skill = next(iter(self.skills))
-        got = self.call("report_outcome", "report_outcome", True, lambda: self.e.report_outcome(self.u, skill, True))
+        got = self.call(
+            "report_outcome", "report_outcome", True, lambda: self.e.skills.report_outcome(self.u, skill, True)
+        )
         self.skills[skill]["s"] += 1
         self.outcomes.append((skill, True))
         assert got.success_count == 1
@@ -253,8 +255,8 @@ class ApiMachine(RuleBasedStateMachine):
         gone = [c for i, c in self.forgotten_items if not any(c in t for t in live)]
         if "quote-unretrieved" in OPEN_BUGS:
             gone = [c for i, c in self.forgotten_items if i in self.shown and c in gone]
-        for row in self.e.list_traces(self.u, limit=10_000).rows:
-            trace = self.e.get_trace(row["trace_id"], self.u)
+        for row in self.e.traces.list_traces(self.u, limit=10_000).rows:
+            trace = self.e.traces.get(row["trace_id"], self.u)
             for hop in trace.hops:
                 for c in hop.candidates:
                     if c.id in self.forgotten:
@@ -266,19 +268,19 @@ class ApiMachine(RuleBasedStateMachine):
     def export_round_trips(self) -> None:
         """The user's export, ingested into an empty store, exports the same records: after any sequence of
         writes and forgets (hard-forgotten skills with outcomes, labels of forgotten memories...)."""
-        records = list(self.e.export(self.u))
+        records = list(self.e.admin.export(self.u))
         lines = [json.dumps(r, default=str) for r in records]
         try:
-            self.mirror.ingest_lines(lines)
+            self.mirror.admin.ingest_lines(lines)
         except MemlensError as exc:
             raise AssertionError(f"the export of {self.u} does not ingest: {exc}") from exc
-        again = list(self.mirror.export(self.u))
+        again = list(self.mirror.admin.export(self.u))
         assert canonical(again) == canonical(records)
 
     def delete_user_leaves_nothing(self) -> None:
         """``delete_user`` removes the user's rows from every per-user table the registry declares
         (engine/store/schema.py) and every vector of the user, and changes nothing of anyone else's."""
-        self.call("delete_user", "delete_user", True, lambda: self.e.delete_user(self.u))
+        self.call("delete_user", "delete_user", True, lambda: self.e.admin.delete_user(self.u))
         left = {}
         with self.e._b.db.read() as conn:
             for spec in TABLES:
@@ -302,7 +304,10 @@ class ApiMachine(RuleBasedStateMachine):
     def add_message(self, session, role, content) -> None:
         ok = session[1] and role[1] and content[1]
         msg = self.call(
-            "add_message", "add_message", ok, lambda: self.e.add_message(self.u, session[0], role[0], content[0])
+            "add_message",
+            "add_message",
+            ok,
+            lambda: self.e.sessions.add_message(self.u, session[0], role[0], content[0]),
         )
         if msg is not None:
             self.msgs[session[0]].append((role[0], content[0]))
@@ -337,7 +342,7 @@ class ApiMachine(RuleBasedStateMachine):
             value, value_ok = data.draw(one_of_ok(st.one_of(slot_value, st.none()), hostile_slot_value))
             slots[name] = value
             ok = ok and name_ok and value_ok
-        got = self.call("working_update", "working", ok, lambda: self.e.working_update(self.u, session[0], slots))
+        got = self.call("working_update", "working", ok, lambda: self.e.working.update(self.u, session[0], slots))
         if got is not None:
             self._apply_slots(session[0], slots)
             assert {k: v for k, v in got.items() if v is not None} == self.slots[session[0]]
@@ -350,7 +355,7 @@ class ApiMachine(RuleBasedStateMachine):
     def working_set_json(self, session, slot, text) -> None:
         ok = slot[1] and text[1]
         got = self.call(
-            "working_set_json", "working", ok, lambda: self.e.working_set_json(self.u, session, slot[0], text[0])
+            "working_set_json", "working", ok, lambda: self.e.working.set_json(self.u, session, slot[0], text[0])
         )
         if got is not None:
             self._apply_slots(session, {slot[0]: json.loads(text[0])})
@@ -362,7 +367,7 @@ class ApiMachine(RuleBasedStateMachine):
         which, which_ok = data.draw(one_of_ok(st.sampled_from(["old", "new"]), st.sampled_from(["both", "", None])))
         if history and data.draw(st.booleans()):
             n = data.draw(st.integers(0, len(history) - 1))
-            edits = self.e.working_history(self.u, session, limit=1000)  # newest first
+            edits = self.e.working.history(self.u, session, limit=1000)  # newest first
             edit_id, ok = edits[len(history) - 1 - n].id, which_ok
         else:
             edit_id, ok = data.draw(bad_edit_id), False
@@ -370,7 +375,7 @@ class ApiMachine(RuleBasedStateMachine):
             "working_restore",
             "working",
             ok,
-            lambda: self.e.working_restore(self.u, session, edit_id, which),
+            lambda: self.e.working.restore(self.u, session, edit_id, which),
         )
         if ok:
             slot, old, new = history[n]
@@ -380,7 +385,7 @@ class ApiMachine(RuleBasedStateMachine):
 
     @rule(session=one_of_ok(st.sampled_from(SESSIONS), hostile_id))
     def working_clear(self, session) -> None:
-        count = self.call("working_clear", "working", session[1], lambda: self.e.working_clear(self.u, session[0]))
+        count = self.call("working_clear", "working", session[1], lambda: self.e.working.clear(self.u, session[0]))
         if count is not None:
             current = self.slots[session[0]]
             assert count == len(current)
@@ -399,7 +404,7 @@ class ApiMachine(RuleBasedStateMachine):
             "remember",
             "remember",
             ok,
-            lambda: self.e.remember(self.u, content[0], category=category[0], importance=importance[0]),
+            lambda: self.e.items.remember(self.u, content[0], category=category[0], importance=importance[0]),
         )
         if item is not None:
             self.items[item.id] = {"content": content[0], "archived": False}
@@ -409,7 +414,7 @@ class ApiMachine(RuleBasedStateMachine):
         """One batch, one embedding pass, one transaction: a single bad record refuses them all."""
         ok = all(c[1] for c in contents)
         records = [{"user_id": self.u, "content": c[0]} for c in contents]
-        items = self.call("remember_many", "remember", ok, lambda: self.e.remember_many(records))
+        items = self.call("remember_many", "remember", ok, lambda: self.e.items.remember_many(records))
         if items is not None:
             for item, (content, _) in zip(items, contents, strict=True):
                 self.items[item.id] = {"content": content, "archived": False}
@@ -426,7 +431,7 @@ class ApiMachine(RuleBasedStateMachine):
         steps: Any = [{"action": action[0], "result": "ok"}] if steps_ok else []
         ok = action[1] and outcome[1] and steps_ok
         ep = self.call(
-            "record_episode", "record_episode", ok, lambda: self.e.record_episode(self.u, steps, outcome=outcome[0])
+            "record_episode", "record_episode", ok, lambda: self.e.episodes.record(self.u, steps, outcome=outcome[0])
         )
         if ep is not None:
             self.episodes[ep.id] = {"archived": False}
@@ -443,7 +448,7 @@ class ApiMachine(RuleBasedStateMachine):
             "register_skill",
             "register_skill",
             ok,
-            lambda: self.e.register_skill(self.u, name[0], body[0], kind=kind[0]),
+            lambda: self.e.skills.register(self.u, name[0], body[0], kind=kind[0]),
         )
         if skill is not None:
             versions = [s["version"] for s in self.skills.values() if s["name"] == name[0]]
@@ -473,7 +478,7 @@ class ApiMachine(RuleBasedStateMachine):
             "report_outcome",
             "report_outcome",
             ok,
-            lambda: self.e.report_outcome(self.u, skill_id, success[0], episode_id=episode),
+            lambda: self.e.skills.report_outcome(self.u, skill_id, success[0], episode_id=episode),
         )
         if got is not None:
             self.skills[skill_id]["s" if success[0] else "f"] += 1
@@ -500,7 +505,7 @@ class ApiMachine(RuleBasedStateMachine):
         )
         ok = label[1] and note[1] and memory_ok and trace_ok
         event = self.call(
-            "label", "label", ok, lambda: self.e.label(self.u, memory, label[0], trace_id=trace, note=note[0])
+            "label", "label", ok, lambda: self.e.feedback.label(self.u, memory, label[0], trace_id=trace, note=note[0])
         )
         if event is not None:
             self.events[event.id] = (memory, 1 if label[0] == "useful" else -1)
@@ -518,7 +523,7 @@ class ApiMachine(RuleBasedStateMachine):
             "report_feedback",
             "label",
             ok,
-            lambda: self.e.report_feedback(self.u, [p[0] for p in useful], [p[0] for p in harmful]),
+            lambda: self.e.feedback.report(self.u, [p[0] for p in useful], [p[0] for p in harmful]),
         )
         for event in events or ():
             self.events[event.id] = (event.item_id, event.delta)
@@ -531,7 +536,7 @@ class ApiMachine(RuleBasedStateMachine):
             one_of_ok(st.sampled_from(events), bad_event_id) if events else bad_event_id.map(bool_no)
         )
         # The bad ids are no integer, below 1, beyond any id, or too big for a column: refused either way.
-        got = self.call("unlabel", "unlabel", ok, lambda: self.e.unlabel(self.u, event_id))
+        got = self.call("unlabel", "unlabel", ok, lambda: self.e.feedback.retract(self.u, event_id))
         if got is not None:
             assert got.id == event_id
             del self.events[event_id]
@@ -585,7 +590,7 @@ class ApiMachine(RuleBasedStateMachine):
         ok = kind[1] and mode[1] and reason[1] and extra is None
         own = frozenset({KIND_TABLES.get(kind[0], ""), f"lance:{kind[0]}"}) if ok else frozenset()
         result = self.call(
-            "forget", "forget", ok, lambda: self.e.forget(self.u, kind[0], ids, reason[0], mode=mode[0]), own
+            "forget", "forget", ok, lambda: self.e.forgetting.forget(self.u, kind[0], ids, reason[0], mode=mode[0]), own
         )
         if result is None:
             return
@@ -619,7 +624,7 @@ class ApiMachine(RuleBasedStateMachine):
             question = (f"Is it still true that {content}?", True)
         ok = question[1] and session[1]
         trace = self.call(
-            "retrieve", "retrieve", ok, lambda: self.e.retrieve(self.u, question[0], session_id=session[0])
+            "retrieve", "retrieve", ok, lambda: self.e.retrieval.retrieve(self.u, question[0], session_id=session[0])
         )
         if trace is not None:
             self.traces[trace.trace_id] = None
@@ -631,7 +636,9 @@ class ApiMachine(RuleBasedStateMachine):
     @rule(fact=good_text)
     def ask_then_remember(self, fact: str) -> None:
         """An agent asks about something, then learns it: the trace quotes a memory it could not have retrieved."""
-        trace = self.call("retrieve", "retrieve", True, lambda: self.e.retrieve(self.u, f"Is it true that {fact}?"))
+        trace = self.call(
+            "retrieve", "retrieve", True, lambda: self.e.retrieval.retrieve(self.u, f"Is it true that {fact}?")
+        )
         self.traces[trace.trace_id] = None
         self.shown |= {c.id for h in trace.hops for c in h.candidates}
         self.remember((fact, True), ("general", True), (None, True))
@@ -642,7 +649,7 @@ class ApiMachine(RuleBasedStateMachine):
         traces = list(self.traces)
         bad = st.one_of(hostile_id, unknown_id)
         trace_id, ok = data.draw(one_of_ok(st.sampled_from(traces), bad) if traces else bad.map(bool_no))
-        self.call("delete_trace", "delete_trace", ok, lambda: self.e.delete_trace(trace_id, self.u))
+        self.call("delete_trace", "delete_trace", ok, lambda: self.e.traces.delete(trace_id, self.u))
         if ok:
             self.traces.pop(trace_id, None)
 
@@ -653,16 +660,16 @@ class ApiMachine(RuleBasedStateMachine):
         some_id = data.draw(st.one_of(hostile_id, unknown_id, st.sampled_from(ids or ["x"])))
         text = data.draw(st.one_of(hostile_text, good_text))
         calls = {
-            "get_item": lambda: self.e.get_item(self.u, some_id),
-            "get_episode": lambda: self.e.get_episode(self.u, some_id),
-            "get_skill": lambda: self.e.get_skill(self.u, some_id),
-            "get_trace": lambda: self.e.get_trace(some_id, self.u),
-            "messages": lambda: self.e.messages(self.u, some_id),
-            "working_get": lambda: self.e.working_get(self.u, some_id),
-            "search": lambda: self.e.search(self.u, text),
-            "list_items": lambda: self.e.list_items(self.u, query=text),
-            "memory_states": lambda: self.e.memory_states(self.u, [some_id]),
-            "feedback_net": lambda: self.e.feedback_net(self.u, [some_id]),
+            "get_item": lambda: self.e.items.get(self.u, some_id),
+            "get_episode": lambda: self.e.episodes.get(self.u, some_id),
+            "get_skill": lambda: self.e.skills.get(self.u, some_id),
+            "get_trace": lambda: self.e.traces.get(some_id, self.u),
+            "messages": lambda: self.e.sessions.messages(self.u, some_id),
+            "working_get": lambda: self.e.working.get(self.u, some_id),
+            "search": lambda: self.e.retrieval.search(self.u, text),
+            "list_items": lambda: self.e.items.list_items(self.u, query=text),
+            "memory_states": lambda: self.e.traces.memory_states(self.u, [some_id]),
+            "feedback_net": lambda: self.e.feedback.net(self.u, [some_id]),
         }
         name = data.draw(st.sampled_from(sorted(calls)))
         valid_id = isinstance(some_id, str) and some_id not in HOSTILE_IDS
@@ -712,10 +719,10 @@ class ApiMachine(RuleBasedStateMachine):
         )
         lines = [json.dumps(good)]
         if hostile == "OWN_EXPORT":
-            lines += [json.dumps(r, default=str) for r in self.e.export(self.u)]
+            lines += [json.dumps(r, default=str) for r in self.e.admin.export(self.u)]
         elif hostile is not None:
             lines.append(hostile)
-        got = self.call("ingest", "ingest", hostile is None, lambda: self.e.ingest_lines(lines))
+        got = self.call("ingest", "ingest", hostile is None, lambda: self.e.admin.ingest_lines(lines))
         if got is not None:
             assert got.get("item") == 1
             self.items[new_id] = {"content": content, "archived": False}
@@ -727,17 +734,17 @@ class ApiMachine(RuleBasedStateMachine):
         with e.batch():
             for s in SESSIONS:
                 if self.msgs[s]:
-                    rows = e.messages(u, s, limit=10_000).rows
+                    rows = e.sessions.messages(u, s, limit=10_000).rows
                     assert [(m.role, m.content) for m in rows] == self.msgs[s]
                 else:  # a session is created by its first message
                     with pytest.raises(NotFound):
-                        e.messages(u, s)
-                assert {k: v for k, v in e.working_get(u, s).items() if v is not None} == self.slots[s]
-                edits = e.working_history(u, s, limit=10_000)[::-1]
+                        e.sessions.messages(u, s)
+                assert {k: v for k, v in e.working.get(u, s).items() if v is not None} == self.slots[s]
+                edits = e.working.history(u, s, limit=10_000)[::-1]
                 assert [(h.slot, h.old_value, h.new_value) for h in edits] == self.hist[s]
-            items = e.list_items(u, include_archived=True, limit=10_000).rows
+            items = e.items.list_items(u, include_archived=True, limit=10_000).rows
             assert {i.id: {"content": i.content, "archived": i.archived_at is not None} for i in items} == self.items
-            episodes = e.list_episodes(u, include_archived=True, limit=10_000).rows
+            episodes = e.episodes.list_episodes(u, include_archived=True, limit=10_000).rows
             assert {x.id: {"archived": x.archived_at is not None} for x in episodes} == self.episodes
             skills = e.skills.list_skills(u, include_archived=True, limit=10_000).rows
             assert {
@@ -752,13 +759,13 @@ class ApiMachine(RuleBasedStateMachine):
             } == self.skills
             # Outcomes and labels of hard-forgotten memories are the forget's business (kept as evidence or
             # removed with them); those of the others must be exactly the model's.
-            outcomes = [(o.skill_id, o.success) for o in e.skill_outcomes(u) if o.skill_id not in self.forgotten]
+            outcomes = [(o.skill_id, o.success) for o in e.skills.outcomes(u) if o.skill_id not in self.forgotten]
             assert sorted(outcomes) == sorted(o for o in self.outcomes if o[0] not in self.forgotten)
-            events = {f.id: (f.item_id, f.delta) for f in e.feedback_events(u, limit=10_000)}
+            events = {f.id: (f.item_id, f.delta) for f in e.feedback.events(u, limit=10_000)}
             live = {k: v for k, v in events.items() if v[0] not in self.forgotten}
             assert live == {k: v for k, v in self.events.items() if v[0] not in self.forgotten}
-            assert len(e.forget_log(u)) == self.forget_entries
-            assert {t["trace_id"] for t in e.list_traces(u, limit=10_000).rows} == set(self.traces)
+            assert len(e.forgetting.log(u)) == self.forget_entries
+            assert {t["trace_id"] for t in e.traces.list_traces(u, limit=10_000).rows} == set(self.traces)
 
 
 def canonical(records: list[dict]) -> list[str]:
@@ -798,7 +805,7 @@ def test_the_machine_sees_a_refused_call_that_writes(engine):
     machine.e = engine
 
     def writes_then_refuses() -> None:
-        engine.add_message(machine.u, "s1", "user", "written before the refusal")
+        engine.sessions.add_message(machine.u, "s1", "user", "written before the refusal")
         raise MemlensError("refused after writing")
 
     with pytest.raises(AssertionError, match="the store changed"):
@@ -806,4 +813,4 @@ def test_the_machine_sees_a_refused_call_that_writes(engine):
     with pytest.raises(AssertionError, match="raw ValueError"):
         machine.call("raw", "read", False, lambda: int("abc"))
     with pytest.raises(AssertionError, match="business with"):
-        machine.call("stray", "read", True, lambda: engine.remember(machine.u, "a stray write"))
+        machine.call("stray", "read", True, lambda: engine.items.remember(machine.u, "a stray write"))

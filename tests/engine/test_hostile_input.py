@@ -35,15 +35,15 @@ def store(tmp_path_factory, embedder) -> tuple[MemoryEngine, dict[str, str]]:
     """A store with one memory of every kind, so an injected DELETE or UPDATE would show in the counts."""
     path = tmp_path_factory.mktemp("hostile") / "store"
     engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(path)), embedder=embedder)
-    engine.add_message(U, S, "user", "hello")
-    engine.working_update(U, S, {"goals": ["stay safe"]})
-    item = engine.remember(U, "The victim fact that an injection would delete")
-    episode = engine.record_episode(U, STEPS, outcome="success")
-    skill = engine.register_skill(U, "victim-skill", "a body")
-    engine.report_outcome(U, skill.id, True)
-    engine.label(U, item.id, "useful")
-    trace = engine.retrieve(U, "victim fact")
-    edit = engine.working_history(U, S)[0].id
+    engine.sessions.add_message(U, S, "user", "hello")
+    engine.working.update(U, S, {"goals": ["stay safe"]})
+    item = engine.items.remember(U, "The victim fact that an injection would delete")
+    episode = engine.episodes.record(U, STEPS, outcome="success")
+    skill = engine.skills.register(U, "victim-skill", "a body")
+    engine.skills.report_outcome(U, skill.id, True)
+    engine.feedback.label(U, item.id, "useful")
+    trace = engine.retrieval.retrieve(U, "victim fact")
+    edit = engine.working.history(U, S)[0].id
     return engine, {"item": item.id, "episode": episode.id, "skill": skill.id, "trace": trace.trace_id, "edit": edit}
 
 
@@ -63,58 +63,58 @@ def refused(engine: MemoryEngine, call, expected=(InvalidInput,)) -> MemlensErro
 
 # Every entry point that takes an id, with the hostile id in each position (h = the hostile id, r = real ids).
 ID_CALLS = {
-    "add_message user": lambda e, h, r: e.add_message(h, S, "user", "hi"),
-    "add_message session": lambda e, h, r: e.add_message(U, h, "user", "hi"),
-    "list_sessions": lambda e, h, r: e.list_sessions(h),
-    "get_session user": lambda e, h, r: e.get_session(h, S),
-    "get_session session": lambda e, h, r: e.get_session(U, h),
-    "messages": lambda e, h, r: e.messages(U, h),
-    "prune_sessions": lambda e, h, r: e.prune_sessions(h, "stale", apply=True),
-    "working_get": lambda e, h, r: e.working_get(U, h),
-    "working_update user": lambda e, h, r: e.working_update(h, S, {"goals": 1}),
-    "working_update session": lambda e, h, r: e.working_update(U, h, {"goals": 1}),
-    "working_update slot": lambda e, h, r: e.working_update(U, S, {h: 1}),
-    "working_set_json": lambda e, h, r: e.working_set_json(U, h, "goals", "1"),
-    "working_history": lambda e, h, r: e.working_history(U, h),
-    "working_restore": lambda e, h, r: e.working_restore(U, h, r["edit"]),
-    "working_clear": lambda e, h, r: e.working_clear(U, h),
-    "remember": lambda e, h, r: e.remember(h, "a fact"),
-    "remember_many id": lambda e, h, r: e.remember_many([{"user_id": U, "content": "a fact", "id": h}]),
-    "memorize": lambda e, h, r: e.memorize(h, "raw text"),
-    "get_item": lambda e, h, r: e.get_item(U, h),
-    "list_items": lambda e, h, r: e.list_items(h),
-    "categories": lambda e, h, r: e.categories(h),
-    "record_episode user": lambda e, h, r: e.record_episode(h, STEPS),
-    "record_episode session": lambda e, h, r: e.record_episode(U, STEPS, session_id=h),
-    "get_episode": lambda e, h, r: e.get_episode(U, h),
-    "list_episodes": lambda e, h, r: e.list_episodes(h),
-    "list_episodes session": lambda e, h, r: e.list_episodes(U, session_id=h),
-    "register_skill": lambda e, h, r: e.register_skill(h, "name", "body"),
-    "report_outcome skill": lambda e, h, r: e.report_outcome(U, h, True),
-    "report_outcome episode": lambda e, h, r: e.report_outcome(U, r["skill"], True, episode_id=h),
-    "get_skill": lambda e, h, r: e.get_skill(U, h),
-    "rank_skills": lambda e, h, r: e.rank_skills(h),
-    "skill_outcomes": lambda e, h, r: e.skill_outcomes(U, skill_id=h),
-    "label item": lambda e, h, r: e.label(U, h, "useful"),
-    "label user": lambda e, h, r: e.label(h, r["item"], "useful"),
-    "label trace": lambda e, h, r: e.label(U, r["item"], "useful", trace_id=h),
-    "report_feedback": lambda e, h, r: e.report_feedback(U, useful=[r["item"]], harmful=[h]),
-    "feedback_net": lambda e, h, r: e.feedback_net(U, [h]),
-    "feedback_events": lambda e, h, r: e.feedback_events(U, item_id=h),
-    "forget id": lambda e, h, r: e.forget(U, "semantic", [r["item"], h], reason="r", mode="hard"),
-    "forget user": lambda e, h, r: e.forget(h, "semantic", [r["item"]], reason="r", mode="hard"),
-    "forget_log": lambda e, h, r: e.forget_log(h),
-    "search": lambda e, h, r: e.search(h, "victim"),
-    "retrieve user": lambda e, h, r: e.retrieve(h, "victim"),
-    "retrieve session": lambda e, h, r: e.retrieve(U, "victim", session_id=h),
-    "get_trace": lambda e, h, r: e.get_trace(h),
-    "delete_trace": lambda e, h, r: e.delete_trace(h),
-    "list_traces": lambda e, h, r: e.list_traces(h),
-    "replay": lambda e, h, r: e.replay(h),
-    "export": lambda e, h, r: list(e.export(h)),
-    "delete_user": lambda e, h, r: e.delete_user(h),
-    "reflect": lambda e, h, r: e.reflect(h),
-    "usage": lambda e, h, r: e.usage(h),
+    "add_message user": lambda e, h, r: e.sessions.add_message(h, S, "user", "hi"),
+    "add_message session": lambda e, h, r: e.sessions.add_message(U, h, "user", "hi"),
+    "list_sessions": lambda e, h, r: e.sessions.list_sessions(h),
+    "get_session user": lambda e, h, r: e.sessions.get_session(h, S),
+    "get_session session": lambda e, h, r: e.sessions.get_session(U, h),
+    "messages": lambda e, h, r: e.sessions.messages(U, h),
+    "prune_sessions": lambda e, h, r: e.sessions.prune(h, "stale", apply=True),
+    "working_get": lambda e, h, r: e.working.get(U, h),
+    "working_update user": lambda e, h, r: e.working.update(h, S, {"goals": 1}),
+    "working_update session": lambda e, h, r: e.working.update(U, h, {"goals": 1}),
+    "working_update slot": lambda e, h, r: e.working.update(U, S, {h: 1}),
+    "working_set_json": lambda e, h, r: e.working.set_json(U, h, "goals", "1"),
+    "working_history": lambda e, h, r: e.working.history(U, h),
+    "working_restore": lambda e, h, r: e.working.restore(U, h, r["edit"]),
+    "working_clear": lambda e, h, r: e.working.clear(U, h),
+    "remember": lambda e, h, r: e.items.remember(h, "a fact"),
+    "remember_many id": lambda e, h, r: e.items.remember_many([{"user_id": U, "content": "a fact", "id": h}]),
+    "memorize": lambda e, h, r: e.items.memorize(h, "raw text"),
+    "get_item": lambda e, h, r: e.items.get(U, h),
+    "list_items": lambda e, h, r: e.items.list_items(h),
+    "categories": lambda e, h, r: e.items.categories(h),
+    "record_episode user": lambda e, h, r: e.episodes.record(h, STEPS),
+    "record_episode session": lambda e, h, r: e.episodes.record(U, STEPS, session_id=h),
+    "get_episode": lambda e, h, r: e.episodes.get(U, h),
+    "list_episodes": lambda e, h, r: e.episodes.list_episodes(h),
+    "list_episodes session": lambda e, h, r: e.episodes.list_episodes(U, session_id=h),
+    "register_skill": lambda e, h, r: e.skills.register(h, "name", "body"),
+    "report_outcome skill": lambda e, h, r: e.skills.report_outcome(U, h, True),
+    "report_outcome episode": lambda e, h, r: e.skills.report_outcome(U, r["skill"], True, episode_id=h),
+    "get_skill": lambda e, h, r: e.skills.get(U, h),
+    "rank_skills": lambda e, h, r: e.skills.rank(h),
+    "skill_outcomes": lambda e, h, r: e.skills.outcomes(U, skill_id=h),
+    "label item": lambda e, h, r: e.feedback.label(U, h, "useful"),
+    "label user": lambda e, h, r: e.feedback.label(h, r["item"], "useful"),
+    "label trace": lambda e, h, r: e.feedback.label(U, r["item"], "useful", trace_id=h),
+    "report_feedback": lambda e, h, r: e.feedback.report(U, useful=[r["item"]], harmful=[h]),
+    "feedback_net": lambda e, h, r: e.feedback.net(U, [h]),
+    "feedback_events": lambda e, h, r: e.feedback.events(U, item_id=h),
+    "forget id": lambda e, h, r: e.forgetting.forget(U, "semantic", [r["item"], h], reason="r", mode="hard"),
+    "forget user": lambda e, h, r: e.forgetting.forget(h, "semantic", [r["item"]], reason="r", mode="hard"),
+    "forget_log": lambda e, h, r: e.forgetting.log(h),
+    "search": lambda e, h, r: e.retrieval.search(h, "victim"),
+    "retrieve user": lambda e, h, r: e.retrieval.retrieve(h, "victim"),
+    "retrieve session": lambda e, h, r: e.retrieval.retrieve(U, "victim", session_id=h),
+    "get_trace": lambda e, h, r: e.traces.get(h),
+    "delete_trace": lambda e, h, r: e.traces.delete(h),
+    "list_traces": lambda e, h, r: e.traces.list_traces(h),
+    "replay": lambda e, h, r: e.retrieval.replay(h),
+    "export": lambda e, h, r: list(e.admin.export(h)),
+    "delete_user": lambda e, h, r: e.admin.delete_user(h),
+    "reflect": lambda e, h, r: e.items.reflect(h),
+    "usage": lambda e, h, r: e.admin.usage(h),
 }
 
 
@@ -134,17 +134,17 @@ def test_a_hostile_id_is_refused_with_a_clear_error_and_nothing_is_written(store
 
 # Every entry point that takes free text.
 TEXT_CALLS = {
-    "message content": lambda e, t, r: e.add_message(U, S, "user", t),
-    "item content": lambda e, t, r: e.remember(U, t),
-    "memorize text": lambda e, t, r: e.memorize(U, t),
-    "episode summary": lambda e, t, r: e.record_episode(U, STEPS, summary=t)
+    "message content": lambda e, t, r: e.sessions.add_message(U, S, "user", t),
+    "item content": lambda e, t, r: e.items.remember(U, t),
+    "memorize text": lambda e, t, r: e.items.memorize(U, t),
+    "episode summary": lambda e, t, r: e.episodes.record(U, STEPS, summary=t)
     if str(t).strip()
-    else e.record_episode(U, [{"action": t}]),
-    "skill body": lambda e, t, r: e.register_skill(U, "name", t),
-    "skill name": lambda e, t, r: e.register_skill(U, t, "body"),
-    "search query": lambda e, t, r: e.search(U, t),
-    "retrieve question": lambda e, t, r: e.retrieve(U, t),
-    "forget reason": lambda e, t, r: e.forget(U, "semantic", [r["item"]], reason=t, mode="hard"),
+    else e.episodes.record(U, [{"action": t}]),
+    "skill body": lambda e, t, r: e.skills.register(U, "name", t),
+    "skill name": lambda e, t, r: e.skills.register(U, t, "body"),
+    "search query": lambda e, t, r: e.retrieval.search(U, t),
+    "retrieve question": lambda e, t, r: e.retrieval.retrieve(U, t),
+    "forget reason": lambda e, t, r: e.forgetting.forget(U, "semantic", [r["item"]], reason=t, mode="hard"),
 }
 
 
@@ -158,12 +158,12 @@ def test_oversized_empty_or_nul_text_is_refused_and_nothing_is_written(store, en
 @pytest.mark.parametrize(
     "call",
     [
-        lambda e, r: e.working_update(U, S, {"scratchpad": MEGABYTE}),
-        lambda e, r: e.working_set_json(U, S, "scratchpad", '"' + MEGABYTE + '"'),
-        lambda e, r: e.label(U, r["item"], "useful", note=MEGABYTE),
-        lambda e, r: e.record_episode(U, [{"observation": MEGABYTE, "action": "x"}]),
-        lambda e, r: e.register_skill(U, "n", "b", description=MEGABYTE),
-        lambda e, r: e.ingest_lines(['{"kind": "item", "user_id": "ada", "content": "' + MEGABYTE + '"}']),
+        lambda e, r: e.working.update(U, S, {"scratchpad": MEGABYTE}),
+        lambda e, r: e.working.set_json(U, S, "scratchpad", '"' + MEGABYTE + '"'),
+        lambda e, r: e.feedback.label(U, r["item"], "useful", note=MEGABYTE),
+        lambda e, r: e.episodes.record(U, [{"observation": MEGABYTE, "action": "x"}]),
+        lambda e, r: e.skills.register(U, "n", "b", description=MEGABYTE),
+        lambda e, r: e.admin.ingest_lines(['{"kind": "item", "user_id": "ada", "content": "' + MEGABYTE + '"}']),
     ],
     ids=["slot value", "slot JSON", "label note", "episode observation", "skill description", "ingest"],
 )
@@ -178,18 +178,18 @@ NAN = float("nan")
 @pytest.mark.parametrize(
     "call",
     [
-        lambda e, r: e.remember(U, "fact", importance=NAN),
-        lambda e, r: e.remember(U, "fact", importance=float("inf")),
-        lambda e, r: e.memorize(U, "text", importance=NAN),
-        lambda e, r: e.record_episode(U, STEPS, importance=NAN),
-        lambda e, r: e.remember_many(
+        lambda e, r: e.items.remember(U, "fact", importance=NAN),
+        lambda e, r: e.items.remember(U, "fact", importance=float("inf")),
+        lambda e, r: e.items.memorize(U, "text", importance=NAN),
+        lambda e, r: e.episodes.record(U, STEPS, importance=NAN),
+        lambda e, r: e.items.remember_many(
             [{"user_id": U, "content": "ok"}, {"user_id": U, "content": "x", "importance": NAN}]
         ),
-        lambda e, r: e.working_update(U, S, {"goals": NAN}),
-        lambda e, r: e.working_update(U, S, {"goals": ["fine"], "scratchpad": {"deep": [NAN]}}),
-        lambda e, r: e.report_outcome(U, r["skill"], NAN),
-        lambda e, r: e.retrieve(U, "victim", overrides={"bm25_weight": NAN}),
-        lambda e, r: e.label(U, r["item"], "useful", hop=NAN),
+        lambda e, r: e.working.update(U, S, {"goals": NAN}),
+        lambda e, r: e.working.update(U, S, {"goals": ["fine"], "scratchpad": {"deep": [NAN]}}),
+        lambda e, r: e.skills.report_outcome(U, r["skill"], NAN),
+        lambda e, r: e.retrieval.retrieve(U, "victim", overrides={"bm25_weight": NAN}),
+        lambda e, r: e.feedback.label(U, r["item"], "useful", hop=NAN),
     ],
     ids=[
         "remember",
@@ -212,21 +212,21 @@ def test_nan_values_are_refused_and_nothing_is_written(store, call):
 @pytest.mark.parametrize(
     "call",
     [
-        lambda e, r: e.add_message(U, S, "admin", "hi"),
-        lambda e, r: e.forget(U, "semantics", [r["item"]], reason="r"),
-        lambda e, r: e.forget(U, "semantic", [r["item"]], reason="r", mode="shred"),
-        lambda e, r: e.search(U, "victim", kind="working"),
-        lambda e, r: e.register_skill(U, "n", "b", kind="macro"),
-        lambda e, r: e.rank_skills(U, kind="macro"),
-        lambda e, r: e.label(U, r["item"], "meh"),
-        lambda e, r: e.report_feedback(U),
-        lambda e, r: e.prune_sessions(U, "everything", apply=True),
-        lambda e, r: e.working_update(U, S, {"goals": 1}, source="root"),
-        lambda e, r: e.working_restore(U, S, r["edit"], which="oldest"),
-        lambda e, r: e.retrieve(U, "victim", overrides={"no_such_setting": 1}),
-        lambda e, r: e.retrieve(U, "victim", overrides={"store": "/tmp/elsewhere"}),
-        lambda e, r: e.retrieve(U, "victim", hops=99),
-        lambda e, r: e.ingest_lines(['{"kind": "spell", "user_id": "ada"}']),
+        lambda e, r: e.sessions.add_message(U, S, "admin", "hi"),
+        lambda e, r: e.forgetting.forget(U, "semantics", [r["item"]], reason="r"),
+        lambda e, r: e.forgetting.forget(U, "semantic", [r["item"]], reason="r", mode="shred"),
+        lambda e, r: e.retrieval.search(U, "victim", kind="working"),
+        lambda e, r: e.skills.register(U, "n", "b", kind="macro"),
+        lambda e, r: e.skills.rank(U, kind="macro"),
+        lambda e, r: e.feedback.label(U, r["item"], "meh"),
+        lambda e, r: e.feedback.report(U),
+        lambda e, r: e.sessions.prune(U, "everything", apply=True),
+        lambda e, r: e.working.update(U, S, {"goals": 1}, source="root"),
+        lambda e, r: e.working.restore(U, S, r["edit"], which="oldest"),
+        lambda e, r: e.retrieval.retrieve(U, "victim", overrides={"no_such_setting": 1}),
+        lambda e, r: e.retrieval.retrieve(U, "victim", overrides={"store": "/tmp/elsewhere"}),
+        lambda e, r: e.retrieval.retrieve(U, "victim", hops=99),
+        lambda e, r: e.admin.ingest_lines(['{"kind": "spell", "user_id": "ada"}']),
     ],
     ids=[
         "role",
@@ -254,18 +254,18 @@ def test_unknown_kinds_roles_labels_and_modes_are_refused(store, call):
 @pytest.mark.parametrize(
     "call",
     [
-        lambda e, r: e.get_item(U, "item_not_there"),
-        lambda e, r: e.get_item("bo", r["item"]),
-        lambda e, r: e.get_episode(U, r["item"]),
-        lambda e, r: e.get_skill(U, r["episode"]),
-        lambda e, r: e.get_session(U, "no-such-session"),
-        lambda e, r: e.messages(U, "no-such-session"),
-        lambda e, r: e.report_outcome(U, "skill_not_there", True),
-        lambda e, r: e.label(U, "item_not_there", "useful"),
-        lambda e, r: e.get_trace("tr_not_there"),
-        lambda e, r: e.get_trace(r["trace"], user_id="bo"),
-        lambda e, r: e.delete_trace(r["trace"], user_id="bo"),
-        lambda e, r: e.working_restore(U, S, 10**9),
+        lambda e, r: e.items.get(U, "item_not_there"),
+        lambda e, r: e.items.get("bo", r["item"]),
+        lambda e, r: e.episodes.get(U, r["item"]),
+        lambda e, r: e.skills.get(U, r["episode"]),
+        lambda e, r: e.sessions.get_session(U, "no-such-session"),
+        lambda e, r: e.sessions.messages(U, "no-such-session"),
+        lambda e, r: e.skills.report_outcome(U, "skill_not_there", True),
+        lambda e, r: e.feedback.label(U, "item_not_there", "useful"),
+        lambda e, r: e.traces.get("tr_not_there"),
+        lambda e, r: e.traces.get(r["trace"], user_id="bo"),
+        lambda e, r: e.traces.delete(r["trace"], user_id="bo"),
+        lambda e, r: e.working.restore(U, S, 10**9),
     ],
     ids=[
         "item",
@@ -290,15 +290,15 @@ def test_well_formed_but_unknown_ids_are_not_found_and_nothing_is_written(store,
 @pytest.mark.parametrize(
     "call",
     [
-        lambda e: e.list_items(U, limit=-1),
-        lambda e: e.list_items(U, offset=-1),
-        lambda e: e.list_episodes(U, limit="ten"),
-        lambda e: e.list_sessions(U, limit=-1),
-        lambda e: e.messages(U, S, offset=-5),
-        lambda e: e.feedback_events(U, limit=-1),
-        lambda e: e.forget_log(U, limit=0),
-        lambda e: e.working_history(U, S, limit="all"),
-        lambda e: e.search(U, "victim", limit=-1),
+        lambda e: e.items.list_items(U, limit=-1),
+        lambda e: e.items.list_items(U, offset=-1),
+        lambda e: e.episodes.list_episodes(U, limit="ten"),
+        lambda e: e.sessions.list_sessions(U, limit=-1),
+        lambda e: e.sessions.messages(U, S, offset=-5),
+        lambda e: e.feedback.events(U, limit=-1),
+        lambda e: e.forgetting.log(U, limit=0),
+        lambda e: e.working.history(U, S, limit="all"),
+        lambda e: e.retrieval.search(U, "victim", limit=-1),
     ],
     ids=[
         "items limit",
@@ -319,8 +319,8 @@ def test_bad_limits_and_offsets_are_refused_with_a_clear_error(store, call):
 
 def test_the_baseline_memories_survived_every_hostile_call(store):
     engine, real = store
-    assert engine.get_item(U, real["item"]).archived_at is None
-    assert engine.get_skill(U, real["skill"]).success_count == 1
-    assert engine.working_get(U, S)["goals"] == ["stay safe"]
-    assert real["item"] in {h.id for h in engine.search(U, "The victim fact")}
-    assert engine.forget_log(U) == []
+    assert engine.items.get(U, real["item"]).archived_at is None
+    assert engine.skills.get(U, real["skill"]).success_count == 1
+    assert engine.working.get(U, S)["goals"] == ["stay safe"]
+    assert real["item"] in {h.id for h in engine.retrieval.search(U, "The victim fact")}
+    assert engine.forgetting.log(U) == []

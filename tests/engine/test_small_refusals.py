@@ -29,10 +29,10 @@ USER = "small"
 def seeded(tmp_path_factory, embedder) -> Path:
     path = tmp_path_factory.mktemp("small") / "store"
     e = MemoryEngine.open(settings=Settings.from_env({}, store=str(path)), embedder=embedder)
-    e.semantic.add([e.semantic.prepare(USER, "Ada drinks smoked lapsang tea.", id="tea")])
+    e.items.add([e.items.prepare(USER, "Ada drinks smoked lapsang tea.", id="tea")])
     for n in range(3):
-        e.record_episode(USER, [{"action": f"brew tea {n}", "result": "ok"}], outcome="success")
-    e.working_update(USER, "s1", {"goals": ["tea"]})
+        e.episodes.record(USER, [{"action": f"brew tea {n}", "result": "ok"}], outcome="success")
+    e.working.update(USER, "s1", {"goals": ["tea"]})
     e.close()
     return path
 
@@ -99,7 +99,7 @@ def test_ingest_refuses_a_forget_log_count_of_minus_7_and_writes_nothing(seeded,
     )
     item = json.dumps({"kind": "item", "user_id": USER, "content": "written only if the file is good"})
     with pytest.raises(InvalidInput, match=r"line 2: count must be an integer from 0 to 1,000,000, got -7"):
-        e.ingest_lines([item, line])
+        e.admin.ingest_lines([item, line])
     assert snapshot(e) == before
 
 
@@ -108,9 +108,9 @@ def test_reflect_with_window_minus_one_is_refused_not_clamped_and_writes_nothing
     before = snapshot(e)
     for window in (-1, 0, 1001, True, 2.0, 10**20):
         with pytest.raises(InvalidInput, match="window must be an integer from 1 to 1,000"):
-            e.reflect(USER, window)
+            e.items.reflect(USER, window)
     assert snapshot(e) == before
-    assert e.reflect(USER, 2)[0], "a valid window still reflects"
+    assert e.items.reflect(USER, 2)[0], "a valid window still reflects"
 
 
 # -- read-only stores ------------------------------------------------------------------------------------------------
@@ -122,17 +122,17 @@ def test_a_store_opened_read_only_can_be_browsed_and_refuses_every_write(seeded,
     files = {p: p.stat().st_mtime_ns for p in path.rglob("*") if p.is_file()}
     e = MemoryEngine.open(settings=Settings.from_env({}, store=str(path), read_only=True), embedder=embedder)
     assert e.read_only
-    assert "tea" in [h.id for h in e.search(USER, "smoked lapsang tea", kind="semantic")]
-    assert e.working_get(USER, "s1")["goals"] == ["tea"]
-    assert e.list_episodes(USER).total == 3 and e.stats().items == 1
+    assert "tea" in [h.id for h in e.retrieval.search(USER, "smoked lapsang tea", kind="semantic")]
+    assert e.working.get(USER, "s1")["goals"] == ["tea"]
+    assert e.episodes.list_episodes(USER).total == 3 and e.admin.stats().items == 1
     for write in (
-        lambda: e.remember(USER, "new fact"),
-        lambda: e.working_update(USER, "s1", {"goals": None}),
-        lambda: e.forget(USER, "semantic", ["tea"], "r", mode="hard"),
-        lambda: e.add_message(USER, "s1", "user", "hi"),
-        lambda: e.retrieve(USER, "tea?"),
-        lambda: e.record_episode(USER, [{"action": "a"}]),
-        lambda: e.optimize(),
+        lambda: e.items.remember(USER, "new fact"),
+        lambda: e.working.update(USER, "s1", {"goals": None}),
+        lambda: e.forgetting.forget(USER, "semantic", ["tea"], "r", mode="hard"),
+        lambda: e.sessions.add_message(USER, "s1", "user", "hi"),
+        lambda: e.retrieval.retrieve(USER, "tea?"),
+        lambda: e.episodes.record(USER, [{"action": "a"}]),
+        lambda: e.admin.optimize(),
     ):
         with pytest.raises(StoreReadOnly, match="read-only"):
             write()

@@ -36,6 +36,6 @@ def test_a_collector_the_application_switched_off_stays_off():
 
 
 def test_loading_the_model_and_connecting_to_lancedb_leave_the_collector_running(empty_engine):
-    empty_engine.remember("ada", "The collector runs again after the model and LanceDB are loaded.")
-    assert empty_engine.search("ada", "collector")
+    empty_engine.items.remember("ada", "The collector runs again after the model and LanceDB are loaded.")
+    assert empty_engine.retrieval.search("ada", "collector")
     assert gc.isenabled()

@@ -61,14 +61,14 @@ def store(tmp_path_factory) -> Path:
 def engine(store: Path, embedder) -> MemoryEngine:
     """A store with something of every kind, so a wrongly accepted update, forget or prune would show."""
     e = MemoryEngine.open(settings=Settings.from_env({}, store=str(store), lock_timeout_s=60), embedder=embedder)
-    e.semantic.add([e.semantic.prepare(USER, "Ada drinks smoked lapsang tea.", id=ITEM)])
-    e.add_message(USER, SESSION, "user", "Which tea do I like?")
-    e.working_update(USER, SESSION, {"goals": ["find the tea"], "scratchpad": {"n": 1}})
+    e.items.add([e.items.prepare(USER, "Ada drinks smoked lapsang tea.", id=ITEM)])
+    e.sessions.add_message(USER, SESSION, "user", "Which tea do I like?")
+    e.working.update(USER, SESSION, {"goals": ["find the tea"], "scratchpad": {"n": 1}})
     for n in range(3):
-        e.record_episode(USER, [{"action": f"brew tea {n}", "result": "ok"}], outcome="success")
-    e.register_skill(USER, "brew", "Boil water, then steep.")
-    trace = e.retrieve(USER, "Which tea?")
-    e.label(USER, ITEM, "useful", trace_id=trace.trace_id, hop=1)
+        e.episodes.record(USER, [{"action": f"brew tea {n}", "result": "ok"}], outcome="success")
+    e.skills.register(USER, "brew", "Boil water, then steep.")
+    trace = e.retrieval.retrieve(USER, "Which tea?")
+    e.feedback.label(USER, ITEM, "useful", trace_id=trace.trace_id, hop=1)
     return e
 
 
@@ -217,53 +217,57 @@ bad_json_text = st.one_of(
 
 # (label, hostile strategy, call)
 API_CALLS: list[tuple[str, st.SearchStrategy, Callable[[MemoryEngine, Any], Any]]] = [
-    ("remember.content", bad_required_text, lambda e, v: e.remember(USER, v)),
-    ("remember.preceding_text", bad_text, lambda e, v: e.remember(USER, "fact", preceding_text=v)),
-    ("remember.importance", bad_unit, lambda e, v: e.remember(USER, "fact", importance=v)),
-    ("remember.created_at", bad_date, lambda e, v: e.remember(USER, "fact", created_at=v)),
+    ("remember.content", bad_required_text, lambda e, v: e.items.remember(USER, v)),
+    ("remember.preceding_text", bad_text, lambda e, v: e.items.remember(USER, "fact", preceding_text=v)),
+    ("remember.importance", bad_unit, lambda e, v: e.items.remember(USER, "fact", importance=v)),
+    ("remember.created_at", bad_date, lambda e, v: e.items.remember(USER, "fact", created_at=v)),
     (
         "remember.provenance",
         bad_json_value(),
-        lambda e, v: e.remember(USER, "fact", provenance={"sources": [], "x": v}),
+        lambda e, v: e.items.remember(USER, "fact", provenance={"sources": [], "x": v}),
     ),
-    ("add_message.content", bad_required_text, lambda e, v: e.add_message(USER, SESSION, "user", v)),
-    ("add_message.created_at", bad_date, lambda e, v: e.add_message(USER, SESSION, "user", "hi", created_at=v)),
-    ("working_update.value", bad_json_value(), lambda e, v: e.working_update(USER, SESSION, {"scratchpad": v})),
+    ("add_message.content", bad_required_text, lambda e, v: e.sessions.add_message(USER, SESSION, "user", v)),
+    (
+        "add_message.created_at",
+        bad_date,
+        lambda e, v: e.sessions.add_message(USER, SESSION, "user", "hi", created_at=v),
+    ),
+    ("working_update.value", bad_json_value(), lambda e, v: e.working.update(USER, SESSION, {"scratchpad": v})),
     (
         "working_update.slots",
         st.sampled_from([[], "goals", 5, None, {}]),
-        lambda e, v: e.working_update(USER, SESSION, v),
+        lambda e, v: e.working.update(USER, SESSION, v),
     ),
-    ("working_set_json.text", bad_json_text, lambda e, v: e.working_set_json(USER, SESSION, "scratchpad", v)),
+    ("working_set_json.text", bad_json_text, lambda e, v: e.working.set_json(USER, SESSION, "scratchpad", v)),
     (
         "record_episode.action",
         bad_text.filter(bool),
-        lambda e, v: e.record_episode(USER, [{"action": v, "result": "ok"}]),
+        lambda e, v: e.episodes.record(USER, [{"action": v, "result": "ok"}]),
     ),
-    ("record_episode.summary", bad_text, lambda e, v: e.record_episode(USER, [{"action": "a"}], summary=v)),
+    ("record_episode.summary", bad_text, lambda e, v: e.episodes.record(USER, [{"action": "a"}], summary=v)),
     (
         "record_episode.outcome",
         st.one_of(with_surrogate, with_nul, st.just("o" * 65)),
-        lambda e, v: e.record_episode(USER, [{"action": "a"}], outcome=v),
+        lambda e, v: e.episodes.record(USER, [{"action": "a"}], outcome=v),
     ),
-    ("record_episode.importance", bad_unit, lambda e, v: e.record_episode(USER, [{"action": "a"}], importance=v)),
-    ("record_episode.created_at", bad_date, lambda e, v: e.record_episode(USER, [{"action": "a"}], created_at=v)),
-    ("register_skill.body", bad_required_text, lambda e, v: e.register_skill(USER, "s", v)),
-    ("register_skill.description", bad_text, lambda e, v: e.register_skill(USER, "s", "body", description=v)),
+    ("record_episode.importance", bad_unit, lambda e, v: e.episodes.record(USER, [{"action": "a"}], importance=v)),
+    ("record_episode.created_at", bad_date, lambda e, v: e.episodes.record(USER, [{"action": "a"}], created_at=v)),
+    ("register_skill.body", bad_required_text, lambda e, v: e.skills.register(USER, "s", v)),
+    ("register_skill.description", bad_text, lambda e, v: e.skills.register(USER, "s", "body", description=v)),
     (
         "register_skill.version",
         bad_int(1, 1_000_000).filter(lambda v: v is not None),
-        lambda e, v: e.register_skill(USER, "s", "body", version=v),
+        lambda e, v: e.skills.register(USER, "s", "body", version=v),
     ),
-    ("label.hop", bad_int(1, 100), lambda e, v: e.label(USER, ITEM, "useful", hop=v)),
-    ("label.note", bad_text.filter(lambda v: bool(v)), lambda e, v: e.label(USER, ITEM, "useful", note=v)),
-    ("forget.reason", bad_required_text, lambda e, v: e.forget(USER, "semantic", [ITEM], v, mode="hard")),
-    ("search.query", bad_required_text, lambda e, v: e.search(USER, v)),
-    ("search.limit", bad_int(1, 1000), lambda e, v: e.search(USER, "tea", limit=v)),
-    ("retrieve.question", bad_required_text, lambda e, v: e.retrieve(USER, v)),
-    ("retrieve.hops", bad_int(1, 5), lambda e, v: e.retrieve(USER, "tea", hops=v)),
-    ("retrieve.budget", bad_int(1, 1_000_000), lambda e, v: e.retrieve(USER, "tea", budget=v)),
-    ("retrieve.now", bad_date, lambda e, v: e.retrieve(USER, "tea", now=v)),
+    ("label.hop", bad_int(1, 100), lambda e, v: e.feedback.label(USER, ITEM, "useful", hop=v)),
+    ("label.note", bad_text.filter(lambda v: bool(v)), lambda e, v: e.feedback.label(USER, ITEM, "useful", note=v)),
+    ("forget.reason", bad_required_text, lambda e, v: e.forgetting.forget(USER, "semantic", [ITEM], v, mode="hard")),
+    ("search.query", bad_required_text, lambda e, v: e.retrieval.search(USER, v)),
+    ("search.limit", bad_int(1, 1000), lambda e, v: e.retrieval.search(USER, "tea", limit=v)),
+    ("retrieve.question", bad_required_text, lambda e, v: e.retrieval.retrieve(USER, v)),
+    ("retrieve.hops", bad_int(1, 5), lambda e, v: e.retrieval.retrieve(USER, "tea", hops=v)),
+    ("retrieve.budget", bad_int(1, 1_000_000), lambda e, v: e.retrieval.retrieve(USER, "tea", budget=v)),
+    ("retrieve.now", bad_date, lambda e, v: e.retrieval.retrieve(USER, "tea", now=v)),
     (
         "retrieve.overrides",
         st.one_of(
@@ -275,26 +279,26 @@ API_CALLS: list[tuple[str, st.SearchStrategy, Callable[[MemoryEngine, Any], Any]
             st.just({"hops": deep(5000)}),
             st.just({"reasoner": "\ud800"}),
         ),
-        lambda e, v: e.retrieve(USER, "tea", overrides=v),
+        lambda e, v: e.retrieval.retrieve(USER, "tea", overrides=v),
     ),
-    ("reflect.window", bad_int(1, 1000), lambda e, v: e.reflect(USER, v)),
-    ("mine_skills.window", bad_int(1, 1000), lambda e, v: e.mine_skills(USER, v)),
+    ("reflect.window", bad_int(1, 1000), lambda e, v: e.items.reflect(USER, v)),
+    ("mine_skills.window", bad_int(1, 1000), lambda e, v: e.skills.mine(USER, v)),
     (
         "list_items.query",
         bad_text.filter(lambda v: bool(v) and isinstance(v, str)),
-        lambda e, v: e.list_items(USER, query=v),
+        lambda e, v: e.items.list_items(USER, query=v),
     ),
-    ("list_items.limit", bad_int(1, 10_000_000), lambda e, v: e.list_items(USER, limit=v)),
-    ("list_items.offset", bad_int(0, 1_000_000_000), lambda e, v: e.list_items(USER, offset=v)),
+    ("list_items.limit", bad_int(1, 10_000_000), lambda e, v: e.items.list_items(USER, limit=v)),
+    ("list_items.offset", bad_int(0, 1_000_000_000), lambda e, v: e.items.list_items(USER, offset=v)),
     (
         "list_sessions.search",
         bad_text.filter(lambda v: bool(v) and isinstance(v, str)),
-        lambda e, v: e.list_sessions(USER, search=v),
+        lambda e, v: e.sessions.list_sessions(USER, search=v),
     ),
-    ("prune_traces.older_than_days", bad_days, lambda e, v: e.prune_traces(v, apply=True, keep_labelled=False)),
-    ("prune_traces.now", bad_date, lambda e, v: e.prune_traces(0, apply=True, keep_labelled=False, now=v)),
-    ("prune_sessions.now", bad_date, lambda e, v: e.prune_sessions(USER, "stale", apply=True, now=v)),
-    ("trace_from_json", bad_json_text, lambda e, v: MemoryEngine.trace_from_json(v)),
+    ("prune_traces.older_than_days", bad_days, lambda e, v: e.traces.prune(v, apply=True, keep_labelled=False)),
+    ("prune_traces.now", bad_date, lambda e, v: e.traces.prune(0, apply=True, keep_labelled=False, now=v)),
+    ("prune_sessions.now", bad_date, lambda e, v: e.sessions.prune(USER, "stale", apply=True, now=v)),
+    ("trace_from_json", bad_json_text, lambda e, v: e.traces.from_json(v)),
 ]
 
 
@@ -348,12 +352,12 @@ def _first(strategy: st.SearchStrategy) -> Any:
 def test_the_snapshot_sees_an_update_that_row_counts_miss(engine):
     """The yardstick itself: an UPDATE of one slot changes no count but changes the snapshot."""
     before = snapshot(engine)
-    engine.working_update(USER, SESSION, {"scratchpad": {"n": 2}})
+    engine.working.update(USER, SESSION, {"scratchpad": {"n": 2}})
     after = snapshot(engine)
     assert after != before and {k: v[0] for k, v in after.duckdb.items() if k != "working_history"} == {
         k: v[0] for k, v in before.duckdb.items() if k != "working_history"
     }
-    engine.working_update(USER, SESSION, {"scratchpad": {"n": 1}})
+    engine.working.update(USER, SESSION, {"scratchpad": {"n": 1}})
 
 
 # -- the CLI ---------------------------------------------------------------------------------------------------------
@@ -593,7 +597,7 @@ def test_fuzz_ingest_a_hostile_line_is_named_and_nothing_of_the_file_is_written(
 
     def call() -> None:
         try:
-            engine.ingest_lines(lines)
+            engine.admin.ingest_lines(lines)
         except InvalidInput as exc:
             assert f"line {good_lines + 1}" in str(exc), str(exc)
             raise

@@ -47,21 +47,21 @@ def record_store_events(engine: MemoryEngine, monkeypatch) -> list[str]:
 
 
 def test_a_working_memory_update_returns_its_slots_without_taking_the_store_again_after_its_commit(engine, monkeypatch):
-    engine.working_update(U, S, {"goals": ["ship"], "step": 1})
+    engine.working.update(U, S, {"goals": ["ship"], "step": 1})
     events = record_store_events(engine, monkeypatch)
-    slots = engine.working_update(U, S, {"step": 2, "half": 2}, source="agent")
+    slots = engine.working.update(U, S, {"step": 2, "half": 2}, source="agent")
     assert events == ["open", "committed"]
     assert slots["step"] == 2 and slots["half"] == 2 and slots["goals"] == ["ship"]
-    assert engine.working_get(U, S) == slots
-    assert [h.new_value for h in engine.working_history(U, S, "step")] == [2, 1]
+    assert engine.working.get(U, S) == slots
+    assert [h.new_value for h in engine.working.history(U, S, "step")] == [2, 1]
 
 
 def test_a_skill_outcome_returns_the_counted_skill_without_taking_the_store_again_after_its_commit(engine, monkeypatch):
-    skill = engine.register_skill(U, "plan", "Plan, do, check.")
+    skill = engine.skills.register(U, "plan", "Plan, do, check.")
     events = record_store_events(engine, monkeypatch)
-    counted = engine.report_outcome(U, skill.id, True)
+    counted = engine.skills.report_outcome(U, skill.id, True)
     assert events[-2:] == ["open", "committed"]  # the skill is looked up first (nothing written yet), then written
     assert "open" not in events[events.index("committed") :]
     assert (counted.success_count, counted.failure_count) == (1, 0)
-    assert len(engine.skill_outcomes(U, skill.id)) == 1
-    assert engine.get_skill(U, skill.id) == counted
+    assert len(engine.skills.outcomes(U, skill.id)) == 1
+    assert engine.skills.get(U, skill.id) == counted

@@ -26,7 +26,7 @@ def main() -> None:
     )
     pace = float(sys.argv[6]) if len(sys.argv) > 6 else 0.0
     engine = open_engine(store)
-    engine.ingest_lines(
+    engine.admin.ingest_lines(
         [json.dumps({"kind": "skill", "user_id": USER, "id": SKILL, "name": "plan", "body": "plan first"})]
     )
     wait_for_start(ready, go)
@@ -43,14 +43,14 @@ def main() -> None:
     i = 0
     while time.monotonic() < end:
         text = f"The {BEACON} beacon was planted by the agent" if i == 0 else f"Agent observation number {i}"
-        written["items"].append(engine.remember(USER, text, category="agent").id)
-        engine.add_message(USER, SESSION, "assistant", f"working on step {i}")
+        written["items"].append(engine.items.remember(USER, text, category="agent").id)
+        engine.sessions.add_message(USER, SESSION, "assistant", f"working on step {i}")
         written["messages"] += 1
         success = i % 3 != 0
-        engine.report_outcome(USER, SKILL, success)
+        engine.skills.report_outcome(USER, SKILL, success)
         written["successes" if success else "failures"] += 1
         if i % 4 == 0:
-            engine.record_episode(
+            engine.episodes.record(
                 USER, [{"action": f"step {i}", "result": "ok"}], outcome="success", session_id=SESSION
             )
             written["episodes"] += 1

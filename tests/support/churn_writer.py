@@ -1,6 +1,6 @@
-"""A writer of tests/engine/test_many_process_writes.py: every kind of write, through the public API, with the store
-let go after every call (``db_linger_s=0``), so that several of these take the DuckDB file from one another hundreds
-of times a second.
+"""A writer of tests/engine/store/test_many_process_writes.py: every kind of write, through the public API, with the
+store let go after every call (``db_linger_s=0``), so that several of these take the DuckDB file from one another
+hundreds of times a second.
 
 Usage: python churn_writer.py STORE INDEX READY_FILE GO_FILE ACKS_FILE SECONDS. It writes for SECONDS, and on
 until it has written every kind at least once (at most MAX_FACTOR times SECONDS). Each acknowledged write (the call
@@ -48,11 +48,11 @@ def main() -> None:
         log.write(json.dumps({**entry, "ms": round((time.monotonic() - started) * 1000)}) + "\n")
 
     rng = random.Random(index)
-    skill = engine.register_skill(user, f"plan-{index}", SKILL_BODY)
+    skill = engine.skills.register(user, f"plan-{index}", SKILL_BODY)
     ack({"k": "skill", "u": user, "id": skill.id})
     live = []
     for n in range(2):  # so that the first forget has a memory to forget and feedback one left to label
-        item = engine.remember(user, f"writer {index} starts with note {n} about the deploy", category="notes")
+        item = engine.items.remember(user, f"writer {index} starts with note {n} about the deploy", category="notes")
         ack({"k": "item", "u": user, "id": item.id})
         live.append(item.id)
     wait_for_start(ready, go)
@@ -75,31 +75,33 @@ def main() -> None:
             if op in ("message", "room"):
                 u, s = (user, session) if op == "message" else ROOM
                 text = f"writer {index} step {step}"
-                m = engine.add_message(u, s, "assistant", text)
+                m = engine.sessions.add_message(u, s, "assistant", text)
                 ack({"k": "message", "u": u, "s": s, "seq": m.seq, "c": text})
             elif op == "remember":
-                it = engine.remember(user, f"writer {index} noted step {step} of the deploy", category="notes")
+                it = engine.items.remember(user, f"writer {index} noted step {step} of the deploy", category="notes")
                 live.append(it.id)
                 ack({"k": "item", "u": user, "id": it.id})
             elif op == "working":  # two slots in one transaction
-                engine.working_update(user, session, {"step": step, "half": step})
+                engine.working.update(user, session, {"step": step, "half": step})
                 ack({"k": "working", "u": user, "s": session, "v": step})
             elif op == "episode":
-                ep = engine.record_episode(user, [{"action": f"step {step}", "result": "ok"}], outcome="success")
+                ep = engine.episodes.record(user, [{"action": f"step {step}", "result": "ok"}], outcome="success")
                 ack({"k": "episode", "u": user, "id": ep.id})
             elif op == "outcome":
-                engine.report_outcome(user, skill.id, step % 3 != 0)
+                engine.skills.report_outcome(user, skill.id, step % 3 != 0)
                 ack({"k": "outcome", "u": user, "skill": skill.id})
             elif op == "feedback":
-                ev = engine.label(user, rng.choice(live), "useful")
+                ev = engine.feedback.label(user, rng.choice(live), "useful")
                 ack({"k": "feedback", "u": user, "id": ev.id, "item": ev.item_id})
             elif op == "retrieve":
-                trace = engine.retrieve(user, "What did the writer note about the deploy?", session_id=session)
+                trace = engine.retrieval.retrieve(
+                    user, "What did the writer note about the deploy?", session_id=session
+                )
                 ack({"k": "trace", "u": user, "id": trace.trace_id})
             elif len(live) > 1:  # forget: soft or hard, never the last live memory (feedback needs one)
                 victim = live.pop(rng.randrange(len(live)))
                 mode = rng.choice(("soft", "hard"))
-                engine.forget(user, "semantic", [victim], f"churn {step}", mode=mode)
+                engine.forgetting.forget(user, "semantic", [victim], f"churn {step}", mode=mode)
                 ack({"k": "forget", "u": user, "id": victim, "mode": mode})
             done.add(op)
         except StoreBusy:

@@ -1,4 +1,4 @@
-"""A process that writes and gets killed (kill -9) by tests/engine/test_crashes.py and test_three_processes.py.
+"""A process that writes and gets killed (kill -9) by tests/engine/store/test_crashes.py and test_three_processes.py.
 
 Usage: python crash_writer.py MODE STORE FLAGS_DIR [ARG]
 - ingest: ingest the JSONL file ARG in one call (touches FLAGS_DIR/started just before).
@@ -40,23 +40,23 @@ def write(argv: list[str]) -> None:
     (flags / f"started-{os.getpid()}").write_text("started")
     if mode == "ingest":
         lines = Path(argv[3]).read_text(encoding="utf-8").splitlines()
-        engine.ingest_lines(lines)
+        engine.admin.ingest_lines(lines)
         committed({"ingested": len(lines)})
     elif mode == "working":
         i = 0
         while True:
-            engine.working_update(USER, SESSION, {"a": i, "b": i, "c": i, "goals": [f"goal {i}"]})
+            engine.working.update(USER, SESSION, {"a": i, "b": i, "c": i, "goals": [f"goal {i}"]})
             committed({"working": i})
             i += 1
     else:
         end = time.monotonic() + float(argv[3])
         i = 0
         while time.monotonic() < end:
-            item = engine.remember(USER, f"crash writer observation {os.getpid()} {i}", category="crash")
+            item = engine.items.remember(USER, f"crash writer observation {os.getpid()} {i}", category="crash")
             committed({"item": item.id})
-            engine.add_message(USER, SESSION, "assistant", f"step {i}")
+            engine.sessions.add_message(USER, SESSION, "assistant", f"step {i}")
             committed({"message": i})
-            engine.working_update(USER, f"{SESSION}-{os.getpid()}", {"a": i, "b": i, "c": i})
+            engine.working.update(USER, f"{SESSION}-{os.getpid()}", {"a": i, "b": i, "c": i})
             committed({"working": i})
             i += 1
     engine.close()  # as a process that ends normally does (a forked writer leaves through os._exit)

@@ -39,14 +39,14 @@ def main() -> None:
     }
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        stats = engine.stats()
-        items = engine.list_items(USER, limit=20)
-        engine.list_sessions(USER)
-        engine.rank_skills(USER)
+        stats = engine.admin.stats()
+        items = engine.items.list_items(USER, limit=20)
+        engine.sessions.list_sessions(USER)
+        engine.skills.rank(USER)
         seen["reads"] += 1
         seen["max_items_seen"] = max(seen["max_items_seen"], stats.items, items.total)
         if seen["beacon_found_at_read"] is None:
-            hits = [h.id for h in engine.search(USER, BEACON, kind="semantic") if BEACON in h.text]
+            hits = [h.id for h in engine.retrieval.search(USER, BEACON, kind="semantic") if BEACON in h.text]
             if hits:
                 seen["beacon_ids"] = hits
                 seen["beacon_found_at_read"] = seen["reads"]
@@ -54,12 +54,12 @@ def main() -> None:
         if len(seen["forgotten"]) < 2:  # a researcher deletes a memory while the agent keeps writing
             doomed = [i.id for i in items.rows if i.content.startswith("Agent observation")]
             if doomed:
-                result = engine.forget(
+                result = engine.forgetting.forget(
                     USER, "semantic", doomed[:1], reason="dashboard cleanup", mode="hard", actor="dashboard"
                 )
                 seen["forgotten"] += list(result.forgotten)
         value = {"edited_by": "dashboard", "n": seen["edits"]}
-        engine.working_update(USER, SESSION, {"scratchpad": value}, source="ui")
+        engine.working.update(USER, SESSION, {"scratchpad": value}, source="ui")
         seen["edits"] += 1
         seen["last_edit"] = value
         seen["edit_times"].append(time.time())

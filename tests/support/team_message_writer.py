@@ -19,8 +19,8 @@ def main() -> None:
     while not go.exists():
         time.sleep(0.01)
     for n in range(count):
-        engine.add_message("team", "shared", "user", f"writer {writer} message {n}")
-        engine.working_update("team", "shared", {f"w{writer}": n})
+        engine.sessions.add_message("team", "shared", "user", f"writer {writer} message {n}")
+        engine.working.update("team", "shared", {f"w{writer}": n})
     engine.close()
 
 

@@ -1,4 +1,4 @@
-"""What the processes of tests/engine/test_three_processes.py and test_crashes.py share: opening the store and a
+"""What the processes of tests/engine/store/test_three_processes.py and test_crashes.py share: opening the store and a
 synchronised start."""
 
 from __future__ import annotations

@@ -27,9 +27,9 @@ TOKEN = "guard-token-5x9q-long-enough"
 
 def test_a_trace_opened_before_a_hard_forget_loses_the_memorys_text_on_the_next_run(empty_app: MemoryEngine):
     engine = empty_app
-    secret = engine.remember("forgetful", SECRET)
-    engine.remember("forgetful", "The spare key for the office is with the receptionist")
-    trace = engine.retrieve("forgetful", "where is the spare key")
+    secret = engine.items.remember("forgetful", SECRET)
+    engine.items.remember("forgetful", "The spare key for the office is with the receptionist")
+    trace = engine.retrieval.retrieve("forgetful", "where is the spare key")
     assert secret.id in trace.context_ids
     at = open_page("pages/retrieval.py", user="forgetful", state={"trace_current_id": trace.trace_id})
     no_errors(at)
@@ -39,7 +39,9 @@ def test_a_trace_opened_before_a_hard_forget_loses_the_memorys_text_on_the_next_
     assert "green teapot" in all_texts(at)
 
     # Another process (an agent over MCP, say) forgets it: nothing in this browser session knows.
-    engine.forget("forgetful", "semantic", [secret.id], reason="asked to forget the key", mode="hard", actor="agent")
+    engine.forgetting.forget(
+        "forgetful", "semantic", [secret.id], reason="asked to forget the key", mode="hard", actor="agent"
+    )
     at.run()
     no_errors(at)
     assert "green teapot" not in all_texts(at) and "Quillmore" not in all_texts(at)
@@ -49,7 +51,7 @@ def test_a_trace_opened_before_a_hard_forget_loses_the_memorys_text_on_the_next_
     assert "green teapot" not in shown and "Quillmore" not in shown
     assert f"[forgotten memory {secret.id}]" in shown  # the tombstone in the assembled context
     assert any("forgotten since it was stored" in w for w in values(at, "warning"))
-    engine.purges.wait(60)
+    engine.admin.purges.wait(60)
 
 
 PAGES = (

@@ -83,7 +83,7 @@ def test_the_funnel_click_filter_keeps_only_that_rule():
 
 def test_a_missed_case_opens_its_trace_at_why_not(demo_app: MemoryEngine, demo_set: str):
     # a run under a tight budget, so some expected memories are missed
-    run = demo_app.evaluate(demo_set, preset="llmemory", overrides={"budget_tokens": 30}, label="tight")
+    run = demo_app.evals.evaluate(demo_set, preset="llmemory", overrides={"budget_tokens": 30}, label="tight")
     # a miss of another user than the page's, so opening it also switches the sidebar user
     missed = next(r for r in demo_app.evals.results(run.run_id) if r.lost and r.user_id != "ada")
     memory = next(iter(missed.lost))
@@ -96,7 +96,7 @@ def test_a_missed_case_opens_its_trace_at_why_not(demo_app: MemoryEngine, demo_s
     assert at.session_state["app_user"] == missed.user_id
     assert at.session_state["trace_current_id"] == missed.trace_id
     assert at.selectbox(key="trace_wn_item").value == memory
-    verdict = demo_app.why_not(missed.trace_id, memory)
+    verdict = demo_app.traces.why_not(missed.trace_id, memory)
     assert verdict.status == missed.lost[memory]["status"]
     assert any(verdict.headline[:40] in v for v in values(at, "warning") + values(at, "info"))
 
@@ -129,7 +129,7 @@ def test_pin_as_expectation_from_a_trace(demo_app: MemoryEngine):
     at = open_page(TRACE_PAGE, user=q["user_id"])
     at.text_area(key="trace_question").input(q["question"])
     button(at, "Retrieve").click().run()
-    trace = demo_app.get_trace(at.session_state["trace_current_id"])
+    trace = demo_app.traces.get(at.session_state["trace_current_id"])
     picker = at.multiselect(key=f"pin_ids_{trace.trace_id}")
     assert list(picker.value) == []  # nothing labelled useful yet: nothing pre-selected (issue 32)
     picker.set_value(list(trace.context_ids))

@@ -23,7 +23,7 @@ TWO_HOP = json.loads((Path(__file__).resolve().parents[2] / "data" / "demo" / "t
 def two_hop_trace(demo_app: MemoryEngine) -> RetrievalTrace:
     """A fresh two-hop trace of the first demo question (each test gets its own)."""
     q = TWO_HOP[0]
-    return demo_app.retrieve(q["user_id"], q["question"], hops=2)
+    return demo_app.retrieval.retrieve(q["user_id"], q["question"], hops=2)
 
 
 def label_button(at, trace: RetrievalTrace, item_id: str, label: str = "useful"):
@@ -39,14 +39,14 @@ def test_on_an_empty_store_the_page_says_what_to_do(empty_app: MemoryEngine):
 
 
 def test_a_user_without_traces_is_sent_to_the_trace_page_and_still_sees_the_ledger(demo_app: MemoryEngine):
-    labelled = demo_app.feedback_events("tomas")
+    labelled = demo_app.feedback.events("tomas")
     assert labelled, "the demo has labels for tomas"
     at = open_page(PAGE, user="tomas")
     no_errors(at)
     assert any("Ask a question on the Retrieval trace page" in v for v in values(at, "info"))
     ledger = at.selectbox(key="fb_ledger_item")
     assert ledger.value == labelled[0].item_id  # the most recently labelled memory
-    history = demo_app.feedback_events("tomas", item_id=ledger.value)
+    history = demo_app.feedback.events("tomas", item_id=ledger.value)
     assert any(v.startswith(f"{ledger.value}: {len(history)} label(s)") for v in values(at, "text"))
 
 
@@ -60,7 +60,7 @@ def test_labelling_from_a_trace_records_an_event_pointing_at_the_trace_and_hop(
     at.text_input(key="fb_note").input("names the owner's timezone")
     label_button(at, two_hop_trace, hop2.id).click().run()
     no_errors(at)
-    event = demo_app.feedback_events(user, item_id=hop2.id)[0]
+    event = demo_app.feedback.events(user, item_id=hop2.id)[0]
     assert (event.label, event.delta, event.trace_id, event.hop, event.note) == (
         "useful",
         1,
@@ -78,12 +78,12 @@ def test_labelling_from_a_trace_records_an_event_pointing_at_the_trace_and_hop(
 def test_a_harmful_label_counts_minus_one(demo_app: MemoryEngine, two_hop_trace: RetrievalTrace):
     user = two_hop_trace.user_id
     item = two_hop_trace.ranking[0]
-    net_before = demo_app.feedback_net(user, [item.id]).get(item.id, 0)
+    net_before = demo_app.feedback.net(user, [item.id]).get(item.id, 0)
     at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
     label_button(at, two_hop_trace, item.id, "harmful").click().run()
     no_errors(at)
-    assert demo_app.feedback_net(user, [item.id])[item.id] == net_before - 1
-    event = demo_app.feedback_events(user, item_id=item.id)[0]
+    assert demo_app.feedback.net(user, [item.id])[item.id] == net_before - 1
+    event = demo_app.feedback.events(user, item_id=item.id)[0]
     assert (event.label, event.trace_id, event.hop) == ("harmful", two_hop_trace.trace_id, item.hop)
 
 
@@ -94,13 +94,13 @@ def test_the_queue_offers_unlabelled_context_memories_and_drops_one_once_labelle
     at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
     queue_keys = [b.key for b in at.button if b.key and b.key.startswith("fb_u_q")]
     assert queue_keys
-    labelled = demo_app.feedback_net(user, list(two_hop_trace.context_ids))
+    labelled = demo_app.feedback.net(user, list(two_hop_trace.context_ids))
     queued = [k.split("_", 3)[3] for k in queue_keys]
     assert not set(queued) & set(labelled)  # only memories without any label
     first = queued[0]
     at.button(key=queue_keys[0]).click().run()
     no_errors(at)
-    assert demo_app.feedback_events(user, item_id=first)[0].trace_id is not None
+    assert demo_app.feedback.events(user, item_id=first)[0].trace_id is not None
     assert first not in [b.key.split("_", 3)[3] for b in at.button if b.key and b.key.startswith("fb_u_q")]
 
 
@@ -116,7 +116,9 @@ def test_a_fresh_retrieval_shows_a_useful_label_raising_the_score(
     no_errors(at)
     rows = {r["id"]: r for r in at.dataframe[-1].value.to_dict("records")}
     assert rows[item.id]["final_after"] > rows[item.id]["final_before"]
-    assert demo_app.list_traces(user).rows[0]["trace_id"] == two_hop_trace.trace_id  # the comparison is not stored
+    assert (
+        demo_app.traces.list_traces(user).rows[0]["trace_id"] == two_hop_trace.trace_id
+    )  # the comparison is not stored
 
 
 def test_labelling_a_memory_deleted_meanwhile_is_a_readable_error(
@@ -125,18 +127,18 @@ def test_labelling_a_memory_deleted_meanwhile_is_a_readable_error(
     user = two_hop_trace.user_id
     item = next(r for r in two_hop_trace.ranking if r.in_context and r.kind == "semantic")
     at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
-    events_before = demo_app.feedback_events(user, item_id=item.id)
-    demo_app.forget(user, "semantic", [item.id], reason="test: deleted by another process", mode="hard")
+    events_before = demo_app.feedback.events(user, item_id=item.id)
+    demo_app.forgetting.forget(user, "semantic", [item.id], reason="test: deleted by another process", mode="hard")
     label_button(at, two_hop_trace, item.id).click().run()
     assert not at.exception
     assert any("Could not label" in v for v in values(at, "error"))
-    assert demo_app.feedback_events(user, item_id=item.id) == events_before  # nothing written
+    assert demo_app.feedback.events(user, item_id=item.id) == events_before  # nothing written
 
 
 def test_stored_markup_in_labelled_memories_renders_as_text(demo_app: MemoryEngine):
     hostile = "Zanzibar ferry <script>alert(1)</script> **bold** [link](http://x.test) :red[red] $x^2$"
-    item = demo_app.remember("mira", hostile + " " + "long line " * 400)
-    trace = demo_app.retrieve("mira", "When does the Zanzibar ferry leave?")
+    item = demo_app.items.remember("mira", hostile + " " + "long line " * 400)
+    trace = demo_app.retrieval.retrieve("mira", "When does the Zanzibar ferry leave?")
     assert item.id in trace.context_ids
     at = open_page(PAGE, user="mira", state={"trace_current_id": trace.trace_id})
     no_errors(at)
@@ -165,11 +167,11 @@ def test_the_ledger_shows_each_memory_s_text_and_all_labels_newest_first_with_a_
 ):
     user = two_hop_trace.user_id
     item = two_hop_trace.ranking[0].id
-    demo_app.label(user, item, "useful", trace_id=two_hop_trace.trace_id, hop=1)
+    demo_app.feedback.label(user, item, "useful", trace_id=two_hop_trace.trace_id, hop=1)
     at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
     at.selectbox(key="fb_ledger_item").set_value(item).run()
     no_errors(at)
-    text = demo_app.memory_texts(user, [item])[item]
+    text = demo_app.feedback.memory_texts(user, [item])[item]
     assert text in values(at, "text")
     events = next(df.value for df in at.dataframe if "label" in df.value.columns and "open" in df.value.columns)
     assert list(events["when"]) == sorted(events["when"], reverse=True)

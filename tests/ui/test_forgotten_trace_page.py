@@ -12,11 +12,11 @@ SECRET = "Quillmore hides the spare key inside the green teapot"
 
 def test_a_hard_forgotten_memory_shows_as_its_tombstone_on_the_trace_page(empty_app: MemoryEngine):
     engine = empty_app
-    secret = engine.remember("forgetful", SECRET)
-    engine.remember("forgetful", "The spare key for the office is with the receptionist")
-    trace = engine.retrieve("forgetful", "where is the spare key")
+    secret = engine.items.remember("forgetful", SECRET)
+    engine.items.remember("forgetful", "The spare key for the office is with the receptionist")
+    trace = engine.retrieval.retrieve("forgetful", "where is the spare key")
     assert secret.id in trace.context_ids
-    engine.forget(
+    engine.forgetting.forget(
         "forgetful", "semantic", [secret.id], reason="asked to forget the key", mode="hard", actor="researcher"
     )
     at = open_page(PAGE, user="forgetful", state={"trace_current_id": trace.trace_id})
@@ -26,4 +26,4 @@ def test_a_hard_forgotten_memory_shows_as_its_tombstone_on_the_trace_page(empty_
     assert any("forgotten since it was stored" in w for w in values(at, "warning"))
     assert "asked to forget the key" in shown and "researcher" in shown
     assert f"[forgotten memory {secret.id}]" in shown  # the assembled context keeps its place
-    engine.purges.wait(60)
+    engine.admin.purges.wait(60)

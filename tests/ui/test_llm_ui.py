@@ -66,25 +66,25 @@ def mined(at) -> dict:
 # -- offline ---------------------------------------------------------------------------------------------------------
 def test_reason_without_an_llm_says_so_and_writes_nothing(demo_app):
     user, session = "tomas", "tomas-s05"
-    slots = demo_app.working_get(user, session)
-    edits = [e.id for e in demo_app.working_history(user, session)]
+    slots = demo_app.working.get(user, session)
+    edits = [e.id for e in demo_app.working.history(user, session)]
     at = open_page(WM, user=user, session=session)
     assert any("No LLM is configured" in v for v in values(at, "caption"))
     reason(at, "Goals: {{goals}}. What next?")
     assert not at.exception
     assert any("Nothing written" in v and "reason needs an LLM" in v for v in values(at, "error"))
-    assert demo_app.working_get(user, session) == slots
-    assert [e.id for e in demo_app.working_history(user, session)] == edits
+    assert demo_app.working.get(user, session) == slots
+    assert [e.id for e in demo_app.working.history(user, session)] == edits
     assert "wm_reason_result" not in at.session_state
 
 
 def test_offline_mining_on_the_demo_says_offline_and_that_there_is_nothing_to_review(demo_app):
-    skills = [r.skill.id for r in demo_app.rank_skills("ada", limit=1000)]
+    skills = [r.skill.id for r in demo_app.skills.rank("ada", limit=1000)]
     at = propose(open_page(SKILLS, user="ada"))
     no_errors(at)
     assert any("Strategy: offline" in v and "skill\\_mining\\_offline" in v for v in values(at, "caption"))
     assert any("No proposals to review" in v for v in values(at, "info"))
-    assert [r.skill.id for r in demo_app.rank_skills("ada", limit=1000)] == skills, "mining writes nothing"
+    assert [r.skill.id for r in demo_app.skills.rank("ada", limit=1000)] == skills, "mining writes nothing"
 
 
 def seed_recurring_episodes(engine: MemoryEngine, user: str) -> None:
@@ -92,7 +92,7 @@ def seed_recurring_episodes(engine: MemoryEngine, user: str) -> None:
     fix = [{"action": "reproduce the failing test"}, {"action": "bisect the commits"}, {"action": "write the fix"}]
     release = [{"action": "bump the version"}, {"action": "tag the release"}]
     for n, steps in enumerate([fix, release, fix, release, fix]):
-        engine.record_episode(
+        engine.episodes.record(
             user, steps, summary=f"episode {n}", outcome="failure" if n == 4 else "success", session_id=f"{user}-s1"
         )
 
@@ -100,7 +100,7 @@ def seed_recurring_episodes(engine: MemoryEngine, user: str) -> None:
 def test_offline_proposals_are_rejected_without_writing_and_accepted_with_provenance(demo_app):
     user = "miner"
     seed_recurring_episodes(demo_app, user)
-    expected = demo_app.mine_skills(user)
+    expected = demo_app.skills.mine(user)
     assert len(expected.proposals) == 2 and expected.strategy == "skill_mining_offline"
     at = propose(open_page(SKILLS, user=user))
     no_errors(at)
@@ -112,32 +112,32 @@ def test_offline_proposals_are_rejected_without_writing_and_accepted_with_proven
 
     at.button(key=f"skills_reject_{first['pid']}").click().run()
     no_errors(at)
-    assert demo_app.rank_skills(user) == [], "rejecting writes nothing"
+    assert demo_app.skills.rank(user) == [], "rejecting writes nothing"
     assert [p["name"] for p in mined(at)["proposals"]] == [second["name"]]
     assert any("nothing was stored" in v for v in values(at, "info"))
 
     at.button(key=f"skills_accept_{second['pid']}").click().run()
     no_errors(at)
-    [skill] = demo_app.skill_versions(user, second["name"])
+    [skill] = demo_app.skills.versions(user, second["name"])
     assert skill.body == second["body"]
     assert skill.provenance["method"] == "skill_mining"
     assert [s["id"] for s in skill.provenance["sources"]] == second["source_episode_ids"]
     assert any(f"v{skill.version}" in v and md_escape(skill.id) in v for v in values(at, "success"))
     assert mined(at)["proposals"] == []
-    assert [r.skill.id for r in demo_app.rank_skills(user)] == [skill.id], "the library shows the new skill"
+    assert [r.skill.id for r in demo_app.skills.rank(user)] == [skill.id], "the library shows the new skill"
 
 
 # -- through the real client against the local OpenAI-compatible server ----------------------------------------------
 def test_reason_writes_the_models_answer_into_the_slot_with_source_llm(llm_app, server):
     user, session = "ada", "ada-s06"
-    goals = llm_app.working_get(user, session)["goals"]
+    goals = llm_app.working.get(user, session)["goals"]
     server.script("chat", "Check the CSV export before shipping the JPY fix.")
     at = open_page(WM, user=user, session=session)
     reason(at, "Goals: {{goals}}. What next?")
     no_errors(at)
     answer = "Check the CSV export before shipping the JPY fix."
-    assert llm_app.working_get(user, session)["intermediate_reasoning"] == answer
-    latest = llm_app.working_history(user, session)[0]
+    assert llm_app.working.get(user, session)["intermediate_reasoning"] == answer
+    latest = llm_app.working.history(user, session)[0]
     assert (latest.slot, latest.source, latest.new_value) == ("intermediate_reasoning", "llm", answer)
     [request] = server.captured("chat")
     rendered = goals if isinstance(goals, str) else json.dumps(goals, ensure_ascii=False)
@@ -148,8 +148,8 @@ def test_reason_writes_the_models_answer_into_the_slot_with_source_llm(llm_app, 
     server.script("chat", '```json\n{"next": "ship", "blocked": false}\n```')
     reason(at, "Plan for {{goals}} as JSON", into="plan_next", parse="json")
     no_errors(at)
-    assert llm_app.working_get(user, session)["plan_next"] == {"next": "ship", "blocked": False}
-    assert llm_app.working_history(user, session)[0].source == "llm"
+    assert llm_app.working.get(user, session)["plan_next"] == {"next": "ship", "blocked": False}
+    assert llm_app.working.history(user, session)[0].source == "llm"
 
 
 def test_llm_mining_shows_the_scripted_proposal_and_accepting_registers_it(llm_app, server):
@@ -171,11 +171,11 @@ def test_llm_mining_shows_the_scripted_proposal_and_accepting_registers_it(llm_a
     assert len(shown["source_episode_ids"]) == 5
     assert "git bisect run pytest -x" in values(at, "code")
     assert proposal["description"] in values(at, "text")
-    assert llm_app.skill_versions(user, "reproduce_then_bisect") == [], "proposing writes nothing"
+    assert llm_app.skills.versions(user, "reproduce_then_bisect") == [], "proposing writes nothing"
 
     at.button(key=f"skills_accept_{shown['pid']}").click().run()
     no_errors(at)
-    [skill] = llm_app.skill_versions(user, "reproduce_then_bisect")
+    [skill] = llm_app.skills.versions(user, "reproduce_then_bisect")
     assert (skill.kind, skill.body, skill.description) == ("code", proposal["body"], proposal["description"])
     assert skill.provenance["method"] == "skill_mining"
     assert [s["id"] for s in skill.provenance["sources"]] == shown["source_episode_ids"]
@@ -184,13 +184,13 @@ def test_llm_mining_shows_the_scripted_proposal_and_accepting_registers_it(llm_a
 
 def test_a_failing_llm_writes_nothing_on_reason_and_mining_falls_back_to_offline(llm_app, server):
     user, session = "ada", "ada-s05"
-    edits = [e.id for e in llm_app.working_history(user, session)]
+    edits = [e.id for e in llm_app.working.history(user, session)]
     server.script("chat", Reply(status=500), Reply(status=500))
     at = open_page(WM, user=user, session=session)
     reason(at, "Goals: {{goals}}. What next?")
     assert not at.exception
     assert any("Nothing written" in v and "the LLM call failed" in v for v in values(at, "error"))
-    assert [e.id for e in llm_app.working_history(user, session)] == edits
+    assert [e.id for e in llm_app.working.history(user, session)] == edits
 
     at = propose(open_page(SKILLS, user=user))
     no_errors(at)
@@ -209,7 +209,7 @@ def test_the_trace_page_shows_the_llm_reasoners_hops_when_a_server_is_configured
     at.number_input(key="trace_hops").set_value(2)
     button(at, "Retrieve").click().run()
     no_errors(at)
-    trace = llm_app.get_trace(at.session_state["trace_current_id"])
+    trace = llm_app.traces.get(at.session_state["trace_current_id"])
     assert [h.proposed_by for h in trace.hops] == ["question", "llm:reasoner"]
     assert trace.hops[1].query == "Priya Raman location"
     assert "Priya Raman location" in values(at, "code")  # hop 2's query, shown as text

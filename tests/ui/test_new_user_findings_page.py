@@ -41,36 +41,36 @@ def ask(at, question: str):
 def test_the_score_breakdown_caption_gives_the_fusion_each_trace_ran_with(demo_app: MemoryEngine):
     q = TWO_HOP[0]
     at = ask(open_page(TRACE_PAGE, user=q["user_id"]), q["question"])
-    trace = demo_app.get_trace(at.session_state["trace_current_id"])
-    assert trace.settings["fusion"] == "zscore"  # the default fusion
-    assert md_escape(fusion_caption(trace.settings)) in values(at, "caption")
+    trace = demo_app.traces.get(at.session_state["trace_current_id"])
+    assert trace.settings.retrieval.fusion == "zscore"  # the default fusion
+    assert md_escape(fusion_caption(trace.settings.retrieval)) in values(at, "caption")
     captions = plain(values(at, "caption"))
     assert any("zscore" in c and "sigmoid" in c for c in captions)
     assert not any("(1−w)·similarity" in c for c in captions)  # the weighted formula is not the zscore one
-    weighted = demo_app.retrieve(q["user_id"], q["question"], overrides={"fusion": "weighted"})
+    weighted = demo_app.retrieval.retrieve(q["user_id"], q["question"], overrides={"fusion": "weighted"})
     at = open_link(TRACE_PAGE, {"trace": weighted.trace_id, "tab": "hops"})
     no_errors(at)
-    assert md_escape(fusion_caption(weighted.settings)) in values(at, "caption")
+    assert md_escape(fusion_caption(weighted.settings.retrieval)) in values(at, "caption")
     assert any("weighted" in c and "(1−w)·similarity" in c for c in plain(values(at, "caption")))
 
 
 def test_a_new_question_starts_memory_to_label_at_its_own_first_memory(demo_app: MemoryEngine):
     q = TWO_HOP[1]
     at = ask(open_page(TRACE_PAGE, user=q["user_id"]), q["question"])
-    first = demo_app.get_trace(at.session_state["trace_current_id"])
+    first = demo_app.traces.get(at.session_state["trace_current_id"])
     picked = first.ranking[2].id  # not the first: a memory the next trace of the same question has too
     at.selectbox(key="trace_label_item").set_value(picked).run()
     assert at.selectbox(key="trace_label_item").value == picked
     at = ask(at, q["question"])
-    second = demo_app.get_trace(at.session_state["trace_current_id"])
+    second = demo_app.traces.get(at.session_state["trace_current_id"])
     assert second.trace_id != first.trace_id and picked in {r.id for r in second.ranking}
     assert at.selectbox(key="trace_label_item").value == second.ranking[0].id != picked
 
 
 def test_opening_two_traces_to_compare_lands_on_the_compare_tab(demo_app: MemoryEngine):
     q = TWO_HOP[2]
-    a = demo_app.retrieve(q["user_id"], q["question"])
-    b = demo_app.retrieve(q["user_id"], q["question"], hops=2)
+    a = demo_app.retrieval.retrieve(q["user_id"], q["question"])
+    b = demo_app.retrieval.retrieve(q["user_id"], q["question"], hops=2)
     # the link "Open both traces" (Evaluations, Compare two runs) follows: ui.trace_links.open_trace_page
     at = open_link(TRACE_PAGE, trace_params(a.trace_id, trace_b=b.trace_id))
     no_errors(at)
@@ -80,8 +80,8 @@ def test_opening_two_traces_to_compare_lands_on_the_compare_tab(demo_app: Memory
 
 
 def test_forgotten_rows_show_their_status_beside_the_id(demo_app: MemoryEngine):
-    item = demo_app.remember("ada", "The status column test item: the old staging bucket is retired.")
-    demo_app.forget("ada", "semantic", [item.id], "test: retired", mode="soft")
+    item = demo_app.items.remember("ada", "The status column test item: the old staging bucket is retired.")
+    demo_app.forgetting.forget("ada", "semantic", [item.id], "test: retired", mode="soft")
     at = open_page("pages/memories.py", user="ada")
     at.toggle(key="memories_archived").set_value(True).run()
     no_errors(at)
@@ -92,7 +92,7 @@ def test_forgotten_rows_show_their_status_beside_the_id(demo_app: MemoryEngine):
 
 def test_compact_now_says_why_the_store_grew(demo_app: MemoryEngine):
     for n in range(4):  # one version per write: compaction has small files to merge
-        demo_app.remember("ada", f"Compaction note {n}: the nightly job rotates log file {n}.")
+        demo_app.items.remember("ada", f"Compaction note {n}: the nightly job rotates log file {n}.")
     at = open_page("pages/overview.py")
     button(at, "Compact now").click().run()
     no_errors(at)
@@ -111,7 +111,7 @@ def test_a_run_shows_its_settings_rules_and_counts_in_words(demo_app: MemoryEngi
     no_errors(at)
     label = at.selectbox(key="ev_set").format_func("demo")
     assert label.endswith("· 1 run"), label  # not "1 runs"
-    run = demo_app.evaluate("demo", overrides={"bm25_weight": "0.3"}, label="w 0.3")
+    run = demo_app.evals.evaluate("demo", overrides={"bm25_weight": "0.3"}, label="w 0.3")
     at.run()
     at.selectbox(key="ev_run").set_value(run.run_id).run()
     no_errors(at)
@@ -126,10 +126,10 @@ def test_a_run_shows_its_settings_rules_and_counts_in_words(demo_app: MemoryEngi
 
 def test_times_are_shown_to_the_second_and_tombstones_without_internal_names(demo_app: MemoryEngine):
     q = TWO_HOP[3]
-    trace = demo_app.retrieve(q["user_id"], q["question"])
+    trace = demo_app.retrieval.retrieve(q["user_id"], q["question"])
     semantic = [r.id for r in trace.ranking if r.in_context and r.kind == "semantic"]
-    demo_app.label(q["user_id"], semantic[0], "useful", trace_id=trace.trace_id, hop=1)
-    demo_app.forget(q["user_id"], "semantic", [semantic[1]], "test: no longer true", mode="hard")
+    demo_app.feedback.label(q["user_id"], semantic[0], "useful", trace_id=trace.trace_id, hop=1)
+    demo_app.forgetting.forget(q["user_id"], "semantic", [semantic[1]], "test: no longer true", mode="hard")
     at = open_link(TRACE_PAGE, {"trace": trace.trace_id, "tab": "hops"})
     no_errors(at)
     forgotten = next(d.value for d in at.dataframe if "by" in d.value.columns and "reason" in d.value.columns)

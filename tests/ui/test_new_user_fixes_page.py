@@ -16,21 +16,21 @@ TRACE_PAGE = "pages/retrieval.py"
 
 def test_why_not_on_a_memory_forgotten_after_the_trace_shows_its_tombstone(empty_app: MemoryEngine):
     engine = empty_app
-    gone = engine.remember("wren", "Wren keeps the allotment key under the blue bucket")
-    engine.remember("wren", "Wren's allotment is plot 14 by the canal")
-    trace = engine.retrieve("wren", "where is the allotment key")
+    gone = engine.items.remember("wren", "Wren keeps the allotment key under the blue bucket")
+    engine.items.remember("wren", "Wren's allotment is plot 14 by the canal")
+    trace = engine.retrieval.retrieve("wren", "where is the allotment key")
     assert gone.id in trace.context_ids
-    engine.forget("wren", "semantic", [gone.id], reason="moved the key", mode="hard", actor="researcher")
+    engine.forgetting.forget("wren", "semantic", [gone.id], reason="moved the key", mode="hard", actor="researcher")
     at = open_page(TRACE_PAGE, user="wren", state={"trace_current_id": trace.trace_id})
     at.text_input(key="trace_wn_query").input(gone.id).run()
     no_errors(at)
     assert at.selectbox(key="trace_wn_item").value == gone.id
-    verdict = engine.why_not(trace.trace_id, gone.id)
+    verdict = engine.traces.why_not(trace.trace_id, gone.id)
     assert verdict.headline.startswith("Forgotten since this trace ran: hard-forgotten on ")
     assert "by researcher, reason: moved the key" in verdict.headline
     assert md_escape(verdict.headline) in values(at, "warning")
     assert not any("In the context" in v for v in values(at, "success"))  # before: only this, no tombstone
-    engine.purges.wait(60)
+    engine.admin.purges.wait(60)
 
 
 def test_the_custom_slot_form_is_empty_after_a_slot_is_added(demo_app: MemoryEngine):
@@ -40,7 +40,7 @@ def test_the_custom_slot_form_is_empty_after_a_slot_is_added(demo_app: MemoryEng
     at.text_area(key="wm_new_value").input('{"eur": 12}')
     button(at, "Add slot").click().run()
     no_errors(at)
-    assert demo_app.working_get(user, session)["lunch_budget"] == {"eur": 12}
+    assert demo_app.working.get(user, session)["lunch_budget"] == {"eur": 12}
     assert at.text_input(key="wm_new_name").value == "" and at.text_area(key="wm_new_value").value == ""
     # A rejected slot keeps what was typed, for fixing.
     at.text_input(key="wm_new_name").input("Bad Name")
@@ -51,9 +51,9 @@ def test_the_custom_slot_form_is_empty_after_a_slot_is_added(demo_app: MemoryEng
 
 def test_pin_preselects_the_labelled_useful_memories_and_pinning_again_updates_the_case(empty_app: MemoryEngine):
     engine = empty_app
-    a = engine.remember("pia", "Pia's bicycle is a green cargo bike")
-    b = engine.remember("pia", "Pia parks the bicycle in the courtyard shed")
-    trace = engine.retrieve("pia", "where does Pia park her bicycle")
+    a = engine.items.remember("pia", "Pia's bicycle is a green cargo bike")
+    b = engine.items.remember("pia", "Pia parks the bicycle in the courtyard shed")
+    trace = engine.retrieval.retrieve("pia", "where does Pia park her bicycle")
     assert {a.id, b.id} <= set(trace.context_ids)
     at = open_page(TRACE_PAGE, user="pia", state={"trace_current_id": trace.trace_id})
     picker = at.multiselect(key=f"pin_ids_{trace.trace_id}")
@@ -65,7 +65,7 @@ def test_pin_preselects_the_labelled_useful_memories_and_pinning_again_updates_t
     (case,) = engine.evals.cases("bikes")
     assert set(case.expected) == {a.id, b.id}
 
-    engine.label("pia", b.id, "useful", trace_id=trace.trace_id)
+    engine.feedback.label("pia", b.id, "useful", trace_id=trace.trace_id)
     at = open_page(TRACE_PAGE, user="pia", state={"trace_current_id": trace.trace_id})
     assert list(at.multiselect(key=f"pin_ids_{trace.trace_id}").value) == [b.id]  # what the researcher judged
     at.selectbox(key="pin_set").set_value("bikes")
@@ -78,10 +78,10 @@ def test_pin_preselects_the_labelled_useful_memories_and_pinning_again_updates_t
 
 def test_a_skill_without_outcomes_has_no_rate_in_the_table_or_the_chart(empty_app: MemoryEngine):
     engine = empty_app
-    tried = engine.register_skill("sol", "tried-skill", "do it", description="has outcomes")
+    tried = engine.skills.register("sol", "tried-skill", "do it", description="has outcomes")
     for success in (True, True, False):
-        engine.report_outcome("sol", tried.id, success)
-    untried = engine.register_skill("sol", "untried-skill", "not yet", description="no outcomes")
+        engine.skills.report_outcome("sol", tried.id, success)
+    untried = engine.skills.register("sol", "untried-skill", "not yet", description="no outcomes")
     at = open_page("pages/skills.py", user="sol")
     no_errors(at)
     frame = next(df for df in at.dataframe if "Wilson lower" in df.value.columns)

@@ -21,7 +21,7 @@ def test_empty_store_explains_what_to_do_and_offers_the_demo(empty_app):
 
 
 def test_demo_store_shows_counts_per_kind_and_user_activity_and_settings(demo_app):
-    stats = demo_app.stats()
+    stats = demo_app.admin.stats()
     at = open_page(PAGE)
     no_errors(at)
     metrics = {m.label: m.value for m in at.metric}
@@ -38,7 +38,7 @@ def test_demo_store_shows_counts_per_kind_and_user_activity_and_settings(demo_ap
 
 
 def test_recent_traces_are_listed_newest_first(demo_app):
-    trace = demo_app.retrieve("tomas", "What medication must the friend joining the Dolomites trek carry?")
+    trace = demo_app.retrieval.retrieve("tomas", "What medication must the friend joining the Dolomites trek carry?")
     at = open_page(PAGE)
     no_errors(at)
     traces = next(df.value for df in at.dataframe if "trace id" in df.value.columns)
@@ -89,10 +89,10 @@ def test_a_store_from_a_newer_memlens_is_a_readable_message_not_a_traceback(tmp_
 
 
 def test_old_traces_are_previewed_then_deleted_after_an_explicit_confirm(demo_app):
-    demo_app.prune_traces(0, keep_labelled=False, apply=True)  # other tests' traces
-    kept = demo_app.retrieve("ada", "Who owns the refund reconciliation job?")
-    demo_app.label("ada", kept.context_ids[0], "useful", trace_id=kept.trace_id, hop=1)
-    dropped = demo_app.retrieve("mira", "Who collects the pan traps before the first snow?")
+    demo_app.traces.prune(0, keep_labelled=False, apply=True)  # other tests' traces
+    kept = demo_app.retrieval.retrieve("ada", "Who owns the refund reconciliation job?")
+    demo_app.feedback.label("ada", kept.context_ids[0], "useful", trace_id=kept.trace_id, hop=1)
+    dropped = demo_app.retrieval.retrieve("mira", "Who collects the pan traps before the first snow?")
     at = open_page(PAGE)
     at.number_input(key="overview_prune_days").set_value(0.0)
     button(at, "Preview what would be deleted").click().run()
@@ -107,13 +107,13 @@ def test_old_traces_are_previewed_then_deleted_after_an_explicit_confirm(demo_ap
 
     button(at, "Delete 1 trace").click().run()  # without ticking the box
     assert any("nothing was deleted" in v for v in values(at, "error"))
-    assert demo_app.list_traces().total == 2
+    assert demo_app.traces.list_traces().total == 2
 
     at.checkbox(key="overview_prune_sure").check()
     button(at, "Delete 1 trace").click().run()
     no_errors(at)
     assert any(v.startswith("Deleted 1 trace (") for v in values(at, "success"))
-    assert [t["trace_id"] for t in demo_app.list_traces().rows] == [kept.trace_id]
+    assert [t["trace_id"] for t in demo_app.traces.list_traces().rows] == [kept.trace_id]
 
 
 def test_the_store_size_is_shown_and_compacting_reports_it_before_and_after(demo_app):
@@ -132,7 +132,7 @@ def test_the_store_size_is_shown_and_compacting_reports_it_before_and_after(demo
 
 
 def test_each_recent_trace_opens_on_the_retrieval_trace_page(demo_app):
-    trace = demo_app.retrieve("tomas", "Who carries the first-aid kit on the trek?")
+    trace = demo_app.retrieval.retrieve("tomas", "Who carries the first-aid kit on the trek?")
     at = open_page(PAGE)
     traces = next(df.value for df in at.dataframe if "trace id" in df.value.columns)
     assert traces["open"].iloc[0] == f"./retrieval?user=tomas&trace={trace.trace_id}&tab=hops"

@@ -43,7 +43,7 @@ def test_on_an_empty_store_the_page_says_what_to_do(empty_app: MemoryEngine):
 
 
 def test_a_user_without_traces_gets_the_question_form_and_an_invitation(demo_app: MemoryEngine):
-    demo_app.remember("newcomer", "Newcomer keeps notes in a paper notebook.")
+    demo_app.items.remember("newcomer", "Newcomer keeps notes in a paper notebook.")
     at = open_page(PAGE, user="newcomer")
     no_errors(at)
     assert at.text_area(key="trace_question") is not None
@@ -54,7 +54,7 @@ def test_a_user_without_traces_gets_the_question_form_and_an_invitation(demo_app
 def test_asking_a_two_hop_question_shows_each_hop_with_its_query_and_candidates(demo_app: MemoryEngine):
     q = TWO_HOP[0]
     at = ask(open_page(PAGE, user=q["user_id"]), q["question"], hops=2)
-    trace = demo_app.get_trace(at.session_state["trace_current_id"])
+    trace = demo_app.traces.get(at.session_state["trace_current_id"])
     assert (trace.question, len(trace.hops)) == (q["question"], 2)
     assert [s for s in values(at, "subheader") if s.startswith("Hop")] == ["Hop 1", "Hop 2"]
     codes = values(at, "code")
@@ -65,30 +65,30 @@ def test_asking_a_two_hop_question_shows_each_hop_with_its_query_and_candidates(
     assert shown_ids == {c.id for c in trace.hops[0].candidates}  # every hop-1 candidate, with its scores
     assert len(at.get("plotly_chart")) >= 2  # a score breakdown per hop
     assert trace.context in codes  # the assembled context, as text
-    assert metric(at, "Context tokens") == f"{trace.context_tokens} / {trace.settings['budget_tokens']}"
+    assert metric(at, "Context tokens") == f"{trace.context_tokens} / {trace.settings.retrieval.budget_tokens}"
 
 
 def test_the_open_trace_is_fetched_not_retrieved_again_on_rerun(demo_app: MemoryEngine):
     q = TWO_HOP[1]
     at = ask(open_page(PAGE, user=q["user_id"]), q["question"])
-    before = demo_app.list_traces(q["user_id"]).total
+    before = demo_app.traces.list_traces(q["user_id"]).total
     at.run()
     no_errors(at)
-    assert demo_app.list_traces(q["user_id"]).total == before
+    assert demo_app.traces.list_traces(q["user_id"]).total == before
     assert at.text[0].value == q["question"]
 
 
 def test_picking_a_stored_trace_opens_it_without_retrieving(demo_app: MemoryEngine):
-    older = demo_app.retrieve("mira", TWO_HOP[5]["question"])
-    newer = demo_app.retrieve("mira", TWO_HOP[6]["question"])
+    older = demo_app.retrieval.retrieve("mira", TWO_HOP[5]["question"])
+    newer = demo_app.retrieval.retrieve("mira", TWO_HOP[6]["question"])
     at = open_page(PAGE, user="mira")
     assert at.session_state["trace_current_id"] == newer.trace_id  # the newest opens by default
-    total = demo_app.list_traces("mira").total
+    total = demo_app.traces.list_traces("mira").total
     at.selectbox(key="trace_pick").set_value(older.trace_id).run()
     no_errors(at)
     assert at.session_state["trace_current_id"] == older.trace_id
     assert at.text[0].value == older.question
-    assert demo_app.list_traces("mira").total == total
+    assert demo_app.traces.list_traces("mira").total == total
 
 
 def test_whatif_with_the_original_settings_changes_no_rank(demo_app: MemoryEngine):
@@ -112,7 +112,7 @@ def whatif(demo_app: MemoryEngine, setting: str, value):
     at.slider(key=f"trace_wi_{setting}").set_value(value)
     button(at, "Replay with these settings").click().run()
     no_errors(at)
-    return at, demo_app.replay(trace_id, {setting: value})
+    return at, demo_app.retrieval.replay(trace_id, {setting: value})
 
 
 def test_whatif_with_a_small_budget_shows_what_leaves_the_context(demo_app: MemoryEngine):
@@ -139,7 +139,7 @@ def test_why_not_explains_a_searched_memory_as_the_trace_records_it(demo_app: Me
     q = TWO_HOP[3]
     # a small budget: on the small demo store one hop finds nearly everything, the budget keeps fact B out
     at = ask(open_page(PAGE, user=q["user_id"]), q["question"], hops=1, budget=40)
-    trace = demo_app.get_trace(at.session_state["trace_current_id"])
+    trace = demo_app.traces.get(at.session_state["trace_current_id"])
     at.text_input(key="trace_wn_query").input(q["bridge"]).run()
     no_errors(at)
     picker = at.selectbox(key="trace_wn_item")
@@ -165,7 +165,7 @@ def test_an_unknown_or_hostile_trace_id_is_a_readable_error(demo_app: MemoryEngi
 
 def test_stored_markup_in_memories_and_questions_renders_as_text(demo_app: MemoryEngine):
     hostile = "Zanzibar <script>alert(1)</script> **bold** [link](http://x.test) $x^2$ :red[red]"
-    demo_app.remember("mira", hostile + " " + "very long line " * 300)
+    demo_app.items.remember("mira", hostile + " " + "very long line " * 300)
     at = ask(open_page(PAGE, user="mira"), "Zanzibar **bold** <b>question</b>?")
     assert any("<script>alert(1)</script>" in v for v in plain_texts(at))  # shown, as text
     for text in markdown_texts(at):
@@ -173,7 +173,7 @@ def test_stored_markup_in_memories_and_questions_renders_as_text(demo_app: Memor
 
 
 def test_a_candidate_with_preceding_text_shows_it_beside_its_text(demo_app: MemoryEngine):
-    item = demo_app.remember(
+    item = demo_app.items.remember(
         "sam", 'Bob said, "Twice, and I loved the trams."', preceding_text='Alice said, "Have you ever been to Lisbon?"'
     )
     at = ask(open_page(PAGE, user="sam"), "Has Bob been to Lisbon?")
@@ -195,12 +195,12 @@ def test_without_preceding_texts_the_table_has_no_such_column(demo_app: MemoryEn
 def test_typing_an_exact_memory_id_selects_that_memory_not_the_top_search_hit(demo_app: MemoryEngine):
     q = TWO_HOP[1]  # ada: fact A is ada-item-027
     at = ask(open_page(PAGE, user=q["user_id"]), q["question"], hops=1)
-    trace = demo_app.get_trace(at.session_state["trace_current_id"])
+    trace = demo_app.traces.get(at.session_state["trace_current_id"])
     at.text_input(key="trace_wn_query").input(q["fact_b"]).run()
     no_errors(at)
     assert at.selectbox(key="trace_wn_item").value == q["fact_b"]
     shown = values(at, "success") + values(at, "warning") + values(at, "info")
-    assert md_escape(demo_app.why_not(trace, q["fact_b"]).headline) in shown
+    assert md_escape(demo_app.traces.why_not(trace, q["fact_b"]).headline) in shown
     # Another exact id typed next is selected in its turn (the previous choice does not stick).
     at.text_input(key="trace_wn_query").input(q["fact_a"]).run()
     assert at.selectbox(key="trace_wn_item").value == q["fact_a"]
@@ -214,7 +214,7 @@ def test_typing_an_exact_memory_id_selects_that_memory_not_the_top_search_hit(de
 # -- deep links, labels from the trace, comparison, timings ----------------------------------------------------------
 def test_a_link_opens_the_trace_on_its_tab_with_its_memory_and_the_url_keeps_them(demo_app: MemoryEngine):
     q = TWO_HOP[0]
-    t = demo_app.retrieve(q["user_id"], q["question"], hops=2)
+    t = demo_app.retrieval.retrieve(q["user_id"], q["question"], hops=2)
     memory = t.ranking[1].id
     at = open_link(PAGE, {"trace": t.trace_id, "tab": "why-not", "memory": memory})
     no_errors(at)
@@ -234,7 +234,7 @@ def test_a_link_opens_the_trace_on_its_tab_with_its_memory_and_the_url_keeps_the
 
 def test_the_older_trace_id_parameter_opens_the_trace_too(demo_app: MemoryEngine):
     q = TWO_HOP[1]
-    t = demo_app.retrieve(q["user_id"], q["question"])
+    t = demo_app.retrieval.retrieve(q["user_id"], q["question"])
     at = open_link(PAGE, {"user": q["user_id"], "trace_id": t.trace_id})
     no_errors(at)
     assert at.session_state["trace_current_id"] == t.trace_id
@@ -252,31 +252,31 @@ def test_a_link_to_an_unknown_trace_says_so(demo_app: MemoryEngine):
 
 def test_labelling_from_the_trace_shows_the_label_and_undo_removes_it(demo_app: MemoryEngine):
     q = TWO_HOP[0]
-    t = demo_app.retrieve(q["user_id"], q["question"], hops=2)
+    t = demo_app.retrieval.retrieve(q["user_id"], q["question"], hops=2)
     item = next(r for r in t.ranking if r.hop == 2)
     at = open_link(PAGE, {"trace": t.trace_id, "tab": "hops", "memory": item.id})
     at.button(key=f"trace_label_item_useful_{item.id}").click().run()
     no_errors(at)
-    [event] = demo_app.feedback_events(q["user_id"], trace_id=t.trace_id)
+    [event] = demo_app.feedback.events(q["user_id"], trace_id=t.trace_id)
     assert (event.item_id, event.label, event.hop) == (item.id, "useful", 2)
     assert any("label from this trace: **useful**" in v for v in values(at, "caption"))
     table = next(df.value for df in at.dataframe if "label" in df.value.columns)
     assert table.set_index("id").loc[item.id, "label"] == "useful" or item.id not in set(table["id"])
     at.button(key=f"trace_label_item_undo_{item.id}").click().run()
     no_errors(at)
-    assert demo_app.feedback_events(q["user_id"], trace_id=t.trace_id) == []
+    assert demo_app.feedback.events(q["user_id"], trace_id=t.trace_id) == []
     assert any(f"{md_escape(item.id)} · not labelled from this trace" in v for v in values(at, "caption"))
     assert at.session_state["trace_tab"] == "Hops"
 
 
 def test_each_context_memory_can_be_labelled_from_the_context_tab(demo_app: MemoryEngine):
     q = TWO_HOP[1]
-    t = demo_app.retrieve(q["user_id"], q["question"])
+    t = demo_app.retrieval.retrieve(q["user_id"], q["question"])
     item = t.context_ids[0]
     at = open_link(PAGE, {"trace": t.trace_id, "tab": "context"})
     at.button(key=f"trace_ctx_harmful_{item}").click().run()
     no_errors(at)
-    assert [(e.item_id, e.label) for e in demo_app.feedback_events(q["user_id"], trace_id=t.trace_id)] == [
+    assert [(e.item_id, e.label) for e in demo_app.feedback.events(q["user_id"], trace_id=t.trace_id)] == [
         (item, "harmful")
     ]
     assert at.session_state["trace_tab"] == "Context"
@@ -285,8 +285,8 @@ def test_each_context_memory_can_be_labelled_from_the_context_tab(demo_app: Memo
 
 def test_two_traces_side_by_side(demo_app: MemoryEngine):
     q = TWO_HOP[0]
-    one = demo_app.retrieve(q["user_id"], q["question"], hops=1)
-    two = demo_app.retrieve(q["user_id"], q["question"], hops=2)
+    one = demo_app.retrieval.retrieve(q["user_id"], q["question"], hops=1)
+    two = demo_app.retrieval.retrieve(q["user_id"], q["question"], hops=2)
     at = open_link(PAGE, {"trace": one.trace_id, "trace_b": two.trace_id, "tab": "compare"})
     no_errors(at)
     assert at.selectbox(key="trace_b_pick").value == two.trace_id
@@ -302,19 +302,19 @@ def test_two_traces_side_by_side(demo_app: MemoryEngine):
 
 def test_the_timings_tab_shows_where_the_time_went(demo_app: MemoryEngine):
     q = TWO_HOP[0]
-    t = demo_app.retrieve(q["user_id"], q["question"], hops=2)
+    t = demo_app.retrieval.retrieve(q["user_id"], q["question"], hops=2)
     at = open_link(PAGE, {"trace": t.trace_id, "tab": "timings"})
     no_errors(at)
     rows = next(df.value for df in at.dataframe if "starts at ms" in df.value.columns)
-    stored = demo_app.get_trace(t.trace_id)
-    assert rows["ms"].iloc[0] == round(stored.timings_ms["pipeline"], 2)
+    stored = demo_app.traces.get(t.trace_id)
+    assert rows["ms"].iloc[0] == round(stored.timings_ms.get("pipeline"), 2)
     assert any(s.strip() == "hop 2" for s in rows["stage"])
     assert at.get("plotly_chart")
 
 
 def test_a_very_long_question_is_cut_in_the_header(demo_app: MemoryEngine):
     question = "Which timezone " + "very " * 4000 + "long?"
-    t = demo_app.retrieve("ada", question, save=True)
+    t = demo_app.retrieval.retrieve("ada", question, save=True)
     at = open_link(PAGE, {"user": "ada", "trace": t.trace_id})
     no_errors(at)
     assert at.text[0].value == question[:600] + " …"
@@ -326,4 +326,4 @@ def test_whatif_offers_the_fusion_the_decay_floor_and_the_filters_protection(dem
     no_errors(at)
     assert at.radio(key="trace_wi_fusion").value == demo_app.settings.fusion
     assert at.slider(key="trace_wi_decay_floor").value == demo_app.settings.decay_floor
-    assert expected.settings["relevance_protect_top"] == 0
+    assert expected.settings.retrieval.relevance_protect_top == 0

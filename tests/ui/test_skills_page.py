@@ -18,14 +18,14 @@ def test_empty_store_explains_what_to_do(empty_app):
 
 
 def test_a_user_without_skills_is_told_how_agents_register_them(empty_app):
-    empty_app.remember("newcomer", "Something to make the user exist.")
+    empty_app.items.remember("newcomer", "Something to make the user exist.")
     at = open_page(PAGE)
     no_errors(at)
     assert any("has no skills yet" in v and "register_skill" in v for v in values(at, "info"))
 
 
 def test_skills_are_ranked_by_wilson_lower_bound_with_rate_trials_and_interval(demo_app):
-    ranked = demo_app.rank_skills("ada", limit=25)
+    ranked = demo_app.skills.rank("ada", limit=25)
     at = open_page(PAGE, user="ada")
     no_errors(at)
     table = ranked_table(at)
@@ -48,7 +48,7 @@ def test_filters_by_text_and_kind(demo_app):
     assert len(table) and set(table["kind"]) == {"code"}
     at.selectbox(key="skills_kind").set_value("any kind")
     at.text_input(key="skills_query").input("migration").run()
-    expected = [r.skill.id for r in demo_app.rank_skills("ada", query="migration", limit=25)]
+    expected = [r.skill.id for r in demo_app.skills.rank("ada", query="migration", limit=25)]
     assert expected and list(ranked_table(at)["id"]) == expected
     at.text_input(key="skills_query").input("no skill mentions this zyxw").run()
     assert "No skills match." in values(at, "info")
@@ -57,11 +57,11 @@ def test_filters_by_text_and_kind(demo_app):
 def test_versions_are_shown_side_by_side_with_their_own_rates_and_the_history_chart(demo_app):
     name = next(
         r.skill.name
-        for r in demo_app.rank_skills("ada", limit=100)
-        if len(demo_app.skill_versions("ada", r.skill.name)) >= 2
+        for r in demo_app.skills.rank("ada", limit=100)
+        if len(demo_app.skills.versions("ada", r.skill.name)) >= 2
     )
-    versions = demo_app.skill_versions("ada", name)
-    chosen = next(r.skill.id for r in demo_app.rank_skills("ada", limit=25) if r.skill.name == name)
+    versions = demo_app.skills.versions("ada", name)
+    chosen = next(r.skill.id for r in demo_app.skills.rank("ada", limit=25) if r.skill.name == name)
     at = open_page(PAGE, user="ada", state={"skills_selected": chosen})
     no_errors(at)
     cards = [v for v in values(at, "markdown") if v.startswith("**v")]
@@ -75,28 +75,28 @@ def test_versions_are_shown_side_by_side_with_their_own_rates_and_the_history_ch
 
 
 def test_recording_an_outcome_updates_the_counts(demo_app):
-    top = demo_app.rank_skills("mira", limit=1)[0].skill
+    top = demo_app.skills.rank("mira", limit=1)[0].skill
     at = open_page(PAGE, user="mira")
     assert at.selectbox(key="skills_outcome_skill").value == top.id
     at.radio(key="skills_outcome_result").set_value("failure")
     at.text_input(key="skills_outcome_episode").input("not a valid id!")
     button(at, "Record outcome").click().run()
     assert any("Outcome not recorded" in v and "invalid episode id" in v for v in values(at, "error"))
-    assert demo_app.get_skill("mira", top.id).failure_count == top.failure_count
+    assert demo_app.skills.get("mira", top.id).failure_count == top.failure_count
 
     at.text_input(key="skills_outcome_episode").input("")
     button(at, "Record outcome").click().run()
     no_errors(at)
-    after = demo_app.get_skill("mira", top.id)
+    after = demo_app.skills.get("mira", top.id)
     assert after.failure_count == top.failure_count + 1
-    assert demo_app.skill_outcomes("mira", skill_id=top.id)[-1].success is False
+    assert demo_app.skills.outcomes("mira", skill_id=top.id)[-1].success is False
     assert any(f"now {after.success_count} of {after.trials} trials succeeded" in v for v in values(at, "success"))
 
 
 def test_five_of_eight_reads_62_5_percent_in_the_table_and_on_the_card(demo_app):
-    skill = demo_app.register_skill("ada", "five-of-eight", "do the thing", description="a 5/8 skill")
+    skill = demo_app.skills.register("ada", "five-of-eight", "do the thing", description="a 5/8 skill")
     for success in (True, True, True, True, True, False, False, False):
-        demo_app.report_outcome("ada", skill.id, success)
+        demo_app.skills.report_outcome("ada", skill.id, success)
     at = open_page(PAGE, user="ada")
     at.text_input(key="skills_query").input("five-of-eight").run()
     no_errors(at)
@@ -105,7 +105,7 @@ def test_five_of_eight_reads_62_5_percent_in_the_table_and_on_the_card(demo_app)
 
 
 def test_a_link_names_the_selected_skill(demo_app):
-    ranked = demo_app.rank_skills("ada", limit=25)
+    ranked = demo_app.skills.rank("ada", limit=25)
     second = ranked[1].skill
     at = open_link(PAGE, {"user": "ada", "memory": second.id})
     no_errors(at)

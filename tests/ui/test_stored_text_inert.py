@@ -28,24 +28,26 @@ RAW_MARKUP = ("<script>", "**bold**", "[link](http://x)")
 def hostile_store(tmp_path_factory, embedder) -> Path:
     path = tmp_path_factory.mktemp("hostile") / "store"
     engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(path)), embedder=embedder)
-    engine.add_message(USER, SESSION, "user", HOSTILE)
-    engine.add_message(USER, SESSION, "tool_result", SHORT)
-    engine.working_update(USER, SESSION, {"goals": [SHORT], "notes": HOSTILE})
-    engine.working_update(USER, SESSION, {"goals": [SHORT, "second"]})
-    kept = engine.remember(USER, HOSTILE, "general")
-    dropped = engine.remember(USER, SHORT + " (to forget)", "general")
-    engine.forget(USER, "semantic", [dropped.id], reason=SHORT, actor=SHORT[:90])
-    engine.ingest_lines([json.dumps({"kind": "category", "user_id": USER, "name": "general", "summary": HOSTILE})])
-    engine.record_episode(
+    engine.sessions.add_message(USER, SESSION, "user", HOSTILE)
+    engine.sessions.add_message(USER, SESSION, "tool_result", SHORT)
+    engine.working.update(USER, SESSION, {"goals": [SHORT], "notes": HOSTILE})
+    engine.working.update(USER, SESSION, {"goals": [SHORT, "second"]})
+    kept = engine.items.remember(USER, HOSTILE, "general")
+    dropped = engine.items.remember(USER, SHORT + " (to forget)", "general")
+    engine.forgetting.forget(USER, "semantic", [dropped.id], reason=SHORT, actor=SHORT[:90])
+    engine.admin.ingest_lines(
+        [json.dumps({"kind": "category", "user_id": USER, "name": "general", "summary": HOSTILE})]
+    )
+    engine.episodes.record(
         USER,
         [{"observation": HOSTILE, "action": SHORT, "result": MARKDOWN}],
         summary=SHORT,
         outcome="**win** <b>",
         session_id=SESSION,
     )
-    skill = engine.register_skill(USER, f"**bold** {SCRIPT}", HOSTILE, description=SHORT)
-    engine.report_outcome(USER, skill.id, True)
-    engine.retrieve(USER, f"{SHORT}?", session_id=SESSION)
+    skill = engine.skills.register(USER, f"**bold** {SCRIPT}", HOSTILE, description=SHORT)
+    engine.skills.report_outcome(USER, skill.id, True)
+    engine.retrieval.retrieve(USER, f"{SHORT}?", session_id=SESSION)
     assert kept.content == HOSTILE
     return path
 

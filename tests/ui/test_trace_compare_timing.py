@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from test_trace_figures import SETTINGS, TWO_HOPS, cand, entry, hop, scores, trace
+from test_trace_figures import RETRIEVAL, SETTINGS, TWO_HOPS, cand, entry, hop, scores, trace
 
 from engine import MemoryEngine
 from ui.trace_compare import ComparedRank, compare_traces, rank_shift_rows, setting_differences
@@ -90,8 +90,8 @@ def test_two_real_two_hop_traces_compare_consistently(demo_engine: MemoryEngine)
     from pathlib import Path
 
     q = json.loads((Path(__file__).resolve().parents[2] / "data" / "demo" / "two_hop.json").read_text())[0]
-    one = demo_engine.retrieve(q["user_id"], q["question"], hops=1, save=False)
-    two = demo_engine.retrieve(q["user_id"], q["question"], hops=2, save=False)
+    one = demo_engine.retrieval.retrieve(q["user_id"], q["question"], hops=1, save=False)
+    two = demo_engine.retrieval.retrieve(q["user_id"], q["question"], hops=2, save=False)
     cmp = compare_traces(one, two)
     assert {r["id"] for r in cmp.rows} == {c.id for t in (one, two) for h in t.hops for c in h.candidates}
     assert set(cmp.entered) == set(two.context_ids) - set(one.context_ids)
@@ -155,14 +155,14 @@ def test_a_trace_without_timings_has_only_its_root_span():
 
 
 def test_a_real_trace_s_spans_add_up_to_its_pipeline_time(demo_engine: MemoryEngine):
-    t = demo_engine.retrieve("ada", "Which timezone does the refund job's owner work in?", hops=2)
-    stored = demo_engine.get_trace(t.trace_id)
+    t = demo_engine.retrieval.retrieve("ada", "Which timezone does the refund job's owner work in?", hops=2)
+    stored = demo_engine.traces.get(t.trace_id)
     spans = timing_spans(stored)
-    assert "total" not in stored.timings_ms  # measured after the trace was written
-    assert spans[0].duration_ms == pytest.approx(stored.timings_ms["pipeline"])
+    assert stored.timings_ms.get("total") is None  # measured after the trace was written
+    assert spans[0].duration_ms == pytest.approx(stored.timings_ms.get("pipeline"))
     assert len({s.name for s in spans}) == len(spans), "each span has its own row in the figure"
     top_level = [s for s in spans if s.depth == 1]
-    assert sum(s.duration_ms for s in top_level) == pytest.approx(stored.timings_ms["pipeline"], rel=1e-6)
+    assert sum(s.duration_ms for s in top_level) == pytest.approx(stored.timings_ms.get("pipeline"), rel=1e-6)
     assert {f"hop{h.hop}" for h in stored.hops} <= {s.key for s in spans}
 
 
@@ -175,6 +175,6 @@ def test_every_waterfall_bar_carries_its_value():
         "-0.6600",
         "0.0400",
     ]
-    fig = score_waterfall([cand("a", final_rank=1, sc=scores(0.8, 0.5, decay=0.06))], SETTINGS, top_n=1)
+    fig = score_waterfall([cand("a", final_rank=1, sc=scores(0.8, 0.5, decay=0.06))], RETRIEVAL, top_n=1)
     assert fig.data[0].text[-1] == f"{scores(0.8, 0.5, decay=0.06)['final']:.4f}"
     assert fig.data[0].textposition == "outside"

@@ -34,9 +34,12 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 import duckdb
+
+if TYPE_CHECKING:
+    from .postgres import PgConnection
 
 from ...errors import StoreBusy, StoreCorrupt, StoreReadOnly, StoreTooNew, disk_error
 from ..migrations import MIGRATIONS
@@ -47,7 +50,7 @@ _LOCK_MARKERS = ("could not set lock", "conflicting lock", "resource temporarily
 _FLAG_FRESH_S = 1.0
 _REAPER_TICK_S = 0.02
 _STEP_ASIDE_MAX_S = 0.5
-_OPEN_DATABASES: weakref.WeakSet = weakref.WeakSet()
+_OPEN_DATABASES: weakref.WeakSet[Database] = weakref.WeakSet()
 # A DuckDB file starts with a 4 KiB main header and two 4 KiB database headers, then its blocks.
 _HEADER_BYTES = 3 * 4096
 _DAMAGE_MARKERS = ("could not read enough bytes", "checksum", "corrupt")
@@ -345,13 +348,19 @@ class Database:
             return conn.execute("SELECT name, applied_at FROM schema_migrations ORDER BY name").fetchall()
 
 
+# A connection of either backend, as read() / write() / hold() give it: DuckDB's own, or PostgreSQL's wrapper with
+# the same execute() (DuckDB-style SQL, `?` parameters).
+Connection: TypeAlias = "duckdb.DuckDBPyConnection | PgConnection"
+Row: TypeAlias = tuple[Any, ...]  # one fetched row, columns in the query's order
+
+
 class _Fetches(Protocol):
     def fetchone(self) -> Any: ...
 
 
-def one_row(result: _Fetches) -> tuple:
+def one_row(result: _Fetches) -> tuple[Any, ...]:
     """The row of a query that always returns exactly one (an aggregate: count, sum, max): typed as present."""
-    row = result.fetchone()
+    row: tuple[Any, ...] | None = result.fetchone()
     if row is None:
         raise StoreCorrupt("an aggregate query returned no row")
     return row

@@ -40,7 +40,7 @@ from .dialect import ddl_to_postgres, is_numbered, to_postgres
 # pg_advisory_xact_lock key of memlens' writers (any fixed 64-bit number; advisory locks are per database).
 WRITE_LOCK_KEY = 0x6D656D6C656E73  # "memlens"
 POOL_MAX_SIZE = 8  # connections per process when none is given; the engine passes Settings.pg_pool_size
-_OPEN: weakref.WeakSet = weakref.WeakSet()
+_OPEN: weakref.WeakSet[PostgresDatabase] = weakref.WeakSet()
 
 
 @atexit.register

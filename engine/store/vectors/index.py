@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 import numpy as np
 import pyarrow as pa
@@ -23,6 +23,7 @@ import pyarrow as pa
 from ...errors import InvalidInput, ModelMismatch, StoreCorrupt, StoreReadOnly
 from ...ids import lance_literal
 from ...startup import collector_paused
+from ...vocab import KINDS  # every memory kind has a vector table (vocab is plain values: storage may import it)
 from .resident import ResidentVectors
 from .rows import VectorHit, check_vectors
 from .rows import hits as _hits
@@ -32,6 +33,9 @@ from .versions import prune_versions
 
 if TYPE_CHECKING:
     import lancedb
+    from lancedb.query import LanceVectorQueryBuilder
+
+_T = TypeVar("_T")
 
 _WORD = re.compile(r"\w", re.UNICODE)
 # Rebuild indexes once this many rows are unindexed. Unindexed rows are still searched (brute force), so this
@@ -42,8 +46,6 @@ REINDEX_AFTER_ROWS = 5000
 # writes took them from 10 to 24 ms and from 9 to 22 ms, and compacting took 0.9 s. An agent writes a memory at a
 # time, so writes also compact after this many of them (in this process) since the last optimize.
 COMPACT_AFTER_WRITES = 64
-# The memory kinds with vector tables (engine.records.KINDS; storage imports nothing above it).
-KINDS = ("semantic", "episodic", "procedural")
 # An exact (brute-force) LanceDB vector search costs ~1 us per row (~110 ms at 100k rows); an HNSW-SQ graph answers in
 # ~10 ms with recall@20 ~0.99 (measured, bench/latency.py). Searches ask for a wider beam than LanceDB's 1.5 * k.
 ANN_MIN_EF = 64
@@ -105,7 +107,7 @@ class VectorIndex:
 
         # A zero interval makes every read see other processes' writes (no measurable cost, stack.md).
         # On s3:// LanceDB commits each version with a conditional PUT (If-None-Match: *), so writers on several hosts
-        # cannot overwrite each other's commits; a loser re-reads and retries (tests/engine/test_team_vectors.py).
+        # cannot overwrite each other's commits; a loser re-reads and retries (tests/engine/store/test_team_vectors.py).
         return lancedb.connect(self.uri, read_consistency_interval=timedelta(0), storage_options=self._storage_options)
 
     # -- tables -----------------------------------------------------------------------------------------------------
@@ -125,7 +127,11 @@ class VectorIndex:
         names = getattr(result, "tables", result)
         return sorted(names)
 
-    def table(self, kind: str, create: bool = True, _listed_early: bool = False):
+    @overload
+    def table(self, kind: str, create: Literal[True] = True, _listed_early: bool = False) -> lancedb.table.Table: ...
+    @overload
+    def table(self, kind: str, create: bool, _listed_early: bool = False) -> lancedb.table.Table | None: ...
+    def table(self, kind: str, create: bool = True, _listed_early: bool = False) -> lancedb.table.Table | None:
         name = table_name(kind, self.model)
         if name in self._tables:
             return self._tables[name]
@@ -293,7 +299,8 @@ class VectorIndex:
         older than ``since_version`` is left."""
         tb = self.db.open_table(name)
         prune_versions(tb, retention_s)
-        return min(v["version"] for v in tb.list_versions()) >= since_version
+        oldest: int = min(v["version"] for v in tb.list_versions())
+        return oldest >= since_version
 
     def ids(self, kind: str) -> list[str]:
         """Every id in the kind's table (a duplicate appears twice), for orphan checks."""
@@ -319,7 +326,7 @@ class VectorIndex:
         if name in self.table_names():
             self.db.drop_table(name)
 
-    def _read(self, tb, fn):
+    def _read(self, tb: lancedb.table.Table, fn: Callable[[], _T]) -> _T:
         """Run a read of ``tb``. A reader whose version was pruned under it (another process purged a forgotten
         memory's versions: LanceDB then fails to find that version's files) moves to the latest version and
         reads once more; anything else that cannot be read is StoreCorrupt naming the table."""
@@ -341,7 +348,7 @@ class VectorIndex:
                 "run `python -m engine repair` to rebuild it from DuckDB"
             ) from None
 
-    def _maintain(self, tb) -> None:
+    def _maintain(self, tb: lancedb.table.Table) -> None:
         """Housekeeping after a committed write: the rows are in, so a failure here must not fail the write. Several
         processes (a team store's hosts) may do it at once: a commit conflict means another process did the same
         (created the index, compacted), so look again and retry; what still fails is left for the next write."""
@@ -402,7 +409,7 @@ class VectorIndex:
             self._ann[tb.name] = checked
         return checked[1]
 
-    def optimize(self, tb=None) -> None:
+    def optimize(self, tb: lancedb.table.Table | None = None) -> None:
         """Fold new rows into the indexes, compact, and delete the versions no reader can still be on (older than
         ``version_retention_s``). Another process may commit meanwhile: refresh and retry."""
         self._refuse_if_read_only()
@@ -471,7 +478,7 @@ class VectorIndex:
         )
         return hits, "approximate (HNSW-SQ)" if ann else "exact"
 
-    def _user_filter(self, tb, version: int, user_id: str) -> str | None:
+    def _user_filter(self, tb: lancedb.table.Table, version: int, user_id: str) -> str | None:
         """The prefilter that keeps a search to the user's rows, or None when the table holds only that user's rows.
         Rows are checked against the user again after the search (_owned), so a write by another process between
         the check and the search can cost candidates but never leak another user's rows."""
@@ -488,9 +495,15 @@ class VectorIndex:
         return None if known[1] == user_id else f"user_id = {lance_literal(user_id)}"
 
     @staticmethod
-    def _vector_query(tb, where: str | None, query_vector: np.ndarray, k: int, ann: bool) -> pa.Table:
+    def _vector_query(
+        tb: lancedb.table.Table, where: str | None, query_vector: np.ndarray, k: int, ann: bool
+    ) -> pa.Table:
+        # A vector query's builder (LanceDB types search() as the base of the vector, text and hybrid builders).
         q = (
-            tb.search(np.asarray(query_vector, dtype=np.float32), vector_column_name="vector")
+            cast(
+                "LanceVectorQueryBuilder",
+                tb.search(np.asarray(query_vector, dtype=np.float32), vector_column_name="vector"),
+            )
             .distance_type("cosine")
             .select(["id", "user_id", "text", "vector"])
             .limit(k)
@@ -544,7 +557,9 @@ class VectorIndex:
             bm25=rows.column("_score").to_numpy(),
         ), "LanceDB index"
 
-    def _fts_held(self, tb, version: int, user_id: str, query: str, k: int, only_owner: bool) -> list[VectorHit] | None:
+    def _fts_held(
+        self, tb: lancedb.table.Table, version: int, user_id: str, query: str, k: int, only_owner: bool
+    ) -> list[VectorHit] | None:
         """Full-text search of a table held in memory: LanceDB returns only ids and scores (reading 50 stored
         vectors costs ~1.5 ms), the copy supplies texts and vectors, and a table with one owner needs no user_id
         prefilter (~1.5 ms at 10k rows). None when the search saw rows the copy lacks (another process wrote)."""

@@ -38,10 +38,11 @@ from ..sql.database import Database
 from .index import VectorIndex
 
 if TYPE_CHECKING:
+    from ..sql.database import Connection
     from ..sql.postgres import PostgresDatabase
 
 log = logging.getLogger(__name__)
-_SCHEDULERS: weakref.WeakSet = weakref.WeakSet()
+_SCHEDULERS: weakref.WeakSet[VectorPurges] = weakref.WeakSet()
 
 
 @atexit.register
@@ -60,7 +61,7 @@ class VectorPurges:
         _SCHEDULERS.add(self)
 
     @staticmethod
-    def owe(conn, kind: str, at: datetime) -> None:
+    def owe(conn: Connection, kind: str, at: datetime) -> None:
         """Record, inside the forget's transaction, that ``kind``'s tables need a purge."""
         conn.execute(
             "INSERT INTO vector_purges (kind, requested_at) VALUES (?, ?) "

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    import lancedb
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,9 @@ class ResidentVectors:
         self._too_big: dict[str, int] = {}  # table name -> a version at which it had more than max_rows rows
         self._lock = threading.Lock()
 
-    def search(self, tb, version: int, user_id: str, query_vector: np.ndarray, k: int) -> ResidentRows | None:
+    def search(
+        self, tb: lancedb.table.Table, version: int, user_id: str, query_vector: np.ndarray, k: int
+    ) -> ResidentRows | None:
         """The user's k nearest rows by exact cosine, or None when the table is not (or not yet) held in memory.
         ``version`` is the table's current version (the caller reads it once per search)."""
         if self.max_rows <= 0 or self._too_big.get(tb.name) == version:
@@ -88,7 +94,7 @@ class ResidentVectors:
         copy = self._copies.get(name)
         return copy if copy is not None and copy.version == version else None
 
-    def _refresh(self, tb, version: int) -> _Copy | None:
+    def _refresh(self, tb: lancedb.table.Table, version: int) -> _Copy | None:
         with self._lock:
             copy = self._copies.get(tb.name)
             if copy is not None and copy.version == version:
@@ -110,7 +116,7 @@ def _rows(copy: _Copy, rows: np.ndarray, scores: np.ndarray) -> ResidentRows:
     return ResidentRows([copy.ids[r] for r in rows], [copy.texts[r] for r in rows], copy.vectors[rows], scores)
 
 
-def _read(tb, version: int) -> _Copy | None:
+def _read(tb: lancedb.table.Table, version: int) -> _Copy | None:
     """A copy of the table at this version (None if it moved on while we read)."""
     data = tb.to_arrow()
     if tb.version != version:  # written to while we read: try again at the next stable version

@@ -59,5 +59,5 @@ def vector_matrix(rows: pa.Table) -> np.ndarray:
     col = rows.column("vector")
     if rows.num_rows == 0:
         return np.zeros((0, 0), dtype=np.float32)
-    flat = col.combine_chunks().values.to_numpy(zero_copy_only=False)
+    flat: np.ndarray = col.combine_chunks().values.to_numpy(zero_copy_only=False)
     return flat.reshape(rows.num_rows, -1).astype(np.float32, copy=False)

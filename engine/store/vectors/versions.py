@@ -15,6 +15,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import lancedb
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +45,7 @@ def prune_before(created: Sequence[datetime], now: datetime, retention: timedelt
     return created[keep]
 
 
-def prune_versions(tb, retention_s: float) -> bool:
+def prune_versions(tb: lancedb.table.Table, retention_s: float) -> bool:
     """Delete the versions of one table that no reader can still be on; return whether anything was due. Call it
     right after ``tb.optimize()``: LanceDB prunes only inside optimize(), which then has nothing left to compact, so
     its own "now" is within a moment of ours. Housekeeping: a failure is logged and leaves the versions for the next
