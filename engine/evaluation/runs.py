@@ -7,6 +7,7 @@ stored like any other trace and linked from its result; deleting a run deletes t
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import time
@@ -57,8 +58,16 @@ Progress = Callable[[int, int], None]
 
 @cache
 def code_version() -> str:
-    """The memlens checkout's commit (with '+dirty' for local changes), or 'unknown' outside a git checkout."""
-    root = Path(__file__).resolve().parents[2]
+    """The memlens commit a run was made with: a clone's commit (with '+dirty' for local changes) when memlens runs
+    from its own checkout (`pip install -e .`), else the installed package's version. Only a checkout of memlens
+    itself counts: an installed copy inside some other git repository does not report that repository's commit."""
+    try:
+        version = importlib.metadata.version("memlens")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    root = Path(__file__).resolve().parents[2]  # the folder holding the engine package
+    if not ((root / ".git").exists() and (root / "pyproject.toml").is_file()):
+        return version
     try:
         head = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
@@ -75,7 +84,7 @@ def code_version() -> str:
         ).stdout.strip()
         return head + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        return version
 
 
 def pipeline_ranking(trace: RetrievalTrace) -> list[str]:
