@@ -51,7 +51,9 @@ from .retrieval.stages import feedback_factor
 from .trace.records import (
     CandidateTrace,
     HopCounts,
+    HopSimilarity,
     HopTrace,
+    ProposalDetails,
     RankedMemory,
     RetrievalTrace,
     Strategies,
@@ -143,6 +145,8 @@ __all__ = [
     "Strategy",
     "loss_label",
     "HopCounts",
+    "HopSimilarity",
+    "ProposalDetails",
     "Strategies",
     "Timings",
     "Tombstone",

@@ -166,7 +166,7 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int, labels: Any =
         )
     with right:
         st.caption("How the query was made")
-        st.json(hop.proposal or {}, expanded=1)
+        st.json(hop.proposal.to_dict(), expanded=1)
     rows = candidate_rows(hop)
     if not rows:
         st.info("Search found no candidates for this query.")

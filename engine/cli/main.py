@@ -12,7 +12,17 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
 from ..config import prepare_process_environment
 from ..errors import MemlensError
-from . import dashboard_cmd, eval_cmds, mcp_cmd, memory_cmds, retrieval_cmds, store_cmds
+from . import (
+    browse_cmds,
+    dashboard_cmd,
+    eval_cmds,
+    lifecycle_cmds,
+    maintenance_cmds,
+    mcp_cmd,
+    retrieval_cmds,
+    store_cmds,
+    transfer_cmds,
+)
 from .output import Result, dumps, one_line
 
 if TYPE_CHECKING:
@@ -73,7 +83,11 @@ def build_parser() -> Parser:
         epilog="Errors print one line on stderr and exit with status 2.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    memory_cmds.register(sub, common)
+    # Registration order is the order of `memlens --help` and docs/cli.md.
+    transfer_cmds.register(sub, common)
+    browse_cmds.register(sub, common)
+    lifecycle_cmds.register(sub, common)
+    maintenance_cmds.register(sub, common)
     retrieval_cmds.register(sub, common)
     mcp_cmd.register(sub, common)
     dashboard_cmd.register(sub, common)

@@ -9,9 +9,17 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
-from ..trace.records import CandidateInput, CandidateTrace, HopCounts, HopTrace, RankedMemory, Timings
+from ..trace.records import (
+    CandidateInput,
+    CandidateTrace,
+    HopCounts,
+    HopSimilarity,
+    HopTrace,
+    ProposalDetails,
+    RankedMemory,
+    Timings,
+)
 from ..vocab import Kind, Reason
 from .assembly import Placement
 from .stages import Scored
@@ -59,11 +67,11 @@ class HopRun:
     hop: int
     query: str
     proposed_by: str
-    proposal: Mapping[str, Any]
+    proposal: ProposalDetails
     relevance_text: str
     inputs: tuple[CandidateInput, ...]
     scored: tuple[Scored, ...]
-    similarity: Mapping[str, Any] = field(default_factory=dict)
+    similarity: HopSimilarity = field(default_factory=HopSimilarity)
     timings: StageTimings = StageTimings()
 
 
@@ -106,11 +114,11 @@ def hop_trace(run: HopRun, ranked: Mapping[tuple[int, str], tuple[Scored, Placem
         query=run.query,
         proposed_by=run.proposed_by,
         relevance_text=run.relevance_text,
-        proposal=dict(run.proposal),
+        proposal=run.proposal,
         candidates=tuple(candidates),
         counts=HopCounts(found=len(run.scored), kept=kept, dropped=len(run.scored) - kept),
         timings_ms=run.timings,
-        similarity=dict(run.similarity),
+        similarity=run.similarity,
     )
 
 

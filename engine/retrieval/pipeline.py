@@ -21,7 +21,16 @@ from ..presets import preset_overrides
 from ..providers.llm import LLM
 from ..providers.llm_output import parse_number_list
 from ..records import KINDS
-from ..trace.records import CandidateInput, RetrievalTrace, Strategies, Timings, Tombstone, TraceSettings
+from ..trace.records import (
+    CandidateInput,
+    HopSimilarity,
+    ProposalDetails,
+    RetrievalTrace,
+    Strategies,
+    Timings,
+    Tombstone,
+    TraceSettings,
+)
 from ..trace.replay import replay_ranking, replay_runs, replay_settings, tombstones
 from ..vocab import Strategy
 from .assembly import Assembly, assemble, merge, mmr, similarity_function, with_final_ranks
@@ -179,7 +188,7 @@ class Retriever:
                 accumulated = [s.inp.text for s in merge([r.scored for r in runs])]
                 proposed = reasoner.propose(req.question, accumulated, hop, seen)
             proposal = Proposal(proposed.query.strip(), proposed.proposed_by, proposed.details)
-            stop_details = {"proposed_by": proposal.proposed_by, "query": proposal.query, **proposal.details}
+            stop_details = {"proposed_by": proposal.proposed_by, "query": proposal.query, **proposal.details.to_dict()}
         return runs, "max_hops", stop_details
 
     def _run_hop(
@@ -201,7 +210,7 @@ class Retriever:
         record_search_modes(strategies, modes, hop, req.sources)
         with timer.stage("candidates"):
             inputs, vectors = build_inputs(self.b, conn, req.user_id, qvec, hits)
-            pairs = cosines.add_hop([i.id for i in inputs], vectors) if inputs else {}
+            pairs = cosines.add_hop([i.id for i in inputs], vectors) if inputs else HopSimilarity()
         relevance_text = req.question if hop == 1 else query
         if req.settings.relevance_filter == "llm":
             with timer.stage("llm_judge"):
@@ -224,15 +233,17 @@ class Retriever:
         """The first hop's query: the question itself when short, else a condensed form of it."""
         if len(message) <= settings.query_condense_chars:
             why = f"<= {settings.query_condense_chars} chars"
-            return Proposal(message, Strategy.QUESTION, {"strategy": "as_is", "why": why})
+            return Proposal(message, Strategy.QUESTION, ProposalDetails(strategy="as_is", why=why))
         if settings.query_generator == "llm" or (settings.query_generator == "auto" and self.llm.available):
             result = self.llm.complete(QUERY_PROMPT.format(message=message), "query_generation", user_id)
             if result.ok and result.text.strip():
-                return Proposal(result.text.strip().splitlines()[0][:300], Strategy.LLM_QUERY, {"strategy": "llm"})
+                query = result.text.strip().splitlines()[0][:300]
+                return Proposal(query, Strategy.LLM_QUERY, ProposalDetails(strategy="llm"))
             fallback = condense_offline(message, settings.query_condense_words) or message[:201]
-            return Proposal(fallback, Strategy.OFFLINE_KEYWORDS, {"strategy": "offline", "fallback": result.error})
+            details = ProposalDetails(strategy="offline", fallback=result.error)
+            return Proposal(fallback, Strategy.OFFLINE_KEYWORDS, details)
         condensed = condense_offline(message, settings.query_condense_words) or message[:201]
-        return Proposal(condensed, Strategy.OFFLINE_KEYWORDS, {"strategy": "offline"})
+        return Proposal(condensed, Strategy.OFFLINE_KEYWORDS, ProposalDetails(strategy="offline"))
 
     def _judge(self, inputs: list[CandidateInput], text: str, user_id: str) -> tuple[list[CandidateInput], str]:
         if not inputs or not self.llm.available:

@@ -8,12 +8,14 @@ error means DONE). Any callable ``(question, accumulated, hop) -> str`` can be p
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from ..trace.hop_records import ProposalDetails
 from ..vocab import Strategy
 from .text import CONTENT_STOP_WORDS, content_words
 
@@ -49,9 +51,16 @@ _OPENERS = frozenset(
 
 @dataclass(frozen=True)
 class Proposal:
+    """The next query (or DONE), who proposed it, and how (the hop's trace keeps ``details`` as its proposal). A
+    custom reasoner may hand its details over as a plain mapping: they are read into the record."""
+
     query: str  # the next query, or DONE
     proposed_by: str
-    details: dict[str, Any] = field(default_factory=dict)
+    details: ProposalDetails = field(default_factory=ProposalDetails)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.details, ProposalDetails):
+            object.__setattr__(self, "details", ProposalDetails.from_dict(self.details))
 
 
 class Reasoner(Protocol):
@@ -162,7 +171,7 @@ class OfflineBridgeReasoner:
             known |= _words(name)
         pool = [_SPEAKER_PREFIX.sub("", text, count=1) for text in pool]
         if not pool:
-            return Proposal(DONE, self.name, {"why": "no results to bridge from"})
+            return Proposal(DONE, self.name, ProposalDetails(why="no results to bridge from"))
         names_mid = {
             m.group(0) for text in pool for m in _PROPER.finditer(text) if not _sentence_start(text, m.start())
         }
@@ -192,7 +201,7 @@ class OfflineBridgeReasoner:
         candidates.sort(key=lambda c: (-c[0], c[1]))
         bridges = candidates[: self.bridge_texts]
         chosen: list[str] = []
-        details: dict[str, Any] = {}
+        details = ProposalDetails()
         if bridges:
             source: dict[str, int] = {}
             for n, c in enumerate(bridges):
@@ -207,24 +216,26 @@ class OfflineBridgeReasoner:
             # words. The query keeps the results' order.
             picked = sorted(best_terms, key=lambda t: (source[t], -len(t.split())))[: self.max_terms]
             chosen = [t for t in best_terms if t in picked]
-            details = {
-                "names": list(chosen),
-                "from_text": bridges[0][2][:200],
-                "question_overlap": round(bridges[0][0], 2),
-            }
-            if len(bridges) > 1:
-                details["also_from"] = [c[2][:200] for c in bridges[1:]]
+            details = ProposalDetails(
+                names=tuple(chosen),
+                from_text=bridges[0][2][:200],
+                question_overlap=round(bridges[0][0], 2),
+                also_from=tuple(c[2][:200] for c in bridges[1:]) if len(bridges) > 1 else None,
+            )
         if self.mode == "question+terms" and not chosen:
             # The question again with a few frequent words of its own results finds what it found: on the dev
             # halves such a hop changed recall@10 for 1 of 140 LoCoMo questions (for the worse), so stop instead.
-            return Proposal(DONE, self.name, {"why": "no new names or identifiers in the results to bridge to"})
+            return Proposal(
+                DONE, self.name, ProposalDetails(why="no new names or identifiers in the results to bridge to")
+            )
         if self.mode == "question+terms" or not chosen:
             keys = [k for k in self.expansion_terms(pool, known | {w.lower() for t in chosen for w in t.split()})]
-            details["key_terms"] = keys
+            details = dataclasses.replace(details, key_terms=tuple(keys))
             chosen += keys
         if not chosen:
-            return Proposal(DONE, self.name, {"why": "no new names, identifiers or key terms in the results"})
-        details["terms"] = chosen
+            why = "no new names, identifiers or key terms in the results"
+            return Proposal(DONE, self.name, ProposalDetails(why=why))
+        details = dataclasses.replace(details, terms=tuple(chosen))
         if self.mode == "question+terms":
             query = " ".join(content_words(question) + chosen)
         else:
@@ -286,6 +297,6 @@ class LLMReasoner:
             REASONER_PROMPT.format(question=question, memories=memories), operation="reasoner", user_id=self.user_id
         )
         if not result.ok:
-            return Proposal(DONE, self.name, {"fallback": f"LLM error: {result.error}; treated as DONE"})
+            return Proposal(DONE, self.name, ProposalDetails(fallback=f"LLM error: {result.error}; treated as DONE"))
         text = result.text.strip().strip('"').splitlines()[0].strip() if result.text.strip() else ""
-        return Proposal(text, self.name, {"raw": result.text[:500]})
+        return Proposal(text, self.name, ProposalDetails(raw=result.text[:500]))

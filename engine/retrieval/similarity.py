@@ -15,7 +15,9 @@ from typing import Any
 
 import numpy as np
 
-FORMAT = "cosine-int16-lower"
+from ..trace.hop_records import SIMILARITY_FORMAT, HopSimilarity
+
+FORMAT = SIMILARITY_FORMAT
 SCALE = 10_000
 Lookup = Callable[[str, str], float]
 
@@ -29,7 +31,7 @@ class CandidateCosines:
         self._vectors: np.ndarray | None = None
         self._matrix = np.zeros((0, 0), dtype=np.int16)
 
-    def add_hop(self, ids: Sequence[str], vectors: np.ndarray) -> dict[str, Any]:
+    def add_hop(self, ids: Sequence[str], vectors: np.ndarray) -> HopSimilarity:
         """Add one hop's candidates (unit vectors); return the hop's record for the trace."""
         fresh, seen = [], set(self._index)
         for n, i in enumerate(ids):
@@ -49,13 +51,9 @@ class CandidateCosines:
         return self._record(new_ids, packed)
 
     @staticmethod
-    def _record(new_ids: list[str], packed: np.ndarray) -> dict[str, Any]:
-        return {
-            "format": FORMAT,
-            "scale": SCALE,
-            "ids": new_ids,
-            "values": base64.b64encode(packed.astype("<i2").tobytes()).decode("ascii"),
-        }
+    def _record(new_ids: list[str], packed: np.ndarray) -> HopSimilarity:
+        values = base64.b64encode(packed.astype("<i2").tobytes()).decode("ascii")
+        return HopSimilarity(format=FORMAT, scale=SCALE, ids=tuple(new_ids), values=values)
 
     def _append(self, new_ids: list[str], packed: np.ndarray) -> None:
         start, n = len(self.ids), len(new_ids)
@@ -74,11 +72,11 @@ class CandidateCosines:
         self.ids.extend(new_ids)
 
     @classmethod
-    def from_records(cls, records: Sequence[Mapping[str, Any]]) -> CandidateCosines:
+    def from_records(cls, records: Sequence[HopSimilarity]) -> CandidateCosines:
         table = cls()
         for rec in records:
-            raw = base64.b64decode(rec["values"]) if rec.get("values") else b""
-            table._append(list(rec["ids"]), np.frombuffer(raw, dtype="<i2").astype(np.int16))
+            raw = base64.b64decode(rec.values) if rec.values else b""
+            table._append(list(rec.ids), np.frombuffer(raw, dtype="<i2").astype(np.int16))
         return table
 
     def cosine(self, a: str, b: str) -> float:
@@ -88,17 +86,18 @@ class CandidateCosines:
         return float(self._matrix[ia, ib]) / SCALE
 
 
-def cosine_lookup(records: Sequence[Mapping[str, Any]]) -> Lookup | None:
-    """A lookup over the hops' recorded similarities; None when nothing was recorded."""
-    records = [r for r in records if r]
-    if not records:
+def cosine_lookup(records: Sequence[HopSimilarity | Mapping[str, Any]]) -> Lookup | None:
+    """A lookup over the hops' recorded similarities (records, or their stored JSON objects); None when nothing was
+    recorded."""
+    recorded = [r for r in map(HopSimilarity.from_dict, records) if r.recorded]
+    if not recorded:
         return None
-    if all(r.get("format") == FORMAT for r in records):
-        return CandidateCosines.from_records(records).cosine
+    if all(r.format == FORMAT for r in recorded):
+        return CandidateCosines.from_records(recorded).cosine
     # traces written before the compact format: a flat {"a|b": cosine} mapping per hop
     pairs: dict[str, float] = {}
-    for r in records:
-        pairs.update({k: v for k, v in r.items() if "|" in k})
+    for r in recorded:
+        pairs.update({k: v for k, v in r.pairs.items() if "|" in k})
 
     def from_pairs(a: str, b: str) -> float:
         return float(pairs.get(f"{a}|{b}", pairs.get(f"{b}|{a}", 0.0)))

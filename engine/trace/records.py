@@ -2,10 +2,10 @@
 
 A candidate's scores, ranks and verdict are typed records (scores.py), and so is what the trace says about the run:
 its settings (:class:`TraceSettings`, the retrieval settings as the ``Settings`` record), the strategies that ran
-(:class:`Strategies`), stage timings (:class:`Timings`), hop counts (:class:`HopCounts`) and the tombstones of
-memories forgotten since (:class:`Tombstone`). Each is written as the JSON object traces have always held (its
-``to_dict``) and read back from every earlier stored form (``from_dict``; older traces lack some scores and settings:
-see OLDER_TRACE_SETTINGS).
+(:class:`Strategies`), stage timings (:class:`Timings`), a hop's proposal, counts and cosines (hop_records.py) and
+the tombstones of memories forgotten since (:class:`Tombstone`). Each is written as the JSON object traces have
+always held (its ``to_dict``) and read back from every earlier stored form (``from_dict``; older traces lack some
+scores and settings: see OLDER_TRACE_SETTINGS).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from ..config import Settings
 from ..records import to_plain
 from ..retrieval.scores import SCORE_KEYS, CandidateScores, StageRanks, Verdict
 from ..vocab import ForgetMode, Kind, Reason
+from .hop_records import HopCounts, HopSimilarity, ProposalDetails
 
 __all__ = [
     "SCORE_KEYS",
@@ -29,6 +30,8 @@ __all__ = [
     "RetrievalTrace",
     "OLDER_TRACE_SETTINGS",
     "HopCounts",
+    "HopSimilarity",
+    "ProposalDetails",
     "Strategies",
     "Timings",
     "Tombstone",
@@ -171,26 +174,6 @@ class Timings:
 
 
 @dataclass(frozen=True)
-class HopCounts:
-    """How many candidates a hop's search found, and how many the relevance filter kept and dropped."""
-
-    found: int = 0
-    kept: int = 0
-    dropped: int = 0
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | Self | None) -> Self:
-        if isinstance(data, cls):
-            return data
-        if not isinstance(data, Mapping) and data is not None:  # another record type: refused as the dict would be
-            raise TypeError(f"not a stored {cls.__name__}: {type(data).__name__}")
-        return cls(**{k: int(v) for k, v in (data or {}).items() if k in ("found", "kept", "dropped")})
-
-    def to_dict(self) -> dict[str, int]:
-        return {"found": self.found, "kept": self.kept, "dropped": self.dropped}
-
-
-@dataclass(frozen=True)
 class Tombstone:
     """What a forget left in stored traces for a memory: the forget log's entry (mode, when, by whom, why). The
     store may know only the mode (an archived row without a log entry); ``kind`` is written only when known."""
@@ -296,25 +279,35 @@ class HopTrace:
     query: str
     proposed_by: str  # question | offline:keywords | llm:query | offline:bridge_entities | llm:reasoner | custom
     relevance_text: str
-    proposal: dict[str, Any]  # how the query was made (terms, strategy, fallback reason): each reasoner says its own
+    proposal: ProposalDetails  # how the query was made (strategy, fallback reason, the bridge's names and terms)
     candidates: tuple[CandidateTrace, ...]
     counts: HopCounts
     timings_ms: Timings
-    similarity: dict[str, Any] = field(
-        default_factory=dict
-    )  # cosines of the candidates this hop saw first (similarity.py)
+    # the cosines of the candidates this hop saw first (retrieval/similarity.py)
+    similarity: HopSimilarity = field(default_factory=HopSimilarity)
 
     def __post_init__(self) -> None:
         # Built from a stored trace (or by hand), these arrive as plain mappings: keep the typed records.
+        if not isinstance(self.proposal, ProposalDetails):
+            object.__setattr__(self, "proposal", ProposalDetails.from_dict(self.proposal))
+        if not isinstance(self.similarity, HopSimilarity):
+            object.__setattr__(self, "similarity", HopSimilarity.from_dict(self.similarity))
         if not isinstance(self.counts, HopCounts):
             object.__setattr__(self, "counts", HopCounts.from_dict(self.counts))
         if not isinstance(self.timings_ms, Timings):
             object.__setattr__(self, "timings_ms", Timings.from_dict(self.timings_ms))
 
     def plain_fields(self) -> dict[str, Any]:
-        """The fields as they are written out: the counts and timings as the JSON objects they always were."""
+        """The fields as they are written out: the proposal, counts, timings and similarity as the JSON objects they
+        always were."""
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return {**fields, "counts": self.counts.to_dict(), "timings_ms": self.timings_ms.as_dict()}
+        return {
+            **fields,
+            "proposal": self.proposal.to_dict(),
+            "counts": self.counts.to_dict(),
+            "timings_ms": self.timings_ms.as_dict(),
+            "similarity": self.similarity.to_dict(),
+        }
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ..retrieval.assembly import context_block
-from .records import CandidateTrace, HopTrace, RetrievalTrace, Tombstone
+from .records import CandidateTrace, HopTrace, ProposalDetails, RetrievalTrace, Tombstone
 
 # What a hard-forgotten memory's text becomes in a trace's assembled context.
 FORGOTTEN_TEXT = "[forgotten memory {id}]"
@@ -47,9 +47,12 @@ def redact_trace(trace: RetrievalTrace, ids: Collection[str], tombstone: Tombsto
     # A hop's proposal is what made its query; the offline bridge reasoner's quotes the memory it took names from
     # (from_text), and the query is made of those names.
     def unquote(h: HopTrace) -> HopTrace:
-        if h.hop > 1 and _quotes(h.proposal, quoted):
+        if h.hop > 1 and _quotes(h.proposal.to_dict(), quoted):
             return dataclasses.replace(
-                h, proposal={"redacted": REDACTED_PROPOSAL}, query=REDACTED_QUERY, relevance_text=REDACTED_QUERY
+                h,
+                proposal=ProposalDetails(redacted=REDACTED_PROPOSAL),
+                query=REDACTED_QUERY,
+                relevance_text=REDACTED_QUERY,
             )
         return h
 
@@ -84,7 +87,12 @@ def redact_quotes(trace: RetrievalTrace, texts: Mapping[str, str]) -> RetrievalT
         return value
 
     hops = tuple(
-        dataclasses.replace(h, query=sub(h.query), relevance_text=sub(h.relevance_text), proposal=sub(h.proposal))
+        dataclasses.replace(
+            h,
+            query=sub(h.query),
+            relevance_text=sub(h.relevance_text),
+            proposal=ProposalDetails.from_dict(sub(h.proposal.to_dict())),
+        )
         for h in trace.hops
     )
     return dataclasses.replace(trace, question=sub(trace.question), hops=hops, stop_details=sub(trace.stop_details))

@@ -1,8 +1,8 @@
-"""Traces as stored records in DuckDB: save, fetch, list, delete, prune by age, and back from JSON."""
+"""Traces as stored records in DuckDB: save, fetch, list, delete, prune by age; the packed body (zstd, or zlib
+before migration 0003) around the JSON form of codec.py."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import zlib
@@ -20,58 +20,11 @@ from ..ids import check_id
 from ..memory.base import Backends, page_args
 from ..records import Page, TracePrunePlan
 from ..store.sql.database import Connection, one_row
-from .records import (
-    CandidateTrace,
-    HopTrace,
-    RankedMemory,
-    RetrievalTrace,
-    Strategies,
-    Timings,
-    Tombstone,
-    TraceSettings,
-)
+from .codec import trace_from_dict, trace_json_bytes
+from .records import RetrievalTrace, Tombstone
 from .redaction import redact_quotes, redact_trace
 
 log = logging.getLogger(__name__)
-
-
-def trace_from_dict(data: dict[str, Any]) -> RetrievalTrace:
-    try:
-        hops = tuple(
-            HopTrace(**{**h, "candidates": tuple(CandidateTrace(**c) for c in h["candidates"])}) for h in data["hops"]
-        )
-        return RetrievalTrace(
-            **{
-                **data,
-                "hops": hops,
-                "context_ids": tuple(data["context_ids"]),
-                "ranking": tuple(RankedMemory.from_dict(r) for r in data["ranking"]),
-                "settings": TraceSettings.from_dict(data["settings"]),  # an older trace's missing settings filled in
-                "strategies": Strategies.from_dict(data["strategies"]),
-                "timings_ms": Timings.from_dict(data["timings_ms"]),
-                "forgotten": {i: Tombstone.from_dict(t) for i, t in (data.get("forgotten") or {}).items()},
-            }
-        )
-    except (KeyError, TypeError, AttributeError) as exc:  # AttributeError: a ranking entry that is not an object
-        raise InvalidInput(f"not a memlens trace: {exc}") from None
-
-
-def trace_json_bytes(trace: RetrievalTrace) -> bytes:
-    """The stored form of a trace: UTF-8 JSON. orjson writes a 2-hop trace (~200 candidates, ~300 kB) in ~0.6 ms,
-    the json module in ~6 ms (measured, bench/latency.py store); the JSON is the same up to whitespace. orjson
-    walks the records (dataclasses), dicts, lists and datetimes itself and refuses anything else. The records whose
-    written form is not all their fields (the trace's settings, strategies, timings, ranking entries and tombstones,
-    a hop's counts and timings) are handed over in that form (their ``plain_fields``); the candidates, a few hundred
-    of them, stay records for orjson to walk, except the few that carry a tombstone."""
-    fields = trace.plain_fields()
-    fields["hops"] = [{**h.plain_fields(), "candidates": [_candidate(c) for c in h.candidates]} for h in trace.hops]
-    return orjson.dumps(fields, option=orjson.OPT_NON_STR_KEYS)
-
-
-def _candidate(c: CandidateTrace) -> CandidateTrace | dict[str, Any]:
-    if c.forgotten is None:
-        return c
-    return {**{f.name: getattr(c, f.name) for f in dataclasses.fields(c)}, "forgotten": c.forgotten.to_dict()}
 
 
 def _memory_ids(trace: RetrievalTrace) -> list[str]:
@@ -89,10 +42,6 @@ def _readable(trace_id: str, body: Any, packed: bytes | None) -> RetrievalTrace 
     except InvalidInput as exc:
         log.warning("forget could not rewrite trace %r: %s", trace_id, exc)
     return None
-
-
-def trace_json(trace: RetrievalTrace) -> str:
-    return trace_json_bytes(trace).decode("utf-8")
 
 
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"

@@ -9,9 +9,10 @@ from collections.abc import Sequence
 from ..errors import InvalidInput
 from ..ids import check_id
 from ..validation import parse_json
+from .codec import trace_from_dict
 from .memory_state import memory_states
 from .records import RetrievalTrace
-from .store import TraceStore, trace_from_dict
+from .store import TraceStore
 from .why_not import MemoryState, WhyNot, why_not
 
 # Traces of long multi-hop runs are large; a pasted or uploaded trace up to this size is read.

@@ -27,7 +27,7 @@ from engine import (
 from engine.cli.main import build_parser
 from engine.mcp import server
 from engine.trace import why_not as why_not_module
-from engine.trace.store import trace_from_dict
+from engine.trace.codec import trace_from_dict
 from engine.vocab import HOP_STAGE_LABELS, HopStage
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "traces"

@@ -30,7 +30,7 @@ def test_a_later_hop_records_its_new_candidates_against_every_earlier_one_and_re
     table = CandidateCosines()
     first = table.add_hop(["a", "b"], unit([[1, 0], [0, 1]]))
     second = table.add_hop(["b", "c", "c"], unit([[0, 1], [1, 1], [1, 1]]))
-    assert first["ids"] == ["a", "b"] and second["ids"] == ["c"]  # b was recorded by hop 1, c only once
+    assert first.ids == ("a", "b") and second.ids == ("c",)  # b was recorded by hop 1, c only once
     assert table.cosine("c", "a") == pytest.approx(0.7071, abs=1e-9)
     assert table.cosine("b", "c") == pytest.approx(0.7071, abs=1e-9)
 
@@ -41,7 +41,7 @@ def test_the_records_survive_json_and_decode_to_exactly_the_live_values():
     ids = [[f"m{i}" for i in range(60)], [f"m{i}" for i in range(30, 90)]]
     live = CandidateCosines()
     records = [live.add_hop(i, v) for i, v in zip(ids, hops)]
-    stored = json.loads(json.dumps(records))
+    stored = json.loads(json.dumps([r.to_dict() for r in records]))
     lookup = cosine_lookup(stored)
     every = [f"m{i}" for i in range(90)]
     assert all(lookup(a, b) == live.cosine(a, b) for a in every for b in every)

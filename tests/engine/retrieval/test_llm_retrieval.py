@@ -43,7 +43,7 @@ def test_a_long_question_is_condensed_by_the_llm_and_the_trace_says_so(engine, s
     assert trace.strategies.query_generation == "llm:query"
     assert trace.hops[0].query == "where does Rita's sister live"
     assert trace.hops[0].proposed_by == "llm:query"
-    assert trace.hops[0].proposal["strategy"] == "llm"
+    assert trace.hops[0].proposal.strategy == "llm"
     assert engine.admin.usage(U)[0]["operation"] == "query_generation"
 
 
@@ -58,8 +58,8 @@ def test_a_failing_server_falls_back_to_offline_keywords_recorded_in_the_trace(e
     trace = engine.retrieval.retrieve(U, LONG)
     assert len(server.captured("chat")) == 3
     assert trace.strategies.query_generation == "offline:keywords"
-    assert trace.hops[0].proposal["strategy"] == "offline"
-    assert "gave up after 3 attempts" in trace.hops[0].proposal["fallback"]
+    assert trace.hops[0].proposal.strategy == "offline"
+    assert "gave up after 3 attempts" in trace.hops[0].proposal.fallback
     assert trace.context  # retrieval still produced a context
 
 
@@ -67,7 +67,7 @@ def test_a_timeout_falls_back_cleanly_too(engine, server):
     server.script("chat", *[Reply(delay_s=1.6, content="late")] * 3)
     trace = engine.retrieval.retrieve(U, LONG)
     assert trace.strategies.query_generation == "offline:keywords"
-    assert "APITimeoutError" in trace.hops[0].proposal["fallback"]
+    assert "APITimeoutError" in trace.hops[0].proposal.fallback
 
 
 def test_the_llm_reasoner_proposes_a_follow_up_hop_then_stops_on_done(engine, server):
@@ -76,7 +76,7 @@ def test_the_llm_reasoner_proposes_a_follow_up_hop_then_stops_on_done(engine, se
     assert trace.strategies.reasoner == "llm:reasoner"
     assert [h.query for h in trace.hops] == ["Where does Mara live?", "Lyon workshop instruments"]
     assert trace.hops[1].proposed_by == "llm:reasoner"
-    assert trace.hops[1].proposal["raw"] == "Lyon workshop instruments"
+    assert trace.hops[1].proposal.raw == "Lyon workshop instruments"
     assert trace.stop_reason == "done"
     prompts = [r.prompt for r in server.captured("chat")]
     assert len(prompts) == 2 and "Where does Mara live?" in prompts[0]

@@ -7,7 +7,15 @@ from datetime import timedelta
 
 import pytest
 
-from engine import CallableReasoner, InvalidInput, MemoryEngine, OfflineBridgeReasoner, Proposal, Settings
+from engine import (
+    CallableReasoner,
+    InvalidInput,
+    MemoryEngine,
+    OfflineBridgeReasoner,
+    Proposal,
+    ProposalDetails,
+    Settings,
+)
 from engine.clock import utcnow
 
 USER = "hop-user"
@@ -141,7 +149,7 @@ def test_a_reasoner_object_with_propose_is_used_as_is(world):
     assert (trace.hops[1].query, trace.hops[1].proposed_by, trace.hops[1].proposal) == (
         "Kestrel squad",
         "fixed",
-        {"why": "test"},
+        ProposalDetails(why="test"),
     )
 
 
@@ -226,7 +234,7 @@ def test_question_plus_terms_adds_a_bridge_name_and_key_terms_to_the_question():
     texts = ["The release is blocked by the Kestrel migration.", "Kestrel migration waits on the schema freeze."]
     proposal = OfflineBridgeReasoner(mode="question+terms").propose("What blocks the release?", texts, 1, [])
     assert proposal.query.startswith("blocks release Kestrel")
-    assert proposal.details["names"] == ["Kestrel"]
+    assert proposal.details.names == ("Kestrel",)
 
 
 def test_question_plus_terms_stops_when_the_results_name_nothing_new():
@@ -234,7 +242,7 @@ def test_question_plus_terms_stops_when_the_results_name_nothing_new():
     texts = ["the release is blocked by the migration", "the migration waits on the schema freeze"]
     proposal = OfflineBridgeReasoner(mode="question+terms").propose("What blocks the release?", texts, 1, [])
     assert proposal.query == "DONE"
-    assert "no new names" in proposal.details["why"]
+    assert "no new names" in proposal.details.why
 
 
 def test_a_sentence_opening_word_seen_in_lower_case_is_not_part_of_the_name_after_it():
@@ -250,9 +258,9 @@ def test_the_speakers_of_a_conversation_and_its_chat_filler_never_bridge():
         'Jon said, "Thanks Gina, awesome."',
     ]
     proposal = OfflineBridgeReasoner(mode="question+terms").propose("Which city has Gina visited?", texts, 1, [])
-    assert "Rome" in proposal.details["names"]
-    assert not {"jon", "gina"} & {w.lower() for w in proposal.details["terms"]}
-    assert "awesome" not in proposal.details["terms"]
+    assert "Rome" in proposal.details.names
+    assert not {"jon", "gina"} & {w.lower() for w in proposal.details.terms}
+    assert "awesome" not in proposal.details.terms
 
 
 def test_offline_bridge_reasoner_says_done_when_the_results_hold_nothing_new():
@@ -327,7 +335,7 @@ def test_chat_turns_with_only_hyphenated_words_new_give_done_while_notes_bridge_
     assert reasoner.propose("What is my favourite snack?", chat, 1, []).query == "DONE"
     notes = ["The snack-bar team ships the well-being app.", "a", "b", "c"]
     proposal = reasoner.propose("What snack do I eat?", notes, 1, [])
-    assert proposal.details["names"] == ["snack-bar", "well-being"]
+    assert proposal.details.names == ("snack-bar", "well-being")
 
 
 def test_a_question_about_two_people_bridges_from_the_best_result_of_each():
@@ -341,13 +349,13 @@ def test_a_question_about_two_people_bridges_from_the_best_result_of_each():
     proposal = OfflineBridgeReasoner(mode="question+terms").propose(
         "Which city have both Gina and Jon visited?", texts, 1, []
     )
-    assert proposal.details["names"] == ["Rome", "Paris"]
-    assert proposal.details["also_from"] == ['"Gina, I went to Paris for my studio."']
+    assert proposal.details.names == ("Rome", "Paris")
+    assert proposal.details.also_from == ('"Gina, I went to Paris for my studio."',)
     assert proposal.query.startswith("city Gina Jon visited Rome Paris")
     one_text = OfflineBridgeReasoner(mode="question+terms", bridge_texts=1).propose(
         "Which city have both Gina and Jon visited?", texts, 1, []
     )
-    assert one_text.details["names"] == ["Rome"]
+    assert one_text.details.names == ("Rome",)
 
 
 def test_hard_forgetting_a_result_the_second_hop_took_names_from_redacts_that_hop(empty_engine):
@@ -361,8 +369,8 @@ def test_hard_forgetting_a_result_the_second_hop_took_names_from_redacts_that_ho
     items = [engine.items.remember("gj", t) for t in turns]
     trace = engine.retrieval.retrieve("gj", "Which city have both Gina and Jon visited?", hops=2)
     hop2 = trace.hops[1]
-    assert hop2.proposal["also_from"] and "Paris" in hop2.query
-    second = next(i for i in items if hop2.proposal["also_from"][0] in i.content)
+    assert hop2.proposal.also_from and "Paris" in hop2.query
+    second = next(i for i in items if hop2.proposal.also_from[0] in i.content)
     engine.forgetting.forget("gj", "semantic", [second.id], reason="test", mode="hard")
     stored = engine.traces.get(trace.trace_id)
     assert second.content not in json.dumps(stored.to_dict())

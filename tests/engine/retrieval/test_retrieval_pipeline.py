@@ -379,7 +379,7 @@ def test_a_question_of_exactly_100_characters_is_used_as_is(world):
 def test_asking_for_the_llm_query_generator_without_an_llm_falls_back_to_keywords(world):
     hop = run(world, LONG, overrides={"query_generator": "llm"}).hops[0]
     assert hop.proposed_by == "offline:keywords"
-    assert hop.proposal["fallback"] == "no LLM configured"
+    assert hop.proposal.fallback == "no LLM configured"
 
 
 def test_offline_condensation_keeps_at_most_15_content_words():

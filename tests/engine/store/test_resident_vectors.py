@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.store.vectors import index as vectors_module
+from engine.store.vectors import search as vectors_module
 from engine.store.vectors.index import VectorIndex
 from tests.support.fts_answers import assert_same_answer
 

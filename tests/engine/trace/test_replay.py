@@ -148,7 +148,7 @@ def test_the_identity_traces_exercise_what_they_claim(world):
     kept = [c.scores for c in traces["one_hop_mmr"].hops[0].candidates if c.verdicts.relevance == "kept"]
     assert kept and all(r.mmr_value is not None for r in kept)
     embedding = traces["one_hop_mmr_embedding"]
-    assert embedding.hops[0].similarity  # the pairwise cosines that make this replayable
+    assert embedding.hops[0].similarity.ids  # the pairwise cosines that make this replayable
     assert [r.id for r in embedding.ranking] != [r.id for r in traces["one_hop"].ranking]
     assert any(r.reason == "budget_stop" for r in traces["stop_mode_small_budget"].ranking)
 
@@ -379,7 +379,7 @@ def test_replay_refuses_bad_overrides(world, overrides):
 def test_a_stored_trace_body_is_exactly_the_traces_plain_json(world):
     import json
 
-    from engine.trace.store import trace_json
+    from engine.trace.codec import trace_json
 
     assert len(world[4]) >= 5  # the module's stored traces
     for trace in world[4].values():

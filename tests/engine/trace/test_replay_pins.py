@@ -18,6 +18,7 @@ from engine import InvalidInput, Settings
 from engine.clock import parse_time
 from engine.retrieval.hop_run import hop_trace, placement_key, ranking_entry
 from engine.retrieval.pipeline import rank_and_assemble
+from engine.trace.codec import trace_from_dict, trace_json
 from engine.trace.records import RankedMemory
 from engine.trace.replay import (
     candidate_input,
@@ -26,7 +27,6 @@ from engine.trace.replay import (
     replay_settings,
     tombstones,
 )
-from engine.trace.store import trace_from_dict, trace_json
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "traces"
 NAMES = sorted(p.name.removesuffix(".json") for p in FIXTURES.glob("*.json") if not p.name.endswith(".replay.json"))

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from engine import MemoryEngine, Settings
-from engine.trace.store import trace_json
+from engine.trace.codec import trace_json
 from engine.trace.traces import Traces
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "traces"

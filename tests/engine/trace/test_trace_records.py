@@ -23,7 +23,7 @@ from engine import (
     to_plain,
 )
 from engine.retrieval.hop_run import StageTimer
-from engine.trace.store import trace_json
+from engine.trace.codec import trace_json
 from engine.trace.traces import Traces
 from engine.vocab import Relevance
 from ui.trace_data import candidate_rows

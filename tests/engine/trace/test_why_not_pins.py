@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from engine import MemoryState, why_not
-from engine.trace.store import trace_from_dict
+from engine.trace.codec import trace_from_dict
 from engine.trace.why_not import drop_rule, forgotten_detail
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "traces"

@@ -1,0 +1,156 @@
+"""Upkeep of the vector index's tables: scalar and vector indexes, compaction, old versions and purges.
+
+Each write adds a file and a version; this folds them back (optimize), builds the indexes searches rely on, and
+rewrites files that still hold a forgotten memory's rows (materialize_deletions, used by purges.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from typing import TYPE_CHECKING
+
+from ...vocab import KINDS
+from .tables import VectorTables
+from .versions import prune_versions
+
+if TYPE_CHECKING:
+    import lancedb
+
+# Rebuild indexes once this many rows are unindexed. Unindexed rows are still searched (brute force), so this
+# only trades a little query time against rebuild cost.
+REINDEX_AFTER_ROWS = 5000
+# Every write adds one file, and LanceDB's searches slow down with every file: after 1,000 one-row writes, a vector
+# search took 251 ms and a full-text one 105 ms, against 12 and 9 ms once compacted; on a 100k-row table, 64 one-row
+# writes took them from 10 to 24 ms and from 9 to 22 ms, and compacting took 0.9 s. An agent writes a memory at a
+# time, so writes also compact after this many of them (in this process) since the last optimize.
+COMPACT_AFTER_WRITES = 64
+_INDEX_CACHE_S = 10.0
+_PURGE_GAP_S = 1.2
+_MAINTAIN_ATTEMPTS = 6
+log = logging.getLogger(__name__)
+
+
+class VectorMaintenance(VectorTables):
+    # -- purging forgotten rows -------------------------------------------------------------------------------------
+    def materialize_deletions(self, name: str) -> int:
+        """Rewrite every data file of table ``name`` that still holds deleted rows, and rebuild its full-text index
+        (its token dictionary would keep a deleted text's words); return the version that no longer holds them.
+        Readers are unaffected: this commits a new version, the old files stay until prune_versions removes them.
+        LanceDB's own optimize() rewrites a file only once a tenth of its rows are deleted, so this goes through
+        Lance directly (pylance) with a threshold of 0."""
+        tb = self.db.open_table(name)
+        if any(f.metadata.deletion_file is not None for f in tb.to_lance().get_fragments()):
+            for attempt in range(3):
+                try:
+                    tb.to_lance().optimize.compact_files(
+                        materialize_deletions=True, materialize_deletions_threshold=0.0
+                    )
+                    break
+                except Exception as exc:  # a commit conflict with another process: refresh and try again
+                    if "conflict" not in str(exc).lower() or attempt == 2:
+                        raise
+                    tb.checkout_latest()
+                    time.sleep(0.05 * (attempt + 1))
+        tb.checkout_latest()
+        clean = tb.version
+        # The next commit comes more than prune_versions' slack (1 s) later, so once it is the first version to keep,
+        # every version up to the compaction is old enough to go.
+        time.sleep(_PURGE_GAP_S)
+        from lancedb.index import FTS, BTree
+
+        if any(tuple(ix.columns) == ("text",) for ix in tb.list_indices()):
+            tb.create_index("text", config=FTS(), replace=True)
+        else:
+            tb.create_index("user_id", config=BTree(), replace=True)
+        self._tables.pop(name, None)
+        return clean
+
+    def prune_old_versions(self, name: str, retention_s: float, since_version: int) -> bool:
+        """Delete the table's versions replaced more than ``retention_s`` ago (versions.py); True once no version
+        older than ``since_version`` is left."""
+        tb = self.db.open_table(name)
+        prune_versions(tb, retention_s)
+        oldest: int = min(v["version"] for v in tb.list_versions())
+        return oldest >= since_version
+
+    def _maintain(self, tb: lancedb.table.Table) -> None:
+        """Housekeeping after a committed write: the rows are in, so a failure here must not fail the write. Several
+        processes (a team store's hosts) may do it at once: a commit conflict means another process did the same
+        (created the index, compacted), so look again and retry; what still fails is left for the next write."""
+        from lancedb.index import FTS, BTree
+
+        counted = False
+        for attempt in range(_MAINTAIN_ATTEMPTS):
+            try:
+                indices = {tuple(ix.columns): ix for ix in tb.list_indices()}
+                if ("text",) not in indices:
+                    tb.create_index("text", config=FTS())
+                if ("user_id",) not in indices:
+                    tb.create_index("user_id", config=BTree())
+                if not indices:
+                    return
+                unindexed = max((getattr(ix, "num_unindexed_rows", 0) or 0) for ix in indices.values())
+                if not counted:  # the write that created the indexes is not counted
+                    self._writes[tb.name] = self._writes.get(tb.name, 0) + 1
+                    counted = True
+                if unindexed >= REINDEX_AFTER_ROWS or self._writes[tb.name] >= COMPACT_AFTER_WRITES:
+                    self.optimize(tb)
+                return
+            except Exception as exc:  # lance raises a generic error for commit conflicts
+                if "conflict" not in str(exc).lower():
+                    raise
+                log.info("maintenance of %s met a concurrent commit (%s); retrying", tb.name, exc)
+                tb.checkout_latest()
+                time.sleep(0.05 * (attempt + 1) * (0.5 + random.random()))
+        log.warning("maintenance of %s left for later: other processes kept committing", tb.name)
+
+    def build_vector_indexes(self, min_rows: int) -> list[str]:
+        """Give every table of at least ``min_rows`` rows an HNSW-SQ vector index (one graph, cosine); return the
+        tables indexed now. Slow (~40 s per 100k rows on 2 cores), so only explicit maintenance calls it; later
+        optimize() runs fold new rows into the index."""
+        self._refuse_if_read_only()
+        from lancedb.index import HnswSq
+
+        built = []
+        for kind in KINDS:
+            tb = self.table(kind, create=False)
+            if tb is None or min_rows <= 0 or tb.count_rows() < min_rows or self.has_ann(kind, fresh=True):
+                continue
+            tb.create_index("vector", config=HnswSq(distance_type="cosine", num_partitions=1))
+            self._ann.pop(tb.name, None)
+            built.append(tb.name)
+        return built
+
+    def has_ann(self, kind: str, fresh: bool = False) -> bool:
+        """Whether the kind's table has a vector index (checked at most every few seconds: another process may
+        build one)."""
+        tb = self.table(kind, create=False)
+        if tb is None:
+            return False
+        checked = self._ann.get(tb.name)
+        if fresh or checked is None or time.monotonic() - checked[0] > _INDEX_CACHE_S:
+            has = any(tuple(ix.columns) == ("vector",) for ix in tb.list_indices())
+            checked = (time.monotonic(), has)
+            self._ann[tb.name] = checked
+        return checked[1]
+
+    def optimize(self, tb: lancedb.table.Table | None = None) -> None:
+        """Fold new rows into the indexes, compact, and delete the versions no reader can still be on (older than
+        ``version_retention_s``). Another process may commit meanwhile: refresh and retry."""
+        self._refuse_if_read_only()
+        tables = [tb] if tb is not None else [t for t in (self.table(k, create=False) for k in KINDS) if t is not None]
+        for t in tables:
+            for attempt in range(3):
+                try:
+                    t.optimize()
+                    break
+                except Exception as exc:  # lance raises a generic error for commit conflicts
+                    if "conflict" not in str(exc).lower() or attempt == 2:
+                        raise
+                    t.checkout_latest()
+                    time.sleep(0.05 * (attempt + 1))
+            if self.version_retention_s is not None:
+                prune_versions(t, self.version_retention_s)
+            self._writes[t.name] = 0

@@ -1,0 +1,214 @@
+"""Reads of the vector index: vector and full-text search of a user's rows, counts, ids and stored vectors.
+
+Small tables are searched in memory (resident.py); bigger ones through LanceDB, with an HNSW-SQ graph when one was
+built (maintenance.py), and every hit is checked against its user again (rows.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
+import pyarrow as pa
+
+from ...ids import lance_literal
+from .maintenance import VectorMaintenance
+from .rows import VectorHit, check_vectors
+from .rows import hits as _hits
+from .rows import owned_rows as _owned
+from .rows import vector_matrix as _vectors
+
+if TYPE_CHECKING:
+    import lancedb
+    from lancedb.query import LanceVectorQueryBuilder
+
+_WORD = re.compile(r"\w", re.UNICODE)
+# An exact (brute-force) LanceDB vector search costs ~1 us per row (~110 ms at 100k rows); an HNSW-SQ graph answers in
+# ~10 ms with recall@20 ~0.99 (measured, bench/latency.py). Searches ask for a wider beam than LanceDB's 1.5 * k.
+ANN_MIN_EF = 64
+# A user_id prefilter costs ~5 ms per search at 100k rows (bench/latency.py) and nothing measurable at 10k. Tables this
+# big are checked once per version for a single owner; a search of that owner's rows then skips the filter.
+SOLE_OWNER_MIN_ROWS = 20_000
+# What LanceDB says when a full-text search meets a table without its full-text index.
+_NO_FTS_INDEX = "Cannot perform full text search unless an INVERTED index has been created"
+
+
+class VectorSearch(VectorMaintenance):
+    # -- reads ------------------------------------------------------------------------------------------------------
+    def count(self, kind: str, user_id: str | None = None) -> int:
+        tb = self.table(kind, create=False)
+        if tb is None:
+            return 0
+        return self._read(tb, lambda: tb.count_rows(None if user_id is None else f"user_id = {lance_literal(user_id)}"))
+
+    def vector_search(
+        self, kind: str, user_id: str, query_vector: np.ndarray, k: int, exact: bool = False
+    ) -> list[VectorHit]:
+        return self.search_vectors(kind, user_id, query_vector, k, exact)[0]
+
+    def search_vectors(
+        self, kind: str, user_id: str, query_vector: np.ndarray, k: int, exact: bool = False
+    ) -> tuple[list[VectorHit], str]:
+        tb = self.table(kind, create=False)
+        if tb is None:
+            return [], "exact"
+        return self._read(tb, lambda: self._search_vectors(kind, user_id, query_vector, k, exact))
+
+    def _search_vectors(
+        self, kind: str, user_id: str, query_vector: np.ndarray, k: int, exact: bool = False
+    ) -> tuple[list[VectorHit], str]:
+        """The user's k nearest rows by cosine, and how they were found: ``in memory (exact)`` for small tables
+        (see resident.py), ``approximate (HNSW-SQ)`` with a vector index unless ``exact``, else ``exact``. When the
+        graph walk finds fewer than k rows (a user with few rows among many rarely meets them) the search is
+        repeated exactly, which the user_id index makes cheap for exactly such users."""
+        # A NaN or wrong-sized query would otherwise give NaN scores (and NaN in stored traces) or a raw error.
+        query_vector = check_vectors(np.asarray(query_vector).reshape(1, -1), self.dim, 1)[0]
+        tb = self.table(kind, create=False)
+        if tb is None:
+            return [], "exact"
+        version = tb.version  # one read per search (~0.3 ms: it checks for other processes' commits)
+        held = self.resident.search(tb, version, user_id, query_vector, k)
+        if held is not None:
+            return _hits(held.ids, held.texts, held.vectors, similarity=held.scores), "in memory (exact)"
+        ann = not exact and self.has_ann(kind)
+        where = self._user_filter(tb, version, user_id)
+        rows = self._vector_query(tb, where, query_vector, k, ann)
+        if ann and _owned(rows, user_id).num_rows < k:
+            rows, ann = self._vector_query(tb, where, query_vector, k, False), False
+        rows = _owned(rows, user_id)
+        hits = _hits(
+            rows.column("id").to_pylist(),
+            rows.column("text").to_pylist(),
+            _vectors(rows),
+            similarity=1.0 - rows.column("_distance").to_numpy(),
+        )
+        return hits, "approximate (HNSW-SQ)" if ann else "exact"
+
+    def _user_filter(self, tb: lancedb.table.Table, version: int, user_id: str) -> str | None:
+        """The prefilter that keeps a search to the user's rows, or None when the table holds only that user's rows.
+        Rows are checked against the user again after the search (_owned), so a write by another process between
+        the check and the search can cost candidates but never leak another user's rows."""
+        known = self._owner.get(tb.name)
+        if known is None or known[0] != version:
+            owner = None
+            total = tb.count_rows()
+            if total >= SOLE_OWNER_MIN_ROWS:
+                first = tb.search().select(["user_id"]).limit(1).to_arrow().column("user_id").to_pylist()
+                if first and tb.count_rows(f"user_id = {lance_literal(first[0])}") == total:
+                    owner = first[0]
+            known = (version, owner)
+            self._owner[tb.name] = known
+        return None if known[1] == user_id else f"user_id = {lance_literal(user_id)}"
+
+    @staticmethod
+    def _vector_query(
+        tb: lancedb.table.Table, where: str | None, query_vector: np.ndarray, k: int, ann: bool
+    ) -> pa.Table:
+        # A vector query's builder (LanceDB types search() as the base of the vector, text and hybrid builders).
+        q = (
+            cast(
+                "LanceVectorQueryBuilder",
+                tb.search(np.asarray(query_vector, dtype=np.float32), vector_column_name="vector"),
+            )
+            .distance_type("cosine")
+            .select(["id", "user_id", "text", "vector"])
+            .limit(k)
+        )
+        if where is not None:
+            q = q.where(where, prefilter=True)
+        q = q.ef(max(ANN_MIN_EF, 2 * k)) if ann else q.bypass_vector_index()
+        return q.to_arrow()
+
+    def fts_search(self, kind: str, user_id: str, query: str, k: int) -> list[VectorHit]:
+        return self.search_text(kind, user_id, query, k)[0]
+
+    def search_text(self, kind: str, user_id: str, query: str, k: int) -> tuple[list[VectorHit], str]:
+        tb = self.table(kind, create=False)
+        if tb is None:
+            return [], "LanceDB index"
+        return self._read(tb, lambda: self._search_text(kind, user_id, query, k))
+
+    def _search_text(self, kind: str, user_id: str, query: str, k: int) -> tuple[list[VectorHit], str]:
+        """The user's k best rows by BM25 (LanceDB's index, over the whole table), and where they were scored
+        (``LanceDB index``). For a table held in memory LanceDB returns only ids and scores: the copy has the rest.
+        A table whose full-text index does not exist yet gives no hits: another process (a team store's other host)
+        has created it and added its first rows but not yet built the index, which its maintenance does next; the
+        vector search still finds those rows."""
+        try:
+            return self._search_text_indexed(kind, user_id, query, k)
+        except Exception as exc:
+            if _NO_FTS_INDEX not in str(exc):
+                raise
+            return [], "LanceDB index"
+
+    def _search_text_indexed(self, kind: str, user_id: str, query: str, k: int) -> tuple[list[VectorHit], str]:
+        tb = self.table(kind, create=False)
+        if tb is None or not _WORD.search(query or ""):
+            return [], "LanceDB index"
+        version = tb.version
+        owners = self.resident.owners(tb.name, version)
+        if owners is not None:  # a table held in memory: its copy knows the owners, texts and vectors
+            if user_id not in owners:
+                return [], "LanceDB index"
+            hits = self._fts_held(tb, version, user_id, query, k, only_owner=len(owners) == 1)
+            if hits is not None:
+                return hits, "LanceDB index"
+        q = tb.search(query, query_type="fts").select(["id", "user_id", "text", "vector"]).limit(k)
+        where = self._user_filter(tb, version, user_id)
+        rows = _owned((q.where(where, prefilter=True) if where is not None else q).to_arrow(), user_id)
+        return _hits(
+            rows.column("id").to_pylist(),
+            rows.column("text").to_pylist(),
+            _vectors(rows),
+            bm25=rows.column("_score").to_numpy(),
+        ), "LanceDB index"
+
+    def _fts_held(
+        self, tb: lancedb.table.Table, version: int, user_id: str, query: str, k: int, only_owner: bool
+    ) -> list[VectorHit] | None:
+        """Full-text search of a table held in memory: LanceDB returns only ids and scores (reading 50 stored
+        vectors costs ~1.5 ms), the copy supplies texts and vectors, and a table with one owner needs no user_id
+        prefilter (~1.5 ms at 10k rows). None when the search saw rows the copy lacks (another process wrote)."""
+        q = tb.search(query, query_type="fts").select(["id", "user_id"]).limit(k)
+        rows = _owned(
+            (q if only_owner else q.where(f"user_id = {lance_literal(user_id)}", prefilter=True)).to_arrow(), user_id
+        )
+        ids = rows.column("id").to_pylist()
+        held = self.resident.rows(tb.name, version, ids)
+        if held is None:
+            return None
+        texts, vecs = held
+        return _hits(ids, texts, vecs, bm25=rows.column("_score").to_numpy())
+
+    def vectors_for(self, kind: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        tb = self.table(kind, create=False)
+        if tb is None or not ids:
+            return {}
+        rows = self._read(
+            tb,
+            lambda: tb.search()
+            .where("id IN (" + ", ".join(lance_literal(i) for i in ids) + ")")
+            .select(["id", "vector"])
+            .limit(len(ids) + 10)
+            .to_arrow(),
+        )
+        vecs = _vectors(rows)
+        return {i: vecs[n] for n, i in enumerate(rows.column("id").to_pylist())}
+
+    def ids(self, kind: str) -> list[str]:
+        """Every id in the kind's table (a duplicate appears twice), for orphan checks."""
+        tb = self.table(kind, create=False)
+        if tb is None:
+            return []
+        return self._read(
+            tb, lambda: tb.search().select(["id"]).limit(max(tb.count_rows(), 1)).to_arrow().column("id").to_pylist()
+        )
+
+    def check_readable(self, kind: str) -> None:
+        """Read every column of every row of the kind's table once; StoreCorrupt naming the table if any part of
+        it cannot be read."""
+        tb = self.table(kind, create=False)
+        if tb is not None:
+            self._read(tb, lambda: tb.search().limit(max(tb.count_rows(), 1)).to_arrow())
