@@ -32,6 +32,16 @@ PROPOSAL_KEYS = (
 _LIST_KEYS = frozenset({"names", "also_from", "key_terms", "terms"})
 
 
+def stored_object(cls: type, data: object) -> Mapping[str, Any]:
+    """The stored JSON object a record is read from: None reads as an empty one; another record type or any other
+    value is refused, as a stored non-object would be."""
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise TypeError(f"not a stored {cls.__name__}: {type(data).__name__}")
+    return data
+
+
 @dataclass(frozen=True)
 class ProposalDetails:
     """How a hop's query was made, as its proposer explained it. Hop 1's query generator writes ``strategy``
@@ -59,9 +69,7 @@ class ProposalDetails:
     def from_dict(cls, data: Mapping[str, Any] | Self | None) -> Self:
         if isinstance(data, cls):
             return data
-        if not isinstance(data, Mapping) and data is not None:  # another record type: refused as the dict would be
-            raise TypeError(f"not a stored {cls.__name__}: {type(data).__name__}")
-        data = data or {}
+        data = stored_object(cls, data)
         known: dict[str, Any] = {k: data[k] for k in PROPOSAL_KEYS if k in data}
         for k in _LIST_KEYS & known.keys():
             known[k] = tuple(known[k]) if known[k] is not None else None
@@ -108,9 +116,7 @@ class HopSimilarity:
     def from_dict(cls, data: Mapping[str, Any] | Self | None) -> Self:
         if isinstance(data, cls):
             return data
-        if not isinstance(data, Mapping) and data is not None:  # another record type: refused as the dict would be
-            raise TypeError(f"not a stored {cls.__name__}: {type(data).__name__}")
-        data = data or {}
+        data = stored_object(cls, data)
         if "format" not in data:
             return cls(pairs=dict(data))
         ids = tuple(data.get("ids") or ())
@@ -137,9 +143,8 @@ class HopCounts:
     def from_dict(cls, data: Mapping[str, Any] | Self | None) -> Self:
         if isinstance(data, cls):
             return data
-        if not isinstance(data, Mapping) and data is not None:  # another record type: refused as the dict would be
-            raise TypeError(f"not a stored {cls.__name__}: {type(data).__name__}")
-        return cls(**{k: int(v) for k, v in (data or {}).items() if k in ("found", "kept", "dropped")})
+        data = stored_object(cls, data)
+        return cls(**{k: int(v) for k, v in data.items() if k in ("found", "kept", "dropped")})
 
     def to_dict(self) -> dict[str, int]:
         return {"found": self.found, "kept": self.kept, "dropped": self.dropped}

@@ -19,7 +19,7 @@ from ..config import Settings
 from ..records import to_plain
 from ..retrieval.scores import SCORE_KEYS, CandidateScores, StageRanks, Verdict
 from ..vocab import ForgetMode, Kind, Reason
-from .hop_records import HopCounts, HopSimilarity, ProposalDetails
+from .hop_records import HopCounts, HopSimilarity, ProposalDetails, stored_object
 
 __all__ = [
     "SCORE_KEYS",
@@ -121,9 +121,7 @@ class Strategies:
     def from_dict(cls, data: Mapping[str, Any] | Self | None) -> Self:
         if isinstance(data, cls):
             return data
-        if not isinstance(data, Mapping) and data is not None:  # another record type: refused as the dict would be
-            raise TypeError(f"not a stored {cls.__name__}: {type(data).__name__}")
-        data = data or {}
+        data = stored_object(cls, data)
         return cls(
             **{k: data[k] for k in _STRATEGY_KEYS if k in data},
             per_hop={k: v for k, v in data.items() if k not in _STRATEGY_KEYS},
@@ -148,9 +146,8 @@ class Timings:
     def from_dict(cls, data: Mapping[str, Any] | Self | None) -> Self:
         if isinstance(data, cls):
             return data
-        if not isinstance(data, Mapping) and data is not None:  # another record type: refused as the dict would be
-            raise TypeError(f"not a stored {cls.__name__}: {type(data).__name__}")
-        return cls(tuple((str(k), v) for k, v in (data or {}).items()))
+        data = stored_object(cls, data)
+        return cls(tuple((str(k), v) for k, v in data.items()))
 
     def get(self, stage: str) -> float | None:
         return next((ms for name, ms in self.stages if name == stage), None)
