@@ -207,6 +207,32 @@ class Settings:
     session_idle_minutes: int = _s(60, "Idle pruning: sessions inactive longer than this.", lo=1)
     session_stale_days: int = _s(30, "Stale pruning: sessions inactive longer than this many days.", lo=1)
     session_max_per_user: int = _s(500, "Max sessions kept per user (oldest evicted first).", lo=1)
+    # --- graph memory and maintenance ---------------------------------------------------------------------------
+    graph_extraction: str = _s(
+        "auto",
+        "[memlens] How entities and relations are drawn from memories as they are written: llm (the configured "
+        "LLM, llmemory's prompt), offline (memlens's documented rules, engine/memory/graph_offline.py), auto (llm "
+        "when an LLM is configured, else offline) or off.",
+        choices=("auto", "llm", "offline", "off"),
+        env="MEMLENS_GRAPH_EXTRACTION",
+    )
+    graph_exclusive_predicates: str = _s(
+        "works_at,lives_in,current_job,current_city,employer,residence",
+        "Comma-separated predicates that hold one value at a time (llmemory's six): a new value closes the old "
+        "relation's validity and links it to what superseded it. Compared case-insensitively.",
+    )
+    episodic_ttl_days: float = _s(
+        0.0,
+        "Maintenance expires (soft-forgets) episodes older than this many days; 0 = never (ttl_episodic_days).",
+        lo=0,
+    )
+    procedural_ttl_days: float = _s(
+        0.0,
+        "Maintenance expires (soft-forgets) skills not updated for this many days; 0 = never (ttl_procedural_days).",
+        lo=0,
+    )
+    skill_mining_enabled: bool = _s(False, "Maintenance mines skills from recent episodes (skill_mining_enabled).")
+
     # --- retrieval (llmemory §6) --------------------------------------------------------------------------------
     top_k: int = _s(
         50,
@@ -452,6 +478,11 @@ class Settings:
         return {k: getattr(self, k) for k in self.retrieval_keys()}
 
     @property
+    def exclusive_predicates(self) -> frozenset[str]:
+        """``graph_exclusive_predicates`` as normalised predicate names."""
+        return frozenset(p for p in (normalise_predicate(x) for x in self.graph_exclusive_predicates.split(",")) if p)
+
+    @property
     def llm_configured(self) -> bool:
         return bool(self.openai_api_key)
 
@@ -460,6 +491,11 @@ class Settings:
         if self.embedder == "auto":
             return "openai" if self.openai_api_key else "local"
         return self.embedder
+
+
+def normalise_predicate(text: str) -> str:
+    """llmemory's predicate form: stripped, lowercased, whitespace runs turned into ``_``."""
+    return "_".join(str(text).strip().lower().split())
 
 
 def parse_assignments(pairs: list[str] | None) -> dict[str, str]:

@@ -6,6 +6,7 @@ each operation is defined once, in its part:
     engine.items       semantic memory: remember, memorize, reflect, get, list_items ... (memory/semantic.py)
     engine.episodes    episodic memory: record, get, list_episodes                       (memory/episodic.py)
     engine.skills      procedural memory: register, report_outcome, rank, mine ...       (memory/procedural.py)
+    engine.graph       graph memory: entities, relations as of a time, neighbourhoods    (memory/graph.py)
     engine.feedback    labels: label, report, retract, net, events                       (memory/feedback.py)
     engine.forgetting  forget and its log                                                (memory/forgetting.py)
     engine.retrieval   retrieve, replay, search                                          (retrieval/namespace.py)
@@ -27,6 +28,7 @@ from .memory.base import Backends
 from .memory.episodic import EpisodicMemory
 from .memory.feedback import FeedbackLog
 from .memory.forgetting import Forgetter
+from .memory.graph import GraphMemory
 from .memory.procedural import SkillLibrary
 from .memory.semantic import SemanticMemory
 from .memory.sessions import SessionStore
@@ -76,6 +78,7 @@ class MemoryEngine:
         self.sessions = SessionStore(b)
         self.working = WorkingMemory(b, llm)
         self.episodes = EpisodicMemory(b)
+        self.graph = GraphMemory(b)
         self.items = SemanticMemory(b, llm, self.episodes)
         self.skills = SkillLibrary(b, llm, self.episodes)
         self.feedback = FeedbackLog(b)

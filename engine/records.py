@@ -284,3 +284,126 @@ class StoreStats:
     warnings: tuple[str, ...] = ()
     # per memory kind: without_row / without_vector / duplicated ids, or unreadable (admin.StoreAdmin.orphans)
     orphans: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+# --- graph memory ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Entity:
+    """A person, place, organisation or concept the graph knows, one per name per user (names compared by
+    :func:`engine.memory.graph.name_key`); ``aliases`` are other names that resolve to it."""
+
+    id: str
+    user_id: str
+    name: str
+    type: str
+    aliases: tuple[str, ...]
+    provenance: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    archived_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class FactSource:
+    """Where a relation was drawn from: a memory (``type`` = its kind, ``id`` = its id), a message (``type``
+    "message", ``id`` "<session_id>#<seq>"), or a text's fingerprint (``type`` "text_sha256")."""
+
+    type: str
+    id: str
+
+    @property
+    def message(self) -> tuple[str, int] | None:
+        """(session id, seq) of a message source, else None."""
+        if self.type != "message" or "#" not in self.id:
+            return None
+        session, _, seq = self.id.rpartition("#")
+        return (session, int(seq)) if seq.isdigit() else None
+
+
+@dataclass(frozen=True)
+class Relation:
+    """``subject predicate object``, valid from ``valid_from`` until ``valid_to`` (None: still valid). A relation of
+    an exclusive predicate is closed when a newer value arrives, and ``superseded_by`` names the relation that did it;
+    ``archived_at`` is set when it was (soft-)forgotten."""
+
+    id: str
+    user_id: str
+    subject_id: str
+    subject: str
+    predicate: str
+    object_id: str
+    object: str
+    valid_from: datetime
+    valid_to: datetime | None
+    superseded_by: str | None
+    sources: tuple[FactSource, ...]
+    method: str  # which extractor made it: llm, offline, manual, reflection ...
+    confidence: float | None
+    created_at: datetime
+    archived_at: datetime | None = None
+    archive_reason: str | None = None
+
+    @property
+    def sentence(self) -> str:
+        return f"{self.subject} {self.predicate} {self.object}"
+
+    def valid_at(self, when: datetime) -> bool:
+        return self.valid_from <= when and (self.valid_to is None or when < self.valid_to)
+
+
+@dataclass(frozen=True)
+class Triple:
+    """One (subject, predicate, object) an extractor found, with the entities' types."""
+
+    subject: str
+    predicate: str
+    object: str
+    subject_type: str = "concept"
+    object_type: str = "concept"
+    confidence: float | None = None
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """What an extractor drew from one text: named entities (name, type) and triples; ``method`` is the extractor
+    (``llm`` or ``offline``), ``notes`` what went wrong if anything (an LLM failure, a malformed answer)."""
+
+    entities: tuple[tuple[str, str], ...]
+    triples: tuple[Triple, ...]
+    method: str
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SourcedExtraction:
+    """An extraction ready to be written: when its facts became true (``at``: the memory's or message's time), the
+    memory it mentions entities of (kind, id), and the sources its relations will name."""
+
+    extraction: Extraction
+    at: datetime
+    memory: tuple[str, str] | None
+    sources: tuple[FactSource, ...]
+
+
+@dataclass(frozen=True)
+class GraphWrite:
+    """What one graph write changed: new entities and relations, relations that gained a source instead of being
+    added again, relations closed by a newer value (old id, new id), and mentions linked."""
+
+    entities_added: tuple[str, ...] = ()
+    relations_added: tuple[str, ...] = ()
+    relations_merged: tuple[str, ...] = ()
+    superseded: tuple[tuple[str, str], ...] = ()
+    mentions: int = 0
+
+
+@dataclass(frozen=True)
+class Neighbourhood:
+    """The entities within ``depth`` relations of the start entities and the relations between them (breadth-first
+    over both directions); ``distance`` maps each entity id to its hops from the nearest start."""
+
+    start: tuple[str, ...]
+    entities: tuple[Entity, ...]
+    relations: tuple[Relation, ...]
+    distance: dict[str, int]
+    truncated: bool = False  # the relation cap was reached before the whole depth was walked

@@ -128,4 +128,31 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         PRIMARY KEY (run_id, case_id));
     """,
     ),
+    # Graph memory (llmemory §3.6-3.8, with validity [memlens]): entities, the relations between them (a relation is
+    # valid from ``valid_from`` until ``valid_to``, set when a newer value of an exclusive predicate superseded it,
+    # ``superseded_by`` naming that relation), which memories mention which entity, and the audit log of
+    # maintenance (consolidate, reflect, mine skills, expire): every change a maintenance run applied.
+    (
+        "0007_graph_and_maintenance",
+        """
+    CREATE TABLE entities (
+        id VARCHAR PRIMARY KEY, user_id VARCHAR NOT NULL, name VARCHAR NOT NULL, name_key VARCHAR NOT NULL,
+        type VARCHAR NOT NULL, aliases JSON NOT NULL, provenance JSON, created_at TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL, archived_at TIMESTAMPTZ);
+    CREATE TABLE relations (
+        id VARCHAR PRIMARY KEY, user_id VARCHAR NOT NULL, subject_id VARCHAR NOT NULL, predicate VARCHAR NOT NULL,
+        object_id VARCHAR NOT NULL, valid_from TIMESTAMPTZ NOT NULL, valid_to TIMESTAMPTZ, superseded_by VARCHAR,
+        sources JSON NOT NULL, method VARCHAR NOT NULL, confidence DOUBLE, created_at TIMESTAMPTZ NOT NULL,
+        archived_at TIMESTAMPTZ, archive_reason VARCHAR);
+    CREATE TABLE entity_mentions (
+        user_id VARCHAR NOT NULL, entity_id VARCHAR NOT NULL, kind VARCHAR NOT NULL, memory_id VARCHAR NOT NULL,
+        method VARCHAR NOT NULL, created_at TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (user_id, entity_id, kind, memory_id));
+    CREATE SEQUENCE maintenance_log_seq;
+    CREATE TABLE maintenance_log (
+        id BIGINT PRIMARY KEY DEFAULT nextval('maintenance_log_seq'), user_id VARCHAR NOT NULL,
+        run_id VARCHAR NOT NULL, step VARCHAR NOT NULL, action VARCHAR NOT NULL, target_kind VARCHAR,
+        target_ids JSON NOT NULL, detail JSON, actor VARCHAR NOT NULL, occurred_at TIMESTAMPTZ NOT NULL);
+    """,
+    ),
 )
