@@ -28,6 +28,8 @@ PAGES = [
     st.Page(page_file("feedback"), title="Feedback labelling", icon=":material/label:"),
     st.Page(page_file("episodes"), title="Episodes", icon=":material/timeline:"),
     st.Page(page_file("memories"), title="Memories & forgetting", icon=":material/inventory_2:"),
+    st.Page(page_file("maintenance"), title="Maintenance", icon=":material/autorenew:"),
+    st.Page(page_file("graph"), title="Graph", icon=":material/hub:"),
     st.Page(page_file("evaluations"), title="Evaluations", icon=":material/fact_check:"),
 ]
 

@@ -2,8 +2,11 @@
 next to the floor (embed the query + one LanceDB vector search on the same data), and replay of a stored 2-hop trace.
 
     python bench/latency.py [--items 100000 --episodes 10000 --skills 1000] [--store PATH] [--runs 60] [--build-only]
+        [--set KEY=VALUE ...]
 
-``--store`` keeps the built store so a second run skips the (long) embedding step.
+``--store`` keeps the built store so a second run skips the (long) embedding step. ``--set`` passes retrieval
+overrides to every retrieve (e.g. ``--set entity_strategy=true``: issue 30's target, 2 hops <= 2x the time of 1 hop).
+The store's graph is what extraction on write drew from the synthetic sentences (names, places, topics).
 Targets (issue 3): 1-hop p50 <= 60 ms, 2-hop p50 <= 120 ms, ratio to the floor <= 3x, replay <= 20 ms.
 """
 
@@ -20,6 +23,7 @@ from _common import table
 from synthetic import DETAILS, NAMES, TOPICS, VERBS, sentences, timestamps
 
 from engine import MemoryEngine, Settings
+from engine.config import parse_assignments
 from engine.providers.embedders import LocalMiniLM
 
 USER = "bench"
@@ -85,7 +89,9 @@ def main() -> None:
     ap.add_argument("--store", type=Path)
     ap.add_argument("--runs", type=int, default=60)
     ap.add_argument("--build-only", action="store_true", help="build (or top up) the store at --store, then stop")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="retrieval overrides")
     args = ap.parse_args()
+    overrides = parse_assignments(args.set) or None
     store = args.store or Path(tempfile.mkdtemp(prefix="memlens-latency-")) / "store"
     embedder = LocalMiniLM()
     engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(store)), embedder=embedder)
@@ -101,7 +107,7 @@ def main() -> None:
         f"What did {NAMES[i % len(NAMES)]} decide about {TOPICS[(i * 3) % len(TOPICS)]}?" for i in range(args.runs)
     ]
     for q in queries[:5]:  # warm caches and the model
-        engine.retrieval.retrieve(USER, q, hops=2)
+        engine.retrieval.retrieve(USER, q, hops=2, overrides=overrides)
     floor, one, two, replay = [], [], [], []
     stages: dict[int, dict[str, list[float]]] = {1: {}, 2: {}}
     index = engine._b.index  # the floor is one raw LanceDB search: below the engine's public API on purpose
@@ -114,11 +120,11 @@ def main() -> None:
         # An agent's question is new each time: no query vector kept from an earlier run (the queries repeat here).
         engine.retrieval.pipeline.query_vectors.clear()
         t = time.perf_counter()
-        first = engine.retrieval.retrieve(USER, q, hops=1)
+        first = engine.retrieval.retrieve(USER, q, hops=1, overrides=overrides)
         one.append(1000 * (time.perf_counter() - t))
         engine.retrieval.pipeline.query_vectors.clear()
         t = time.perf_counter()
-        second = engine.retrieval.retrieve(USER, q, hops=2)
+        second = engine.retrieval.retrieve(USER, q, hops=2, overrides=overrides)
         two.append(1000 * (time.perf_counter() - t))
         trace_ids.append(second.trace_id)
         for hops, trace in ((1, first), (2, second)):
@@ -149,7 +155,7 @@ def main() -> None:
     ]
     print(
         f"store: {stats.items} items, {stats.episodes} episodes, {stats.skills} skills for one user; "
-        f"{len(queries)} queries"
+        f"{len(queries)} queries; overrides: {overrides or 'none'}; graph: {engine.graph.stats(USER)}"
     )
     print(table(["operation", "p50 ms", "p95 ms", "vs floor p50"], rows))
     print()

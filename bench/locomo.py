@@ -61,7 +61,8 @@ def run_units(
     the per-case scores of all stores as the API does."""
     embedder = CachedEmbedder(embedding_cache, LocalMiniLM()) if embedding_cache else LocalMiniLM()
     rows: dict[str, list] = defaultdict(list)
-    skipped, import_s, turns = 0, 0.0, 0
+    skipped, import_s, turns, graph_s = 0, 0.0, 0, 0.0
+    graph: dict[str, int] = {}
     workdir = Path(tempfile.mkdtemp(prefix=f"memlens-{label}-"))
     try:
         for n, unit in enumerate(units):
@@ -74,6 +75,12 @@ def run_units(
             report = engine.evals.import_benchmark(kind, str(one), "bench", preceding=preceding)
             engine.admin.optimize()
             import_s += time.perf_counter() - t
+            t = time.perf_counter()
+            # The graph the entity stage follows: drawn on write, or here for what the import left without one.
+            engine.graph.extract()
+            graph_s += time.perf_counter() - t
+            for key, value in engine.graph.stats().items():
+                graph[key] = graph.get(key, 0) + value
             skipped += report["skipped_no_evidence"]
             turns += report["turns"]
             if report["cases"]:
@@ -104,6 +111,8 @@ def run_units(
         "preceding": "previous-turn" if preceding else "none",
         "turns": turns,
         "import_s": round(import_s, 2),
+        "graph": graph,
+        "graph_extract_s": round(graph_s, 2),
         "ms_per_query": {},
     }
     for m in methods:
@@ -125,6 +134,7 @@ def print_table(result: dict, methods: list[str], shown=SHOWN) -> None:
         f"evidence): {result['skipped_no_evidence']}; {result['turns']} turns imported in {result['import_s']} s; "
         + "; ".join(f"{m} {ms:.0f} ms/query" for m, ms in result["ms_per_query"].items() if ms is not None)
     )
+    print(f"graph (offline extraction, {result['graph_extract_s']} s after import): {result['graph']}")
 
 
 def main() -> None:

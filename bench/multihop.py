@@ -64,6 +64,9 @@ def run(path: Path, preset: str | None, limit: int | None, extra: dict) -> dict:
             engine.items.remember_many(records[start : start + 1000])
         engine.admin.optimize()
         print(f"{len(records)} paragraphs stored in {time.perf_counter() - t:.1f}s", file=sys.stderr)
+        engine.graph.extract()  # the graph the entity stage follows, for what the write left without one
+        graph = engine.graph.stats()
+        print(f"graph: {graph}", file=sys.stderr)
         for n, q in enumerate(questions):
             user = f"q{n}"
             gold = {f"q{n}-p{p['idx']}" for p in q["paragraphs"] if p.get("is_supporting")}
@@ -91,6 +94,8 @@ def run(path: Path, preset: str | None, limit: int | None, extra: dict) -> dict:
         "dataset": path.name,
         "questions": len(questions),
         "preset": preset or "default",
+        "overrides": extra,
+        "graph": graph,
         "methods": {m: {key: sum(r[key] for r in rows) / len(rows) for key in rows[0]} for m, rows in scores.items()},
         "ms_per_query": {m: 1000 * sum(v) / len(v) for m, v in timing.items()},
     }

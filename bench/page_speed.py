@@ -9,6 +9,9 @@ run. The engine and the model load once per process (one ``st.cache_resource``),
 Streamlit's scan of installed components (a server does it once at start; AppTest would repeat it per AppTest).
 Targets (issue 4): every page <= 1.0 s at the large size; the trace page, excluding the retrieval itself, <= 0.5 s.
 Issue 18 adds "retrieval compare" (two 2-hop traces side by side) and "retrieval timings", opened by deep link.
+Issue 30 adds the Graph page: the large store gets a synthetic graph on top of what extraction drew (6k entities, 118k
+relations with validity timelines, 200k mentions, a hub of 3k relations that the page's cap cuts); "graph" opens the
+most mentioned entity (the hub), "graph depth 3" a person three hops deep, "graph timeline" a fact's versions.
 """
 
 from __future__ import annotations
@@ -25,12 +28,14 @@ from pathlib import Path
 
 from _common import ROOT, table
 from latency import USER, build
+from synthetic import timestamps
 
 from engine import MemoryEngine, Settings
 from engine.providers.embedders import LocalMiniLM
 
-PAGES = ["overview", "sessions", "working_memory", "skills", "retrieval", "feedback", "episodes", "memories"]
-LINKED = ["retrieval compare", "retrieval timings"]  # opened by deep link (the links in time_pages)
+PAGES = ["overview", "sessions", "working_memory", "skills", "retrieval", "feedback", "episodes", "memories", "graph"]
+LINKED = ["retrieval compare", "retrieval timings", "graph depth 3", "graph timeline"]  # by deep link (time_pages)
+GRAPH_PEOPLE, GRAPH_PROJECTS, GRAPH_CITIES, GRAPH_FACTS = 5_000, 1_000, 100, 100_000
 ENTRY = ROOT / "tests" / "ui" / "app_entry.py"  # runs app.py as `streamlit run` does (see its docstring)
 
 
@@ -43,6 +48,48 @@ def build_large(engine: MemoryEngine) -> None:
         add_sessions(engine)
     for i in range(stats.traces, 1_000):
         engine.retrieval.retrieve(USER, f"what about note {i} and the payments service?", hops=1 + i % 2)
+    if engine.graph.resolve(USER, "payments team") is None:
+        engine.admin.ingest_lines(list(graph_lines()))
+
+
+def graph_lines():
+    """A synthetic graph as ingest records: people working on projects (one fact per note, each naming the message
+    it came from), every person's city as a three-version timeline of an exclusive predicate, and a hub (the payments
+    team) that owns every project and counts 2,000 people as members: 3,000 relations on one entity."""
+    times = timestamps(GRAPH_FACTS)
+    start = "2025-01-01T00:00:00+00:00"
+
+    def entity(eid: str, name: str, kind: str) -> str:
+        return json.dumps(
+            {"kind": "entity", "user_id": USER, "id": eid, "name": name, "type": kind, "created_at": start}
+        )
+
+    def relation(rid: str, s: str, p: str, o: str, valid_from: str, **more: object) -> str:
+        fields = {"subject_id": s, "predicate": p, "object_id": o, "valid_from": valid_from, "method": "bench"}
+        return json.dumps({"kind": "relation", "user_id": USER, "id": rid, **fields, "created_at": valid_from, **more})
+
+    yield entity("ent_hub", "payments team", "organization")
+    yield from (entity(f"ent_p{i}", f"person {i}", "person") for i in range(GRAPH_PEOPLE))
+    yield from (entity(f"ent_j{i}", f"project {i}", "project") for i in range(GRAPH_PROJECTS))
+    yield from (entity(f"ent_c{i}", f"city {i}", "place") for i in range(GRAPH_CITIES))
+    for i in range(GRAPH_FACTS):
+        person, project = f"ent_p{i % GRAPH_PEOPLE}", f"ent_j{(i * 7) % GRAPH_PROJECTS}"
+        source = [{"type": "message", "id": f"s{i % 5_000:05d}#{1 + i % 40}"}]
+        yield relation(f"rel_w{i}", person, "works_on", project, times[i].isoformat(), sources=source)
+        for entity_id in (person, project):
+            mention = {"entity_id": entity_id, "memory_kind": "semantic", "memory_id": f"note-{i}"}
+            yield json.dumps({"kind": "mention", "user_id": USER, **mention, "created_at": start})
+    for i in range(GRAPH_PEOPLE):
+        moves = ["2025-03-01T00:00:00+00:00", "2025-09-01T00:00:00+00:00", "2026-03-01T00:00:00+00:00"]
+        for v, valid_from in enumerate(moves):
+            later = {"valid_to": moves[v + 1], "superseded_by": f"rel_l{i}_{v + 1}"} if v < 2 else {}
+            yield relation(
+                f"rel_l{i}_{v}", f"ent_p{i}", "lives_in", f"ent_c{(i + v) % GRAPH_CITIES}", valid_from, **later
+            )
+    for i in range(GRAPH_PROJECTS):
+        yield relation(f"rel_o{i}", f"ent_j{i}", "owned_by", "ent_hub", start)
+    for i in range(2_000):
+        yield relation(f"rel_m{i}", f"ent_p{i}", "member_of", "ent_hub", start)
 
 
 def add_sessions(engine: MemoryEngine) -> None:
@@ -96,6 +143,15 @@ def time_pages(store: Path, user: str, runs: int, only: list[str] | None = None)
         "retrieval compare": ("retrieval", {"trace": a.trace_id, "trace_b": b.trace_id, "tab": "compare"}),
         "retrieval timings": ("retrieval", {"trace": a.trace_id, "tab": "timings"}),
     }
+    # The Graph page by deep link: three hops from a person (through projects and the hub), and a fact's timeline
+    # (a person's city, an exclusive predicate); on a store without a graph both open the page's "no graph" note.
+    person = engine.graph.resolve(user, "person 7") or next(iter(engine.graph.list_entities(user, limit=1).rows), None)
+    if person is not None:
+        links["graph depth 3"] = ("graph", {"entity": person.id, "depth": "3"})
+        links["graph timeline"] = ("graph", {"entity": person.id, "predicate": "lives_in", "tab": "timeline"})
+    else:
+        links["graph depth 3"] = links["graph timeline"] = ("graph", {})
+    print(f"graph of {user}: {engine.graph.stats(user)}")
     print(
         f"compared traces: {sum(len(h.candidates) for h in a.hops)} and {sum(len(h.candidates) for h in b.hops)} "
         "candidates over 2 hops"

@@ -602,7 +602,7 @@ def main() -> None:
     if args.writers < 1 or args.readers < 0 or args.duration <= 0 or args.kill_duration <= 0:
         ap.error("--writers >= 1, --readers >= 0 and positive durations, please")
 
-    from engine.config import prepare_process_environment
+    from engine.process_env import prepare_process_environment
 
     prepare_process_environment()
     from engine import MemoryEngine, Settings

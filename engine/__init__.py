@@ -1,7 +1,7 @@
 """memlens engine: agent memory you can open up. The public API is what this module exports."""
 
 from .agent import AgentMemory
-from .config import HOPS_RANGE, Settings, prepare_process_environment
+from .config import HOPS_RANGE, Settings
 from .engine import MemoryEngine
 from .errors import (
     InvalidInput,
@@ -20,21 +20,31 @@ from .evaluation.metrics import TABLE_METRICS, rule_family
 from .memory.memorize import MemorizeResult
 from .memory.reasoning import ReasonResult
 from .memory.skill_mining import MiningResult, SkillProposal
+from .memory.timeline import ItemsAround, RecentActivity, TimelineEntry
 from .presets import PRESETS
+from .process_env import prepare_process_environment
 from .records import (
     KINDS,
     ROLES,
     TYPED_SLOTS,
     Category,
+    Entity,
     Episode,
+    FactSource,
     FeedbackEvent,
     ForgetLogEntry,
     ForgetResult,
     Item,
+    MaintenanceChange,
+    MaintenanceLogEntry,
+    MaintenanceReport,
+    MaintenanceStep,
     Message,
+    Neighbourhood,
     Page,
     PrunePlan,
     RankedSkill,
+    Relation,
     SearchHit,
     SessionInfo,
     Skill,
@@ -98,9 +108,18 @@ __all__ = [
     "Category",
     "Episode",
     "FeedbackEvent",
+    # graph memory (engine.graph)
+    "Entity",
+    "FactSource",
+    "Relation",
+    "Neighbourhood",
     "ForgetLogEntry",
     "ForgetResult",
     "Item",
+    "MaintenanceChange",
+    "MaintenanceLogEntry",
+    "MaintenanceReport",
+    "MaintenanceStep",
     "Message",
     "Page",
     "PrunePlan",
@@ -130,6 +149,9 @@ __all__ = [
     "ReasonResult",
     "MiningResult",
     "SkillProposal",
+    "RecentActivity",
+    "TimelineEntry",
+    "ItemsAround",
     "STAGE_NAMES",
     # the vocabulary (vocab.py) and the trace's typed metadata
     "GONE",

@@ -7,8 +7,10 @@ each operation is defined once, in its part:
     engine.episodes    episodic memory: record, get, list_episodes                       (memory/episodic.py)
     engine.skills      procedural memory: register, report_outcome, rank, mine ...       (memory/procedural.py)
     engine.graph       graph memory: entities, relations as of a time, neighbourhoods    (memory/graph.py)
+    engine.timeline    recent facts and messages, the items around an item or a moment   (memory/timeline.py)
     engine.feedback    labels: label, report, retract, net, events                       (memory/feedback.py)
     engine.forgetting  forget and its log                                                (memory/forgetting.py)
+    engine.maintenance consolidate, maintain (preview, apply) and its audit log          (memory/maintenance.py)
     engine.retrieval   retrieve, replay, search                                          (retrieval/namespace.py)
     engine.traces      stored traces: get, list_traces, export, why_not, from_json ...   (trace/traces.py)
     engine.evals       expectation sets, runs, comparisons                               (evaluation/)
@@ -22,18 +24,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .config import Settings, prepare_process_environment
+from .config import Settings
 from .evaluation import Evaluations
 from .memory.base import Backends
 from .memory.episodic import EpisodicMemory
 from .memory.feedback import FeedbackLog
 from .memory.forgetting import Forgetter
 from .memory.graph import GraphMemory
+from .memory.maintenance import Maintenance
 from .memory.procedural import SkillLibrary
 from .memory.semantic import SemanticMemory
 from .memory.sessions import SessionStore
+from .memory.timeline import Timeline
 from .memory.transfer import Transfer
 from .memory.working import WorkingMemory
+from .process_env import prepare_process_environment
 from .providers.backends import UsageRelay, configured_backends
 from .providers.embedders import Embedder
 from .providers.llm import LLM
@@ -79,12 +84,16 @@ class MemoryEngine:
         self.working = WorkingMemory(b, llm)
         self.episodes = EpisodicMemory(b)
         self.graph = GraphMemory(b)
+        self.timeline = Timeline(b)
         self.items = SemanticMemory(b, llm, self.episodes)
+        self.graph.extraction = self.items.graph_extraction  # engine.graph.extract uses the items' extractor
         self.skills = SkillLibrary(b, llm, self.episodes)
         self.feedback = FeedbackLog(b)
         self.traces = Traces(b)
         purges = VectorPurges(db, index, settings.forget_purge_grace_s)
         self.forgetting = Forgetter(b, self.traces.mark_forgotten, purges)
+        self.maintenance = Maintenance(b, llm, self.items, self.episodes, self.skills, self.forgetting)
+        self.graph.forgetter = self.forgetting  # engine.graph.forget writes the forget log through it
         self.retrieval = Retrieval(b, llm, self.traces, self.forgetting)
         self.evals = Evaluations(b, self.retrieval, self.items, self.traces)
         transfer = Transfer(

@@ -284,6 +284,8 @@ class StoreStats:
     warnings: tuple[str, ...] = ()
     # per memory kind: without_row / without_vector / duplicated ids, or unreadable (admin.StoreAdmin.orphans)
     orphans: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # graph memory: entities, relations valid now, superseded versions, archived relations, mentions (graph.stats)
+    graph: dict[str, int] = field(default_factory=dict)
 
 
 # --- graph memory ----------------------------------------------------------------------------------------------
@@ -407,3 +409,89 @@ class Neighbourhood:
     relations: tuple[Relation, ...]
     distance: dict[str, int]
     truncated: bool = False  # the relation cap was reached before the whole depth was walked
+
+
+@dataclass(frozen=True)
+class MaintenanceChange:
+    """One change a maintenance step makes (or, in a preview, would make): ``action`` on ``target_ids`` of
+    ``target_kind`` (semantic, episodic, procedural, message, session, category), with what a reader needs to judge it
+    in ``detail`` (a planned memory's text, the messages or episodes it came from, a TTL's cut-off)."""
+
+    action: str
+    target_kind: str
+    target_ids: tuple[str, ...]
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def summary(self) -> str:
+        """One line for people: what is done to what (the CLI, the MCP tools and the page show it)."""
+        d = self.detail
+        ids = ", ".join(self.target_ids[:5]) + (f" (+{len(self.target_ids) - 5})" if len(self.target_ids) > 5 else "")
+        text = " ".join(str(d.get("content") or d.get("name") or "").split())
+        text = text if len(text) <= 100 else text[:99] + "…"
+        if self.action == "memorize":
+            return f"new {d.get('category')} memory {ids}: {text!r} (from {', '.join(d.get('messages') or [])})"
+        if self.action == "insight":
+            return f"new insight {ids}: {text!r} (from {len(d.get('episodes') or [])} episodes)"
+        if self.action == "register_skill":
+            return f"register skill {text} as {ids} ({d.get('method')})"
+        if self.action == "expire":
+            return f"soft-forget {len(self.target_ids)} {self.target_kind} (older than {d.get('ttl_days')} days): {ids}"
+        if self.action == "consolidated":
+            return f"mark {len(self.target_ids)} messages of session {d.get('session_id')} consolidated"
+        if self.action == "summarise":
+            return f"update the summary of category {ids}"
+        if self.action == "clear_session":
+            return f"clear session {ids} ({d.get('messages')} messages)"
+        return f"{self.action} {self.target_kind} {ids}"
+
+
+@dataclass(frozen=True)
+class MaintenanceStep:
+    """One step of a maintenance run: its changes, the error that stopped it (the other steps still ran), and a
+    note (the strategy that ran, or why it had nothing to do)."""
+
+    name: str  # consolidate | reflect | mine_skills | expire
+    changes: tuple[MaintenanceChange, ...] = ()
+    error: str | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class MaintenanceReport:
+    """What a maintenance run changed (``applied``) or would change (a preview): its steps in the order they ran.
+    A preview can be applied as it stands with ``engine.maintenance.apply``."""
+
+    run_id: str
+    user_id: str
+    applied: bool
+    steps: tuple[MaintenanceStep, ...]
+    actor: str = "api"
+    at: datetime | None = None
+
+    @property
+    def change_count(self) -> int:
+        return sum(len(s.changes) for s in self.steps)
+
+    @property
+    def errors(self) -> dict[str, str]:
+        return {s.name: s.error for s in self.steps if s.error is not None}
+
+    def step(self, name: str) -> MaintenanceStep | None:
+        return next((s for s in self.steps if s.name == name), None)
+
+
+@dataclass(frozen=True)
+class MaintenanceLogEntry:
+    """One applied maintenance change as the audit log keeps it (table ``maintenance_log``)."""
+
+    id: int
+    user_id: str
+    run_id: str
+    step: str
+    action: str
+    target_kind: str | None
+    target_ids: tuple[str, ...]
+    detail: dict[str, Any]
+    actor: str
+    occurred_at: datetime

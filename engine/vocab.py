@@ -20,6 +20,10 @@ class Kind(StrEnum):
 
 
 KINDS: tuple[Kind, ...] = tuple(Kind)
+# What a forget can name beside the memory kinds: "graph", entities and relations (engine/memory/graph_forget.py);
+# the forget log's memory_type is one of these.
+GRAPH = "graph"
+FORGET_TARGETS: tuple[str, ...] = (*KINDS, GRAPH)
 # Each kind's DuckDB table: KIND_TABLES in engine/store/schema.py, the registry of tables.
 
 
@@ -47,6 +51,7 @@ class FoundBy(StrEnum):
     VECTOR = "vector"
     FTS = "fts"
     BOTH = "both"
+    ENTITY = "entity"  # brought in by the entity stage alone; a searched hit it also linked is e.g. "both+entity"
 
 
 class Reason(StrEnum):

@@ -8,8 +8,19 @@ from typing import Any
 import streamlit as st
 
 from engine import Item, MemoryEngine, NotFound
-from ui.components import can_edit, fetch_page, flash, kept_choice, need_user, pager, reset_page_on_change, show_flash
+from ui.components import (
+    can_edit,
+    fetch_page,
+    flash,
+    forget_form,
+    kept_choice,
+    need_user,
+    pager,
+    reset_page_on_change,
+    show_flash,
+)
 from ui.error_display import engine_errors
+from ui.memory_sources import show_message_sources
 from ui.resources import get_engine
 from ui.text import counted, md_escape, one_line, when
 from ui.url_state import incoming, url_tabs, write
@@ -89,6 +100,7 @@ def item_detail(item: Item) -> None:
                 "Preceding text (what came right before it; its vector embeds this too, full-text search does not)"
             )
             st.text(item.preceding_text)
+        show_message_sources(item.user_id, item.provenance)  # each a link to the Sessions page at that message
         st.caption("Provenance")
         st.json(item.provenance, expanded=True)
 
@@ -241,29 +253,18 @@ def forget(engine: MemoryEngine, user: str, items: tuple[Item, ...]) -> None:
                     st.text(row["text"])
         if len(ids) > PREVIEW_LIMIT:
             st.caption(f"… and {len(ids) - PREVIEW_LIMIT} more.")
-    with st.form("memories_forget_form"):
-        mode = st.radio(
-            "Mode",
-            ["soft", "hard"],
-            horizontal=True,
-            key="memories_forget_mode",
-            format_func=lambda m: "soft: archive (kept, fetchable by id, never retrieved)"
-            if m == "soft"
-            else "hard: delete everywhere (cannot be undone)",
-        )
-        reason = st.text_input("Reason (required, kept in the forget log)", key="memories_forget_reason")
-        sure = st.checkbox("I have checked the preview above", key="memories_forget_sure")
-        submit = st.form_submit_button(f"Forget {len(ids)} {FORGET_KINDS[kind]}", type="primary")
-    if not submit:
+    chosen = forget_form(
+        "memories",
+        "soft: archive (kept, fetchable by id, never retrieved)",
+        "hard: delete everywhere (cannot be undone)",
+        "I have checked the preview above",
+        f"Forget {len(ids)} {FORGET_KINDS[kind]}",
+    )
+    if chosen is None:
         return
-    if not reason.strip():
-        st.error("Give a reason: it is recorded in the forget log. Nothing was forgotten.")
-        return
-    if not sure:
-        st.error("Tick 'I have checked the preview above' first. Nothing was forgotten.")
-        return
+    mode, reason = chosen
     with engine_errors("Nothing was forgotten"):
-        result = engine.forgetting.forget(user, kind, ids, reason.strip(), mode, actor="ui")
+        result = engine.forgetting.forget(user, kind, ids, reason, mode, actor="ui")
         unknown = f" Unknown ids (ignored): {md_escape(', '.join(result.unknown))}." if result.unknown else ""
         flash(
             "memories",

@@ -12,6 +12,7 @@ from ui.error_display import engine_errors
 from ui.resources import get_engine
 from ui.sidebar import current_session, open_session
 from ui.text import md_escape, when
+from ui.url_state import incoming, write
 
 ALL_USERS = "(all users)"
 ROLE_AVATARS = {
@@ -22,6 +23,13 @@ ROLE_AVATARS = {
     "tool_result": ":material/description:",
 }
 MESSAGES_PER_PAGE = 25
+SCAN_PAGE = 500  # messages read per query while looking for a linked message's position
+# Scrolls the linked message into view (a constant script: no stored text or URL value reaches it).
+SCROLL_TO_LINKED = (
+    "<script>const m = window.parent.document.querySelector('.st-key-sessions_linked_message')"
+    " || document.querySelector('.st-key-sessions_linked_message');"
+    " if (m) m.scrollIntoView({block: 'center'});</script>"
+)
 
 
 def day_start(d: date | None) -> datetime | None:
@@ -76,16 +84,52 @@ def session_table(rows: tuple[SessionInfo, ...], key: str) -> None:
     )
 
 
-def show_message(m: Message) -> None:
+def show_message(m: Message, linked: bool = False) -> None:
     with st.chat_message(m.role if m.role in ("user", "assistant") else "ai", avatar=ROLE_AVATARS.get(m.role)):
-        st.caption(f"#{m.seq} · **{m.role}** · {m.tokens:,} tokens · {when(m.created_at)}")
+        mark = " · :orange-badge[linked message]" if linked else ""
+        st.caption(f"#{m.seq} · **{m.role}** · {m.tokens:,} tokens · {when(m.created_at)}{mark}")
         if m.role in ("tool", "tool_result"):
             st.code(m.content, language=None, wrap_lines=True)
         else:
             st.text(m.content)
 
 
-def show_messages(engine: MemoryEngine, s: SessionInfo) -> None:
+def linked_message(user: str) -> tuple[str, str, int] | None:
+    """(user, session, seq) of the message a link opened (``?session=..&message=<seq>``, e.g. a memory's source
+    message), kept while that session stays open; None without one."""
+    seq = incoming("message")
+    missing = st.session_state.pop("app_session_missing", None)
+    if seq is not None and missing:
+        st.warning(
+            f"The linked session {md_escape(missing)} is not in this store (any more): message #{md_escape(seq)} of it "
+            "cannot be shown."
+        )
+        write("message", None)
+        st.session_state.pop("sessions_linked", None)
+        return None
+    if seq is not None and seq.isdigit() and current_session():
+        st.session_state["sessions_linked"] = (user, current_session(), int(seq))
+        st.session_state["sessions_linked_new"] = True
+    return st.session_state.get("sessions_linked")
+
+
+def message_page(engine: MemoryEngine, s: SessionInfo, seq: int) -> int | None:
+    """The 1-based page of ``MESSAGES_PER_PAGE`` messages that holds message ``seq`` of ``s`` (None if it has none).
+    Seqs count from 1 without gaps in a live session, so the first guess is nearly always right; otherwise (an
+    imported session) the messages are read in order until it turns up."""
+    guess = max(0, (seq - 1) // MESSAGES_PER_PAGE)
+    rows = engine.sessions.messages(s.user_id, s.session_id, MESSAGES_PER_PAGE, guess * MESSAGES_PER_PAGE).rows
+    if any(m.seq == seq for m in rows):
+        return guess + 1
+    for offset in range(0, s.message_count, SCAN_PAGE):
+        rows = engine.sessions.messages(s.user_id, s.session_id, SCAN_PAGE, offset).rows
+        for n, m in enumerate(rows):
+            if m.seq == seq:
+                return (offset + n) // MESSAGES_PER_PAGE + 1
+    return None
+
+
+def show_messages(engine: MemoryEngine, s: SessionInfo, linked: tuple[str, str, int] | None = None) -> None:
     st.subheader(f"Messages of {md_escape(s.session_id)}")
     st.caption(
         f"user {md_escape(s.user_id)} · created {when(s.created_at)} · last active "
@@ -95,6 +139,15 @@ def show_messages(engine: MemoryEngine, s: SessionInfo) -> None:
         open_session(s.user_id, s.session_id)
         st.rerun()
     reset_page_on_change("sessions_msg_page", s.user_id, s.session_id)
+    seq = linked[2] if linked is not None and linked[:2] == (s.user_id, s.session_id) else None
+    write("message", None if seq is None else str(seq))  # a reload opens the same message again
+    fresh = seq is not None and bool(st.session_state.pop("sessions_linked_new", False))
+    if seq is not None and fresh:
+        number = message_page(engine, s, seq)
+        if number is None:
+            st.warning(f"Message #{seq} is not in this session (any more).")
+        else:
+            st.session_state["sessions_msg_page"] = number  # once per link: paging on is the person's own
     page = fetch_page(
         "sessions_msg_page",
         MESSAGES_PER_PAGE,
@@ -104,7 +157,13 @@ def show_messages(engine: MemoryEngine, s: SessionInfo) -> None:
     if not page.rows:
         st.caption("This session has no messages.")
     for m in page.rows:
-        show_message(m)
+        if m.seq == seq:
+            with st.container(border=True, key="sessions_linked_message"):
+                show_message(m, linked=True)
+            if fresh:  # once per link: paging back to it later does not pull the window along
+                st.html(SCROLL_TO_LINKED, unsafe_allow_javascript=True)
+        else:
+            show_message(m)
 
 
 def prune_section(engine: MemoryEngine, user: str | None) -> None:
@@ -197,6 +256,20 @@ def main() -> None:
         else:
             session_table(page.rows, "sessions_table")
             by_id = {(s.user_id, s.session_id): s for s in page.rows}
+            linked = linked_message(user)
+            if linked is not None:
+                # A link to a message opens its session, wherever the list has it (or past these filters), and
+                # keeps it open until another is picked.
+                key = (linked[0], linked[1])
+                new = bool(st.session_state.get("sessions_linked_new"))
+                if key not in by_id and (new or st.session_state.get("sessions_open") == key):
+                    try:
+                        by_id = {key: engine.sessions.get_session(*key), **by_id}
+                    except (KeyError, ValueError):  # NotFound: deleted since; InvalidInput: a mangled link
+                        st.session_state.pop("sessions_linked", None)
+                        linked = None
+                if new and linked is not None:
+                    st.session_state["sessions_open"] = key
             keys = list(by_id)
             preferred = (user, current_session())
             if st.session_state.get("sessions_open") not in keys:
@@ -204,7 +277,7 @@ def main() -> None:
             chosen = st.selectbox(
                 "Open a session", keys, key="sessions_open", format_func=lambda k: session_label(by_id[k])
             )
-            show_messages(engine, by_id[chosen])
+            show_messages(engine, by_id[chosen], linked)
         prune_section(engine, who)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from engine import Settings
-from engine.config import PROCESS_ENV_DEFAULTS, prepare_process_environment
+from engine.process_env import PROCESS_ENV_DEFAULTS, prepare_process_environment
 from engine.settings_doc import settings_markdown
 
 ROOT = Path(__file__).resolve().parent.parent

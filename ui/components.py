@@ -121,3 +121,29 @@ def can_edit(engine: MemoryEngine, what: str) -> bool:
         return True
     st.caption(f"Read-only store: {what} is not available here.")
     return False
+
+
+def forget_form(prefix: str, soft: str, hard: str, checked: str, button: str) -> tuple[str, str] | None:
+    """The form every page forgets with: soft or hard (each explained), a reason for the forget log and a tick that
+    the preview was checked. Returns (mode, reason) once submitted with both; otherwise None (an error says what is
+    missing, and nothing is forgotten). Widget keys are ``<prefix>_forget_mode``/``_reason``/``_sure``."""
+    with st.form(f"{prefix}_forget_form"):
+        mode = st.radio(
+            "Mode",
+            ["soft", "hard"],
+            horizontal=True,
+            key=f"{prefix}_forget_mode",
+            format_func=lambda m: soft if m == "soft" else hard,
+        )
+        reason = st.text_input("Reason (required, kept in the forget log)", key=f"{prefix}_forget_reason")
+        sure = st.checkbox(checked, key=f"{prefix}_forget_sure")
+        submit = st.form_submit_button(button, type="primary")
+    if not submit:
+        return None
+    if not reason.strip():
+        st.error("Give a reason: it is recorded in the forget log. Nothing was forgotten.")
+        return None
+    if not sure:
+        st.error(f"Tick '{checked}' first. Nothing was forgotten.")
+        return None
+    return str(mode), reason.strip()

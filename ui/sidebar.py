@@ -82,6 +82,12 @@ def pick_session(engine: MemoryEngine, user: str | None) -> str | None:
             ids.append(current)
         except (KeyError, ValueError):  # NotFound: deleted meanwhile; InvalidInput: a mangled id in a link
             current = None
+    # A link to a session that is gone opens the newest one instead; a page that was asked for one of its messages
+    # must say so rather than show that seq of another session.
+    if linked and current is None:
+        st.session_state["app_session_missing"] = linked
+    elif linked:
+        st.session_state.pop("app_session_missing", None)
     if not ids:
         st.session_state["app_session"] = None
         url_state.write("session", None)

@@ -51,6 +51,8 @@ def candidate_rows(hop: HopTrace, text_chars: int = 200) -> list[dict[str, Any]]
         row["text"] = forgotten_label(c.forgotten) if c.forgotten and not c.text else shorten(c.text, text_chars)
         row["preceded_by"] = shorten(c.preceding_text, text_chars) if c.preceding_text else ""
         row["forgotten"] = forgotten_label(c.forgotten) if c.forgotten else ""
+        # The entity stage's paths to the memory ("Caroline -[lives_in]- Sweden (distance 1)"), when it linked it.
+        row["entity_path"] = c.entity.describe() if c.entity is not None else ""
         rows.append(row)
     return rows
 

@@ -13,6 +13,7 @@ from engine import FeedbackEvent, MemlensError, MemoryEngine, RetrievalTrace
 
 from .error_display import error_text
 from .layout import button_row
+from .memory_sources import show_item_message_sources
 from .text import md_escape
 
 FLASH = "trace_label_flash"
@@ -78,6 +79,7 @@ def label_controls(
     shown = f"label from this trace: **{current}**" if current else "not labelled from this trace"
     read_only = " · read-only store: no labelling" if engine.read_only else ""
     st.caption(f"{md_escape(item_id)} · {shown} · net over all labels {labels.net(item_id):+d}{read_only}")
+    show_item_message_sources(engine, trace.user_id, item_id)  # the messages it came from, as links
     if engine.read_only:  # the label is shown, not offered: the store would refuse it
         return
     args = (engine, trace, item_id)

@@ -164,6 +164,12 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int, labels: Any =
             f"{'the question' if hop.relevance_text == trace.question else 'this query'} · found "
             f"{hop.counts.found}, kept {hop.counts.kept}, dropped {hop.counts.dropped}"
         )
+        if hop.entities:  # the entity stage's starting points: how each was found, how rare it is
+            named = ", ".join(
+                f"{md_escape(e.name)} ({e.origin}, {e.mentions} memories{'' if e.followed else ', not followed'})"
+                for e in hop.entities
+            )
+            st.caption(f"Entities followed: {named}")
     with right:
         st.caption("How the query was made")
         st.json(hop.proposal.to_dict(), expanded=1)
@@ -192,6 +198,7 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int, labels: Any =
         "net",
         "kind",
         "found_by",
+        *(["entity_path"] if any(r.get("entity_path") for r in rows) else []),
         "relevance",
         *[c for c in used_score_columns(rows) if c != "final"],
         *ranks,

@@ -8,6 +8,7 @@ import streamlit as st
 from engine import InvalidInput, LossStatus, MemoryEngine, MemoryState, MemoryStatus, RetrievalTrace
 
 from .error_display import engine_errors
+from .memory_sources import show_item_message_sources
 from .text import md_escape
 from .trace_data import candidate_texts, shorten
 from .trace_view import table
@@ -78,6 +79,7 @@ def why_not_tab(engine: MemoryEngine, user: str, trace: RetrievalTrace) -> None:
             # st.error is for engine errors; a verdict is information or a warning
             show = {LossStatus.CONTEXT: st.success, LossStatus.NEVER: st.info}.get(verdict.status, st.warning)
             show(md_escape(verdict.headline))
+            show_item_message_sources(engine, user, item)  # the messages it came from, as links
             table(list(verdict.rows), key="trace_wn_rows")
     elif query.strip():
         st.info("No memory matches that search.")

@@ -51,7 +51,7 @@ def streamlit_command(host: str, port: int) -> list[str]:
 
 
 def cmd_dashboard(ctx: Context) -> None:
-    from ..config import child_environment
+    from ..process_env import child_environment
 
     args = ctx.args
     overrides = {}

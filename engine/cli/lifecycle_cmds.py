@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput
 from ..memory.working import check_slot, parse_json_value
-from ..records import KINDS
-from ..vocab import ForgetMode
+from ..vocab import FORGET_TARGETS, ForgetMode
 from .args import MEMORY_ID, add_session, add_user, bounded_int
 from .browse_cmds import SESSION_COLS
 from .output import Col, Result, plain, table
@@ -109,7 +108,7 @@ def register(sub: Subcommands, common: Parser) -> None:
 
     p = add("forget", cmd_forget, "forget memories: soft (archived, hidden) or hard (deleted everywhere)")
     add_user(p)
-    p.add_argument("--kind", required=True, choices=KINDS, help="memory kind")
+    p.add_argument("--kind", required=True, choices=FORGET_TARGETS, help="memory kind (graph: entities, relations)")
     p.add_argument(
         "--ids", required=True, nargs="+", action="extend", type=MEMORY_ID, metavar="ID", help="ids to forget"
     )

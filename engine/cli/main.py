@@ -10,12 +10,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
-from ..config import prepare_process_environment
 from ..errors import MemlensError
+from ..process_env import prepare_process_environment
 from . import (
     browse_cmds,
+    cycle_cmds,
     dashboard_cmd,
     eval_cmds,
+    graph_cmds,
     lifecycle_cmds,
     maintenance_cmds,
     mcp_cmd,
@@ -87,6 +89,8 @@ def build_parser() -> Parser:
     transfer_cmds.register(sub, common)
     browse_cmds.register(sub, common)
     lifecycle_cmds.register(sub, common)
+    cycle_cmds.register(sub, common)
+    graph_cmds.register(sub, common)
     maintenance_cmds.register(sub, common)
     retrieval_cmds.register(sub, common)
     mcp_cmd.register(sub, common)

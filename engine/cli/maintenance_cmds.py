@@ -17,10 +17,12 @@ def cmd_stats(ctx: Context) -> Result:
     data = plain(ctx.engine.admin.stats())
 
     def human(d: dict[str, Any]) -> str:
-        top = pairs({k: v for k, v in d.items() if k not in ("per_user", "warnings", "orphans")})
+        top = pairs({k: v for k, v in d.items() if k not in ("per_user", "warnings", "orphans", "graph")})
+        top += "\ngraph  " + ", ".join(f"{n} {k}" for k, n in (d.get("graph") or {}).items())
         rows = [{"user": u, **c} for u, c in d["per_user"].items()]
         cols = [Col("user", "user", 40)] + [
-            Col(k, k, 10) for k in ("sessions", "messages", "items", "episodes", "skills", "traces")
+            Col(k, k, 10)
+            for k in ("sessions", "messages", "items", "episodes", "skills", "traces", "entities", "relations")
         ]
         warn = "".join(f"\nwarning: {w}" for w in d["warnings"])
         return top + "\n\n" + table(rows, cols, "(no users)") + warn

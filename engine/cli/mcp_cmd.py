@@ -11,7 +11,8 @@ if TYPE_CHECKING:
 
 
 def cmd_mcp(ctx: Context) -> None:
-    from ..config import Settings, prepare_process_environment
+    from ..config import Settings
+    from ..process_env import prepare_process_environment
 
     prepare_process_environment()  # the MCP server is an entry point of its own (also when run in-process)
     from ..mcp.http import DEFAULT_HOST, DEFAULT_PORT, check_http_binding, run_http, run_stdio

@@ -18,6 +18,7 @@ READ_COMMANDS = frozenset(
         "search",
         "skills",
         "forget-log",
+        "maintenance-log",
         "stats",
         "export",
         "trace",
@@ -28,7 +29,14 @@ READ_COMMANDS = frozenset(
     }
 )
 # Commands that read unless a flag asks them to write.
-READ_UNLESS = {"working": "set", "prune": "apply", "prune-traces": "apply"}
+READ_UNLESS = {
+    "working": "set",
+    "prune": "apply",
+    "prune-traces": "apply",
+    "maintain": "apply",  # a preview writes nothing (an LLM step's token use aside)
+    "consolidate": "apply",
+    "graph": "graph_writes",  # only `graph extract` writes
+}
 
 
 def reads_only(args: argparse.Namespace) -> bool:

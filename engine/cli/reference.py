@@ -123,6 +123,20 @@ def cli_markdown() -> str:
             "",
             *_arguments_table(sub, global_dests),
         ]
+        if any(isinstance(a, argparse._SubParsersAction) for a in sub._actions):  # a group: `memlens graph ...`
+            for inner, inner_help, parser_of in _commands(sub):
+                lines += [
+                    "",
+                    f"#### {PROG} {name} {inner}",
+                    "",
+                    _cell(parser_of.description or inner_help),
+                    "",
+                    "```",
+                    _usage(parser_of, global_dests - {"help"}),
+                    "```",
+                    "",
+                    *_arguments_table(parser_of, global_dests),
+                ]
     return "\n".join(lines) + "\n"
 
 

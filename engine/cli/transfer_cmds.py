@@ -24,6 +24,9 @@ _PLURAL = {
     "feedback": "feedback events",
     "working": "working slots",
     "forget_log": "forget-log entries",
+    "entity": "entities",
+    "relation": "relations",
+    "mention": "entity mentions",
     "eval_case": "expectation cases (set demo, run once: see eval-sets)",
     "already_stored": "records already in the store (written again; --skip-existing leaves them out)",
     "skipped": "records already in the store (skipped)",
@@ -103,7 +106,7 @@ def register(sub: Subcommands, common: Parser) -> None:
         "file",
         metavar="FILE.jsonl",
         help="records of kinds message, item, category, episode, skill, "
-        "outcome, feedback, working, forget_log; - reads stdin",
+        "outcome, feedback, working, forget_log, entity, relation, mention; - reads stdin",
     )
     p.add_argument(
         "--skip-existing",

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..engine import MemoryEngine
 from ..errors import MemlensError
 from ..records import RankedSkill, Skill, to_plain
+from . import maintenance_tools
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,12 +36,14 @@ Role = Literal["user", "assistant", "system", "tool", "tool_result"]
 # The vocabulary's values (engine/vocab.py: Kind, ForgetMode), spelled out because a tool's JSON schema is made
 # from these annotations; tests/engine/test_vocab.py holds them equal to the enums.
 Kind = Literal["semantic", "episodic", "procedural"]
+ForgetKind = Literal[Kind, "graph"]  # "graph": entities and relations (engine/memory/graph_forget.py)
 Mode = Literal["soft", "hard"]
 SkillKind = Literal["prompt", "template", "code"]
 INSTRUCTIONS = (
     "Agent memory with traced retrieval (memlens). Call memory_retrieve before answering and keep its trace_id; "
     "record messages with memory_add_message, facts with memory_save, trajectories with memory_episode_record and "
-    "skill results with memory_skill_report; report which memories helped with memory_feedback."
+    "skill results with memory_skill_report; report which memories helped with memory_feedback; at the end of a "
+    "session, memory_consolidate. memory_info lists every tool and this flow."
 )
 
 
@@ -229,8 +232,9 @@ def build_server(engine: MemoryEngine) -> MCPServer:
         return "\n".join(skill_line(r.skill) for r in ranked)
 
     @tool
-    def memory_forget(user_id: str, kind: Kind, ids: list[str], reason: str, mode: Mode = "soft") -> str:
-        """Forget memories: soft archives them (unretrievable, restorable), hard deletes them; always audited."""
+    def memory_forget(user_id: str, kind: ForgetKind, ids: list[str], reason: str, mode: Mode = "soft") -> str:
+        """Forget memories: soft archives them (unretrievable, restorable), hard deletes them; always audited. Kind
+        "graph" takes entity and relation ids (an entity's relations and mentions go with it)."""
         r = engine.forgetting.forget(user_id, kind, ids, reason, mode, actor="mcp")
         text = f"Forgot {r.count} entries from {r.memory_type} memory for user {user_id} ({r.mode})."
         if r.unknown:
@@ -266,4 +270,10 @@ def build_server(engine: MemoryEngine) -> MCPServer:
         ]
         return "\n".join(lines + [f"Warning: {w}" for w in st.warnings])
 
+    from .graph_tools import register_graph_tools  # imported here: they import this module
+    from .timeline_tools import register_timeline_tools
+
+    register_timeline_tools(engine, tool, tools)
+    register_graph_tools(engine, tool)
+    maintenance_tools.register(tool, engine)
     return MCPServer("memlens", instructions=INSTRUCTIONS, log_level="WARNING", tools=tools)

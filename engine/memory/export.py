@@ -1,12 +1,14 @@
 """JSONL export of a user's memory, in an order that ingest (transfer.py) reads back: categories, items,
-episodes, skills, outcomes, messages, working slots, feedback, the forget log. The tables export carries, and why
-the others are not, are declared in engine/store/schema.py."""
+episodes, skills, outcomes, messages, working slots, feedback, the graph (entities, relations, mentions), the forget
+log. The tables export carries, and why the others are not, are declared in engine/store/schema.py."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
+
+from .graph_transfer import export_graph
 
 if TYPE_CHECKING:
     from .transfer import Transfer
@@ -119,6 +121,7 @@ def export_records(t: Transfer, user_id: str) -> Iterator[dict[str, Any]]:
             "note": f.note,
             "created_at": f.created_at.isoformat(),
         }
+    yield from export_graph(t.b, user_id)  # entities, relations (every version), mentions: graph_transfer.py
     for entry in reversed(t.forgetter.log(user_id, limit=10_000_000)):
         yield {
             "kind": "forget_log",

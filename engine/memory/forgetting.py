@@ -21,6 +21,8 @@ from ..store.schema import KIND_TABLES
 from ..store.sql.database import Connection, Row
 from ..vocab import ForgetMode
 from .base import Backends, dumps, page_args
+from .graph_forget import GRAPH_KIND, GraphForgetOutcome, forget_derived, forget_graph
+from .maintenance_redact import memory_texts, redact_log
 
 MODES = tuple(ForgetMode)
 MAX_REASON_CHARS = 1000
@@ -29,8 +31,13 @@ log = logging.getLogger(__name__)
 
 def check_kind(kind: object) -> str:
     if not isinstance(kind, str) or kind not in KINDS:  # (isinstance: the kind, typed as the str it is)
-        raise InvalidInput(f"unknown memory kind {str(kind)[:30]!r}; use semantic, episodic or procedural")
+        raise InvalidInput(f"unknown memory kind {str(kind)[:30]!r}; use semantic, episodic, procedural or graph")
     return kind
+
+
+def check_log_kind(kind: object) -> str:
+    """A forget-log entry's memory_type: a memory kind, or "graph" (entities and relations)."""
+    return GRAPH_KIND if kind == GRAPH_KIND else check_kind(kind)
 
 
 class Forgetter:
@@ -46,10 +53,22 @@ class Forgetter:
         self.purges = purges  # storage.purges.VectorPurges: removes a hard-forgotten text from LanceDB's files
 
     def forget(
-        self, user_id: str, kind: str, ids: Sequence[str], reason: str, mode: str = "soft", actor: str = "api"
+        self,
+        user_id: str,
+        kind: str,
+        ids: Sequence[str],
+        reason: str,
+        mode: str = "soft",
+        actor: str = "api",
+        also: Callable[[Connection, Sequence[str]], None] | None = None,
     ) -> ForgetResult:
+        """Forget memories of ``kind`` (semantic, episodic, procedural) by id, or with kind "graph" entities and
+        relations (graph_forget.py). What the graph drew from forgotten memories goes in the same transaction (their
+        mentions, the relations and entities nothing else supports); the memories' forget-log entry covers it. A hard
+        forget also takes their texts out of the maintenance log (maintenance_redact.py). ``also(conn, affected)``
+        runs in the forget's transaction when something was forgotten (maintenance's audit row of a TTL expiry)."""
         check_id(user_id, "user id")
-        check_kind(kind)
+        check_log_kind(kind)
         ids = list(dict.fromkeys(check_ids(ids, "id")))
         if not ids:
             raise InvalidInput("give at least one id to forget")
@@ -57,6 +76,8 @@ class Forgetter:
             raise InvalidInput(f"unknown forget mode {str(mode)[:20]!r}; use soft or hard")
         validation.check_text(reason, "reason (required to forget)", MAX_REASON_CHARS)
         validation.check_text(actor, "actor", 100)
+        if kind == GRAPH_KIND:
+            return self._forget_graph(user_id, ids, reason, mode, actor)
         table = KIND_TABLES[kind]
         now = utcnow()
         # Refused before anything is written: a forget whose vectors cannot be deleted would commit the archive
@@ -89,22 +110,23 @@ class Forgetter:
                             ).fetchall()
                         )
                     if affected:
+                        redact_log(conn, user_id, affected, memory_texts(conn, user_id, kind, affected))
                         conn.execute(
                             f"DELETE FROM {table} WHERE user_id=? AND id IN (SELECT unnest(?))", [user_id, affected]
                         )
-                inserted = conn.execute(
-                    "INSERT INTO forget_log (user_id, memory_type, ids, count, mode, reason, actor, occurred_at) "
-                    "VALUES (?,?,?,?,?,?,?,?) RETURNING id",
-                    [user_id, kind, dumps(affected), len(affected), mode, reason.strip(), actor.strip(), now],
-                ).fetchone()
-                assert inserted is not None  # INSERT ... RETURNING always yields the new row
-                log_id = inserted[0]
+                log_id = self._log(conn, user_id, kind, affected, mode, reason, actor, now)
                 if affected and self.mark_traces is not None:
                     self.mark_traces(
                         conn, user_id, affected, tombstone(log_id, mode, now, actor, reason, kind), quoted_texts
                     )
+                # What the graph drew from these memories goes with them, all or nothing (graph_forget.py); this
+                # entry is its audit record (the cascade follows from it), so the log keeps one entry per call.
+                derived = forget_derived(conn, user_id, kind, affected, mode, reason, now)
+                self._redact_graph(conn, user_id, derived, log_id, mode, reason, actor, now)
                 if affected and mode == "hard" and self.purges is not None:
                     self.purges.owe(conn, kind, now)
+                if affected and also is not None:
+                    also(conn, affected)
             # After the commit: retrieval also checks DuckDB, so nothing forgotten returns even while a vector is
             # left. The forget is done and is reported so (a retry would log it twice); a vector delete that still
             # fails here (a disk that filled meanwhile) keeps the journal note, and the next open finishes it.
@@ -124,6 +146,50 @@ class Forgetter:
                 )
         unknown = tuple(i for i in ids if i not in state)
         return ForgetResult(kind, mode, tuple(affected), unknown)
+
+    @staticmethod
+    def _log(
+        conn: Connection, user_id: str, kind: str, ids: Sequence[str], mode: str, reason: str, actor: str, now: Any
+    ) -> int:
+        inserted = conn.execute(
+            "INSERT INTO forget_log (user_id, memory_type, ids, count, mode, reason, actor, occurred_at) "
+            "VALUES (?,?,?,?,?,?,?,?) RETURNING id",
+            [user_id, kind, dumps(list(ids)), len(ids), mode, reason.strip(), actor.strip(), now],
+        ).fetchone()
+        assert inserted is not None  # INSERT ... RETURNING always yields the new row
+        return int(inserted[0])
+
+    def _redact_graph(
+        self,
+        conn: Connection,
+        user_id: str,
+        done: GraphForgetOutcome,
+        log_id: int,
+        mode: str,
+        reason: str,
+        actor: str,
+        now: Any,
+    ) -> None:
+        """A hard forget's deleted entity names and relation sentences replaced where stored traces quote them."""
+        if mode == "hard" and done.affected and self.mark_traces is not None:
+            self.mark_traces(
+                conn, user_id, done.affected, tombstone(log_id, mode, now, actor, reason, GRAPH_KIND), done.texts
+            )
+        if mode == "hard" and done.affected:
+            # A relation's sentence where the maintenance log quotes it; entity names are words of other memories.
+            sentences = {i: [t] for i, t in done.texts.items() if not i.startswith("ent_")}
+            redact_log(conn, user_id, done.affected, sentences)
+
+    def _forget_graph(self, user_id: str, ids: list[str], reason: str, mode: str, actor: str) -> ForgetResult:
+        """Kind "graph": entities and relations by id (graph_forget.py), one forget-log entry listing what was
+        affected (an entity's relations included); no vectors to delete."""
+        self.b.db.refuse_if_read_only()
+        now = utcnow()
+        with self.b.db.write() as conn:
+            done = forget_graph(conn, user_id, ids, mode, reason, now)
+            log_id = self._log(conn, user_id, GRAPH_KIND, done.affected, mode, reason, actor, now)
+            self._redact_graph(conn, user_id, done, log_id, mode, reason, actor, now)
+        return ForgetResult(GRAPH_KIND, mode, tuple(done.affected), tuple(done.unknown))
 
     def check_vectors_deletable(self, kind: str, ids: Sequence[str]) -> None:
         """Read the id column of the rows of ``ids`` in every vector table of ``kind`` (every embedding model's: a
@@ -222,7 +288,7 @@ class Forgetter:
     ) -> list[Any]:
         """Validate an audit entry being imported verbatim (export/ingest round trip)."""
         check_id(user_id, "user id")
-        check_kind(memory_type)
+        check_log_kind(memory_type)
         ids = check_ids(ids, "id")
         if mode not in MODES:
             raise InvalidInput(f"unknown forget mode {str(mode)[:20]!r}")

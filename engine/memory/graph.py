@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import validation
 from ..clock import optional_time, parse_time, utcnow
@@ -22,6 +22,7 @@ from ..records import (
     Entity,
     Extraction,
     FactSource,
+    ForgetResult,
     GraphWrite,
     Neighbourhood,
     Page,
@@ -32,6 +33,10 @@ from ..records import (
 from ..store.sql.database import Connection, Row, one_row
 from .base import Backends, like_pattern, loads, page_args
 from .graph_write import GraphWriter, clean_name, clean_type, name_key
+
+if TYPE_CHECKING:
+    from .forgetting import Forgetter
+    from .graph_extraction import GraphExtraction, Progress
 
 ENTITY_COLUMNS = "e.id, e.user_id, e.name, e.type, e.aliases, e.provenance, e.created_at, e.updated_at, e.archived_at"
 RELATION_COLUMNS = (
@@ -71,6 +76,29 @@ def _relation(row: Row) -> Relation:
     )
 
 
+def graph_counts(conn: Connection, user_id: str | None = None) -> dict[str, int]:
+    """``GraphMemory.stats``'s counts on an open connection (the store statistics read them too)."""
+    where, params = ("WHERE user_id=?", [user_id]) if user_id is not None else ("", [])
+    live = "AND archived_at IS NULL" if where else "WHERE archived_at IS NULL"
+    entities = one_row(conn.execute(f"SELECT count(*) FROM entities {where} {live}", params))[0]
+    rel = one_row(
+        conn.execute(
+            "SELECT count(*) FILTER (WHERE archived_at IS NULL AND valid_to IS NULL), "
+            "count(*) FILTER (WHERE archived_at IS NULL AND valid_to IS NOT NULL), "
+            f"count(*) FILTER (WHERE archived_at IS NOT NULL) FROM relations {where}",
+            params,
+        )
+    )
+    mentions = one_row(conn.execute(f"SELECT count(*) FROM entity_mentions {where}", params))[0]
+    return {
+        "entities": int(entities),
+        "relations": int(rel[0] or 0),
+        "superseded": int(rel[1] or 0),
+        "archived": int(rel[2] or 0),
+        "mentions": int(mentions),
+    }
+
+
 def _as_of(value: datetime | str | None) -> datetime | None:
     return None if value is None else (value if isinstance(value, datetime) else parse_time(value, "as of"))
 
@@ -92,6 +120,8 @@ class GraphMemory:
 
     def __init__(self, b: Backends) -> None:
         self.b = b
+        self.forgetter: Forgetter | None = None  # set by MemoryEngine (forgetting.py writes the forget log)
+        self.extraction: GraphExtraction | None = None  # set by MemoryEngine: the items' extractor (extract)
 
     @property
     def writer(self) -> GraphWriter:
@@ -125,6 +155,11 @@ class GraphMemory:
             raise InvalidInput("predicate is blank")
         if confidence is not None:
             confidence = validation.check_number(confidence, "confidence", lo=0.0, hi=1.0)
+        for source in sources:  # stored as given: typed and bounded like an imported relation's (graph_transfer.py)
+            if not isinstance(source, FactSource):
+                raise InvalidInput("sources must be FactSource records")
+            validation.check_text(source.type, "source type", 40)
+            validation.check_text(source.id, "source id", 300)
         at = optional_time(valid_from, "valid_from") or utcnow()
         triple = Triple(
             clean_name(subject),
@@ -134,9 +169,24 @@ class GraphMemory:
             clean_type(object_type),
             confidence,
         )
-        batch = [SourcedExtraction(Extraction((), (triple,), method), at, None, tuple(sources))]
+        # A fact stated by hand is its own support: without a source of its own, merging it into an extracted one
+        # would leave it to vanish when that memory is forgotten.
+        own = tuple(sources) or (FactSource(method, "stated"),)
+        batch = [SourcedExtraction(Extraction((), (triple,), method), at, None, own)]
         with self.b.db.write() as conn:
             return self.write(conn, user_id, batch)
+
+    def forget(
+        self, user_id: str, ids: Sequence[str], reason: str, mode: str = "soft", actor: str = "api"
+    ) -> ForgetResult:
+        """Forget entities and/or relations by id: soft archives them (hidden from every query, fetchable by id),
+        hard deletes them and redacts their names from stored traces. An entity takes its relations and mentions
+        with it; an exclusive predicate's timeline is mended around a removed version. One forget-log entry with
+        memory_type "graph" lists what was affected; ids not found (or, soft, already archived) come back as
+        ``unknown``. The same as ``engine.forgetting.forget(user_id, "graph", ...)`` (graph_forget.py)."""
+        if self.forgetter is None:  # wired by MemoryEngine; a GraphMemory built alone has no forget log to write
+            raise InvalidInput("this graph has no forgetter: open it through MemoryEngine")
+        return self.forgetter.forget(user_id, "graph", ids, reason, mode, actor)
 
     # -- reading ------------------------------------------------------------------------------------------------
     def entity(self, user_id: str, entity_id: str) -> Entity:
@@ -160,7 +210,7 @@ class GraphMemory:
                 f"SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.user_id=? AND e.archived_at IS NULL "
                 "AND (e.name_key=? OR lower(CAST(e.aliases AS VARCHAR)) LIKE ? ESCAPE '\\') "
                 "ORDER BY e.name_key=? DESC, e.created_at LIMIT 1",
-                [user_id, key, like_pattern(json.dumps(key)), key],
+                [user_id, key, like_pattern(json.dumps(key, ensure_ascii=False)), key],  # as aliases are stored
             ).fetchone()
         return _entity(row) if row else None
 
@@ -343,25 +393,27 @@ class GraphMemory:
         return out
 
     def stats(self, user_id: str | None = None) -> dict[str, int]:
-        """Counts: entities, relations valid now, superseded versions, archived relations, mentions."""
+        """Counts (of one user, or the store's): active entities, relations valid now, superseded versions, archived
+        relations, mentions."""
         if user_id is not None:
             check_id(user_id, "user id")
-        where, params = ("WHERE user_id=?", [user_id]) if user_id is not None else ("", [])
         with self.b.db.read() as conn:
-            entities = one_row(conn.execute(f"SELECT count(*) FROM entities {where}", params))[0]
-            rel = one_row(
-                conn.execute(
-                    "SELECT count(*) FILTER (WHERE archived_at IS NULL AND valid_to IS NULL), "
-                    "count(*) FILTER (WHERE archived_at IS NULL AND valid_to IS NOT NULL), "
-                    f"count(*) FILTER (WHERE archived_at IS NOT NULL) FROM relations {where}",
-                    params,
-                )
-            )
-            mentions = one_row(conn.execute(f"SELECT count(*) FROM entity_mentions {where}", params))[0]
-        return {
-            "entities": int(entities),
-            "relations": int(rel[0] or 0),
-            "superseded": int(rel[1] or 0),
-            "archived": int(rel[2] or 0),
-            "mentions": int(mentions),
-        }
+            return graph_counts(conn, user_id)
+
+    # -- extraction on demand [part A] -----------------------------------------------------------------------------
+    def extract(
+        self, user_id: str | None = None, only_missing: bool = True, progress: Progress | None = None
+    ) -> dict[str, Any]:
+        """Draw the graph of stored items (a store that predates the graph, or after changing the extractor): of
+        one user or all, only items that name no entity yet (``only_missing``) or every item. Runs the extractor
+        ``Settings.graph_extraction`` chooses (off: nothing), commits batch by batch (an interrupted run resumes),
+        and running it again changes nothing. Returns counts: items, with_entities, entities_added,
+        relations_added, relations_merged, superseded, mentions, fallbacks (LLM failures the offline rules
+        covered), mode."""
+        if user_id is not None:
+            check_id(user_id, "user id")
+        if not isinstance(only_missing, bool):
+            raise InvalidInput("only_missing must be true or false")
+        if self.extraction is None:
+            raise InvalidInput("graph extraction is not wired to this engine")
+        return self.extraction.extract_store(user_id, only_missing, progress)

@@ -75,6 +75,16 @@ def name_key(name: str) -> str:
     return " ".join(words)
 
 
+def execute_rows(conn: Connection, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    """One statement for each row: DuckDB's executemany, a loop on PostgreSQL (PgConnection has only execute)."""
+    many = getattr(conn, "executemany", None)
+    if many is not None:
+        many(sql, rows)
+        return
+    for row in rows:
+        conn.execute(sql, row)
+
+
 def clean_name(name: object) -> str:
     return " ".join(str(name or "").split())[:MAX_NAME_CHARS]
 
@@ -162,7 +172,7 @@ class GraphWriter:
             if kind == GENERIC_TYPE and wanted[key][1] != GENERIC_TYPE:  # a concept later named as a person, a place
                 upgrade.append((wanted[key][1], now, eid))
         if upgrade:
-            conn.executemany("UPDATE entities SET type=?, updated_at=? WHERE id=?", upgrade)
+            execute_rows(conn, "UPDATE entities SET type=?, updated_at=? WHERE id=?", upgrade)
         fresh = []
         for key, (name, kind) in wanted.items():
             if key not in ids:
@@ -306,7 +316,8 @@ class GraphWriter:
         )
         changed = [v for v in versions if v.changed and not v.new]
         if changed:
-            conn.executemany(
+            execute_rows(
+                conn,
                 "UPDATE relations SET valid_from=?, valid_to=?, superseded_by=?, sources=? WHERE id=?",
                 [[v.valid_from, v.valid_to, v.superseded_by, dumps(v.sources), v.id] for v in changed],
             )

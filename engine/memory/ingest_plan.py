@@ -18,6 +18,7 @@ from .base import Backends
 from .episodic import EpisodicMemory
 from .feedback import FeedbackLog
 from .forgetting import Forgetter
+from .graph_transfer import GRAPH_RECORD_KINDS, GraphPlan, add_graph_record, check_graph_references, graph_counts
 from .ingest_duplicates import RecordKey, record_key
 from .procedural import SkillLibrary
 from .semantic import SemanticMemory, check_category
@@ -25,7 +26,18 @@ from .sessions import SessionStore
 from .working import check_slot
 
 MAX_RECORD_CHARS = 64_000_000  # one JSONL line: an episode of many long steps is far below this
-RECORD_KINDS = ("message", "item", "category", "episode", "skill", "outcome", "feedback", "working", "forget_log")
+RECORD_KINDS = (
+    "message",
+    "item",
+    "category",
+    "episode",
+    "skill",
+    "outcome",
+    "feedback",
+    "working",
+    "forget_log",
+    *GRAPH_RECORD_KINDS,
+)
 
 
 @dataclass
@@ -40,6 +52,7 @@ class IngestPlan:
     feedback: list[tuple[Any, ...]] = field(default_factory=list)
     working: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     forget_log: list[list[Any]] = field(default_factory=list)
+    graph: GraphPlan = field(default_factory=GraphPlan)  # entity, relation and mention records (graph_transfer.py)
     # record kind -> per record of its list, its identity when it carries no id (ingest_duplicates.py), else None
     keys: dict[str, list[RecordKey | None]] = field(default_factory=dict)
     # (record kind, index in its list) -> line number, so a reference error can name its line
@@ -56,7 +69,21 @@ class IngestPlan:
             "feedback": len(self.feedback),
             "working": sum(len(v) for v in self.working.values()),
             "forget_log": len(self.forget_log),
+            **graph_counts(self.graph),
         }
+
+    # The file's graph records, as ingest_write.py asks whether it carried any (then its items are not extracted).
+    @property
+    def entities(self) -> list[list[Any]]:
+        return self.graph.entities
+
+    @property
+    def relations(self) -> list[list[Any]]:
+        return self.graph.relations
+
+    @property
+    def mentions(self) -> list[list[Any]]:
+        return self.graph.mentions
 
 
 def _take(rec: dict[str, Any], allowed: set[str], required: set[str]) -> dict[str, Any]:
@@ -91,6 +118,9 @@ class IngestPlanner:
                 rec = parse_json(line, "the record", max_depth=MAX_JSON_DEPTH + 1, max_chars=MAX_RECORD_CHARS)
                 if not isinstance(rec, dict):
                     raise InvalidInput("each line must be a JSON object")
+                if rec.get("kind") in GRAPH_RECORD_KINDS:
+                    add_graph_record(plan.graph, rec, number)
+                    continue
                 self._add(plan, rec)
                 lists: dict[str, list[Any]] = {
                     "item": plan.items,
@@ -270,6 +300,7 @@ class IngestPlanner:
                         f"line {plan.lines.get(('feedback', n), 0)}: feedback names unknown memory "
                         f"{f[1]!r} for user {f[0]!r}"
                     )
+            check_graph_references(conn, plan.graph)
 
     def _hard_forgotten(self, conn: Connection, plan: IngestPlan) -> set[tuple[str, str]]:
         """(user, id) of the memories the file's or the store's forget log names as hard-forgotten. A label or a

@@ -14,6 +14,7 @@ from ..clock import utcnow
 from ..records import Episode, Item, Skill
 from ..store.sql.database import Connection
 from .base import StoredRecord
+from .graph_transfer import insert_graph
 from .ingest_duplicates import already_stored
 from .ingest_plan import IngestPlan, IngestPlanner
 from .working import WorkingMemory
@@ -85,6 +86,8 @@ class IngestWriter(IngestPlanner):
         progress: Progress | None,
     ) -> dict[str, int]:
         skills = sources[2][1]
+        # Drawn before anything is written (LLM calls); an export that carries its graph is not extracted again.
+        graph = {} if _carries_graph(plan) else self.semantic.graph_extraction.for_items(plan.items)
         try:
             for kind, records, module in sources:
                 active = [r for r in records if r.archived_at is None]
@@ -105,7 +108,7 @@ class IngestWriter(IngestPlanner):
                     )
                     added.append((kind, [r.id for r in chunk]))
             with self.b.db.write() as conn:
-                self.semantic.insert(conn, plan.items)
+                self.semantic.insert(conn, plan.items, graph)
                 self.episodic.insert(conn, plan.episodes)
                 self.skills.insert(conn, skills)
                 for user_id, name, summary in plan.categories:
@@ -119,6 +122,7 @@ class IngestWriter(IngestPlanner):
                 for (user_id, session_id), slots in plan.working.items():
                     self.working.update(user_id, session_id, slots, source="ingest", conn=conn)
                 self.forgetter.insert_entries(conn, plan.forget_log)
+                insert_graph(conn, plan.graph)  # the file's own graph records (graph_transfer.py), ids kept
         except BaseException:
             for kind, ids in added:
                 self.b.index.delete(kind, ids)
@@ -142,3 +146,8 @@ class IngestWriter(IngestPlanner):
                     "VALUES (?,?,?,?,?)",
                     [skill_id, user_id, success, episode_id, at or utcnow()],
                 )
+
+
+def _carries_graph(plan: IngestPlan) -> bool:
+    """Whether the file brought graph records (entities, relations, mentions) of its own."""
+    return any(getattr(plan, name, None) for name in ("entities", "relations", "mentions"))

@@ -190,9 +190,10 @@ class Memorizer:
     def _write(self, items: list[Item], user_id: str, summaries: dict[str, str]) -> list[Item]:
         """Vectors, item rows and category summaries in one all-or-nothing step."""
         sem = self.semantic
+        graph = sem.graph_extraction.for_items(items)  # before the transaction (LLM calls)
 
         def rows(conn: Any) -> list[Item]:
-            out = sem.insert(conn, items)
+            out = sem.insert(conn, items, graph)
             for cat, summary in summaries.items():
                 sem.set_category_summary(user_id, cat, summary, conn=conn)
             return out

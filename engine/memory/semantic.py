@@ -11,7 +11,7 @@ from .. import validation
 from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, check_unit, new_id
-from ..records import Category, Item, Page
+from ..records import Category, Item, Page, SourcedExtraction
 from ..store.sql.database import Connection, Row, one_row
 from .base import Backends, dumps, insert_rows, like_pattern, loads, page_args
 
@@ -109,10 +109,13 @@ class SemanticMemory:
 
     def __init__(self, b: Backends, llm: LLM, episodes: EpisodicMemory) -> None:
         # memorize.py and reflection.py build on this module, so they are imported here rather than at the top.
+        from .graph_extraction import GraphExtraction
         from .memorize import Memorizer
         from .reflection import Reflector
 
         self.b = b
+        # Entities and relations of every item written, drawn before the write and stored in its transaction.
+        self.graph_extraction = GraphExtraction(b, llm)
         self._memorizer = Memorizer(self, llm)
         self._reflector = Reflector(episodes, self, llm)
 
@@ -219,7 +222,10 @@ class SemanticMemory:
         if not items:
             return []
         self.b.check_new_ids("items", "item", [i.id for i in items])
-        return self.b.store_records(self.kind, items, self.index_text, self.insert, self.index_preceding)
+        graph = self.graph_extraction.for_items(items)  # LLM calls, if any, before the writer lock
+        return self.b.store_records(
+            self.kind, items, self.index_text, lambda conn, rows: self.insert(conn, rows, graph), self.index_preceding
+        )
 
     @staticmethod
     def index_text(item: Item) -> str:
@@ -229,7 +235,11 @@ class SemanticMemory:
     def index_preceding(item: Item) -> str:
         return item.preceding_text
 
-    def insert(self, conn: Connection, items: Sequence[Item]) -> list[Item]:
+    def insert(
+        self, conn: Connection, items: Sequence[Item], graph: Mapping[str, Sequence[SourcedExtraction]] | None = None
+    ) -> list[Item]:
+        """Item rows and, when given, the graph drawn from them (``graph_extraction.for_items``), in ``conn``'s
+        transaction: all or nothing."""
         if not items:
             return []
         insert_rows(
@@ -254,6 +264,8 @@ class SemanticMemory:
                 for i in items
             ],
         )
+        if graph:
+            self.graph_extraction.write(conn, graph)
         return list(items)
 
     def get(self, user_id: str, item_id: str) -> Item:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..config import prepare_process_environment
 from ..errors import InvalidInput, LLMUnavailable
+from ..process_env import prepare_process_environment
 from ..startup import collector_paused
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -62,13 +62,26 @@ class OpenAIChat:
         self.usage_sink = usage_sink
 
     def complete(self, prompt: str, operation: str, user_id: str | None = None) -> LLMResult:
+        return self._chat(prompt, operation, user_id, {})
+
+    def complete_structured(
+        self, prompt: str, schema: dict[str, Any], schema_name: str, operation: str, user_id: str | None = None
+    ) -> LLMResult:
+        """An answer constrained to a JSON schema (OpenAI structured outputs, ``response_format`` json_schema,
+        strict); a server that refuses the parameter gives a failed result, and the caller falls back to
+        :meth:`complete`."""
+        json_schema = {"name": schema_name, "schema": schema, "strict": True}
+        response_format = {"type": "json_schema", "json_schema": json_schema}
+        return self._chat(prompt, operation, user_id, {"response_format": response_format})
+
+    def _chat(self, prompt: str, operation: str, user_id: str | None, extra: dict[str, Any]) -> LLMResult:
         import openai
 
         last = ""
         for attempt in range(1, self.retries + 2):
             try:
                 resp = self.client.chat.completions.create(
-                    model=self.model, messages=[{"role": "user", "content": prompt}], temperature=0.3
+                    model=self.model, messages=[{"role": "user", "content": prompt}], temperature=0.3, **extra
                 )
             except (
                 openai.RateLimitError,

@@ -17,7 +17,7 @@ from ..memory.base import Backends
 from ..records import KINDS
 from ..store.sql.database import Connection
 from ..store.vectors.rows import VectorHit
-from ..trace.records import CandidateInput
+from ..trace.records import CandidateInput, EntityLinks
 from ..vocab import FoundBy
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -80,8 +80,12 @@ def build_inputs(
     user_id: str,
     query_vector: np.ndarray,
     hits: dict[str, tuple[list[VectorHit], list[VectorHit]]],
+    entity_hits: dict[str, list[VectorHit]] | None = None,
+    links: dict[str, EntityLinks] | None = None,
 ) -> tuple[list[CandidateInput], np.ndarray]:
-    """Union hits by id per source, keep only memories active in DuckDB, attach metadata and feedback."""
+    """Union hits by id per source, keep only memories active in DuckDB, attach metadata and feedback. The entity
+    stage's rows (``entity_hits``, memories search did not find) come after the searches' hits, and every memory it
+    linked carries its ``links`` (its ``found_by`` then ends in ``+entity``, or is ``entity`` alone)."""
     merged: dict[str, dict[str, Any]] = {}
     for kind, (vec_hits, fts_hits) in hits.items():
         for h in vec_hits:
@@ -93,6 +97,10 @@ def build_inputs(
             else:
                 entry["found"] = FoundBy.BOTH
                 entry["fts"] = h.fts_score
+    for kind, rows in (entity_hits or {}).items():
+        for h in rows:
+            merged.setdefault(h.id, {"kind": kind, "hit": h, "found": FoundBy.ENTITY, "fts": None})
+    links = links or {}
     if not merged:
         return [], np.zeros((0, 0), dtype=np.float32)
     wanted = [[i for i, e in merged.items() if e["kind"] == kind] for kind in KINDS]
@@ -118,8 +126,17 @@ def build_inputs(
                 feedback_net=int(m[6]),
                 vector_similarity=round(float(sims[n]), 6),
                 fts_score=None if e["fts"] is None else round(e["fts"], 6),
-                found_by=e["found"],
+                found_by=_found_by(e["found"], i in links),
                 preceding_text=m[7] or "",
+                entity=links.get(i),
             )
         )
     return inputs, vectors
+
+
+def _found_by(found: str, linked: bool) -> str:
+    """How a candidate was found: by a search (vector, fts, both), the entity stage alone (entity), or a search
+    and the entity stage (``both+entity``)."""
+    if not linked or found == FoundBy.ENTITY:
+        return str(found)
+    return f"{found}+{FoundBy.ENTITY}"

@@ -14,6 +14,7 @@ from ..trace.records import (
     CandidateInput,
     CandidateTrace,
     HopCounts,
+    HopEntity,
     HopSimilarity,
     HopTrace,
     ProposalDetails,
@@ -73,6 +74,7 @@ class HopRun:
     scored: tuple[Scored, ...]
     similarity: HopSimilarity = field(default_factory=HopSimilarity)
     timings: StageTimings = StageTimings()
+    entities: tuple[HopEntity, ...] = ()  # what the entity stage started from
 
 
 def placement_key(s: Scored) -> tuple[int, str]:
@@ -106,6 +108,7 @@ def hop_trace(run: HopRun, ranked: Mapping[tuple[int, str], tuple[Scored, Placem
                 context_reason=Reason(placement.reason),
                 tokens=placement.tokens,
                 preceding_text=s.inp.preceding_text,
+                entity=s.inp.entity,
             )
         )
     kept = sum(1 for s in run.scored if s.kept)
@@ -119,6 +122,7 @@ def hop_trace(run: HopRun, ranked: Mapping[tuple[int, str], tuple[Scored, Placem
         counts=HopCounts(found=len(run.scored), kept=kept, dropped=len(run.scored) - kept),
         timings_ms=run.timings,
         similarity=run.similarity,
+        entities=run.entities,
     )
 
 

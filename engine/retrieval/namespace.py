@@ -60,9 +60,12 @@ class Retrieval:
         """Re-rank a stored trace under other settings without searching again."""
         return self.replay_trace(self.traces.get(trace_id), overrides)
 
-    def replay_trace(self, trace: RetrievalTrace, overrides: Mapping[str, Any] | None = None) -> RetrievalTrace:
+    def replay_trace(
+        self, trace: RetrievalTrace, overrides: Mapping[str, Any] | None = None, graph: bool = False
+    ) -> RetrievalTrace:
         """Replay a trace (stored, or read from JSON); memories forgotten in this store since are left out of the
-        context and reported with reason ``forgotten``."""
+        context and reported with reason ``forgotten``. With ``graph``, the entity stage links the trace's
+        candidates by the graph as it is now (an entity forgotten or a relation superseded since shows)."""
         ids = sorted({c.id for h in trace.hops for c in h.candidates})
         forgotten = self.forgetting.tombstones(trace.user_id, ids) if ids else {}
-        return self.pipeline.replay(trace, overrides, forgotten)
+        return self.pipeline.replay(trace, overrides, forgotten, graph)

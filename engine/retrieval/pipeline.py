@@ -21,9 +21,12 @@ from ..presets import preset_overrides
 from ..providers.llm import LLM
 from ..providers.llm_output import parse_number_list
 from ..records import KINDS
+from ..store.vectors.rows import VectorHit
 from ..trace.records import (
     CandidateInput,
+    HopEntity,
     HopSimilarity,
+    HopTrace,
     ProposalDetails,
     RetrievalTrace,
     Strategies,
@@ -31,10 +34,11 @@ from ..trace.records import (
     Tombstone,
     TraceSettings,
 )
-from ..trace.replay import replay_ranking, replay_runs, replay_settings, tombstones
+from ..trace.replay import Relink, replay_ranking, replay_runs, replay_settings, tombstones
 from ..vocab import Strategy
 from .assembly import Assembly, assemble, merge, mmr, similarity_function, with_final_ranks
 from .candidates import build_inputs, search_sources
+from .entity_strategy import EntityFinding, find_entities, relink, relinked
 from .hop_run import HopRun, StageTimer, elapsed_ms, hop_trace, placement_key, ranking_entry
 from .query_vectors import QueryVectors
 from .reasoners import DONE, CallableReasoner, LLMReasoner, OfflineBridgeReasoner, Proposal, Reasoner
@@ -181,7 +185,7 @@ class Retriever:
             if stop is not None:
                 return runs, stop, stop_details
             seen.append(proposal.query)
-            runs.append(self._run_hop(conn, req, hop, proposal, cosines, strategies))
+            runs.append(self._run_hop(conn, req, hop, proposal, cosines, strategies, runs[-1] if runs else None))
             if hop >= req.settings.hops or reasoner is None:
                 break
             with timer.stage(f"reasoner_hop{hop}"):
@@ -199,8 +203,10 @@ class Retriever:
         proposal: Proposal,
         cosines: CandidateCosines,
         strategies: dict[str, Any],
+        previous: HopRun | None = None,
     ) -> HopRun:
-        """Embed the query, search every source, join the hits with DuckDB, (judge them,) and score them."""
+        """Embed the query, search every source, follow the entities (when on), join the hits with DuckDB, (judge
+        them,) and score them."""
         timer = StageTimer()
         query = proposal.query
         with timer.stage("embed_query"):
@@ -208,8 +214,15 @@ class Retriever:
         with timer.stage("search"):
             hits, modes = search_sources(self.b, req.user_id, query, qvec, req.sources, req.settings.top_k)
         record_search_modes(strategies, modes, hop, req.sources)
+        finding: EntityFinding = EntityFinding()
+        entity_hits: dict[str, list[VectorHit]] = {}
+        if req.settings.entity_strategy:
+            with timer.stage("entities"):
+                finding, entity_hits = self._entities(conn, req, hop, query, hits, previous)
+            strategies["entities" if hop == 1 else f"entities_hop{hop}"] = finding.strategy
         with timer.stage("candidates"):
-            inputs, vectors = build_inputs(self.b, conn, req.user_id, qvec, hits)
+            links = {m: lk for m, (_, lk) in finding.links.items()}
+            inputs, vectors = build_inputs(self.b, conn, req.user_id, qvec, hits, entity_hits, links)
             pairs = cosines.add_hop([i.id for i in inputs], vectors) if inputs else HopSimilarity()
         relevance_text = req.question if hop == 1 else query
         if req.settings.relevance_filter == "llm":
@@ -227,7 +240,31 @@ class Retriever:
             tuple(scored),
             pairs,
             timer.timings(),
+            finding.seeds,
         )
+
+    def _entities(
+        self,
+        conn: Any,
+        req: Request,
+        hop: int,
+        query: str,
+        hits: Mapping[str, tuple[list[VectorHit], list[VectorHit]]],
+        previous: HopRun | None,
+    ) -> tuple[EntityFinding, dict[str, list[VectorHit]]]:
+        """The hop's entity stage (entity_strategy.py) and the rows of the memories it brings in."""
+        found = {h.id for vec, fts in hits.values() for h in (*vec, *fts)}
+        texts = [req.question, query] if hop == 1 and query != req.question else [query]
+        n = int(req.settings.entity_from_top)
+        if previous is None:  # the hop's own best hits, of each search (its ranking does not exist yet)
+            top = [(kind, h.id) for kind, (vec, fts) in hits.items() for h in (*vec[:n], *fts[:n])]
+            origin = f"hop{hop}_search"
+        else:
+            top = [(s.inp.kind, s.inp.id) for s in previous.scored if s.kept][:n]
+            origin = f"hop{previous.hop}_result"
+        finding = find_entities(conn, req.user_id, texts, req.sources, req.settings, req.now, top, origin, found)
+        rows = {kind: self.b.index.rows_for(kind, req.user_id, ids) for kind, ids in finding.brought_in(found).items()}
+        return finding, rows
 
     def _generate_query(self, message: str, settings: Settings, user_id: str) -> Proposal:
         """The first hop's query: the question itself when short, else a condensed form of it."""
@@ -317,17 +354,23 @@ class Retriever:
         trace: RetrievalTrace,
         overrides: Mapping[str, Any] | None = None,
         forgotten: Mapping[str, Mapping[str, Any] | Tombstone] | None = None,
+        graph: bool = False,
     ) -> RetrievalTrace:
         """Re-rank a stored trace's candidates under other settings: no embedding, no search, no LLM call.
 
         A forgotten memory never enters the replayed context: the candidates the trace marks as forgotten and those
         in ``forgotten`` (id -> tombstone: the store's current state) are left out, and the ranking reports each of
-        them with reason ``forgotten`` and its tombstone."""
+        them with reason ``forgotten`` and its tombstone. With ``graph``, the entity stage links the recorded
+        candidates as the graph is now (entity_strategy.relink): a changed graph shows in the ranking."""
         gone = tombstones(trace, forgotten)
         timer = StageTimer()
         settings = replay_settings(self.b.settings, trace, overrides)
         req = Request(trace.user_id, trace.session_id, trace.question, settings, parse_time(trace.settings.now))
-        runs = replay_runs(trace, req.settings, req.now, gone)
+        if graph:
+            with self.b.db.read() as conn:
+                runs = replay_runs(trace, req.settings, req.now, gone, self._relinker(conn, req))
+        else:
+            runs = replay_runs(trace, req.settings, req.now, gone)
         stop = trace.stop_reason if settings.hops >= len(trace.hops) else "max_hops"
         new = self._finish(
             req,
@@ -347,6 +390,15 @@ class Retriever:
             timings_ms=Timings((("replay", elapsed_ms(timer.start)),)),
             forgotten={i: t for i, t in gone.items() if i in seen},
         )
+
+    def _relinker(self, conn: Any, req: Request) -> Relink:
+        """Replay's entity stage on the current graph (entity_strategy.relink), hop by hop."""
+
+        def relink_hop(hop: HopTrace, previous: HopRun | None) -> tuple[tuple[HopEntity, ...], Any]:
+            finding = relink(conn, req.user_id, req.question, hop, previous, req.settings, req.now, req.sources)
+            return finding.seeds, lambda inp: relinked(inp, finding.links)
+
+        return relink_hop
 
 
 def record_search_modes(

@@ -61,6 +61,9 @@ class CandidateScores(_StoredRecord):
     z_bm25: float | None = None
     hybrid_vector_part: float | None = None
     hybrid_bm25_part: float | None = None
+    # the entity stage (when it linked the memory): its 0..1 score and what it added to the hybrid
+    entity_score: float | None = None
+    hybrid_entity_part: float | None = None
     hybrid: float | None = None
     # temporal stage: decay and importance
     age_days: int | None = None

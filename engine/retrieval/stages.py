@@ -10,6 +10,7 @@ replaying a trace with its own settings gives exactly its result. Formulas and d
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Sequence
@@ -75,6 +76,9 @@ class FusionScores:
     rank_bm25: tuple[int | None, ...]
     z_vector: tuple[float | None, ...]
     z_bm25: tuple[float | None, ...]
+    # the entity stage's 0..1 score and its part of the hybrid (None: not linked, or the stage is off)
+    entity_score: tuple[float | None, ...] = ()
+    entity_part: tuple[float | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,7 +112,7 @@ def score_hop(
     if not inputs:
         return []
     lexical = lexical_scores(inputs, query, settings)
-    fusion = fuse(inputs, lexical, settings)
+    fusion = with_entity_part(inputs, fuse(inputs, lexical, settings), settings)
     verdicts = relevance_filter(inputs, lexical, fusion, relevance_text, settings)
     temporal = temporal_scores(inputs, fusion, settings, now)
     feedback = feedback_scores(inputs, temporal, settings, hop)
@@ -159,6 +163,8 @@ def candidate_scores(
         fusion.z_bm25[i],  # z_bm25
         fusion.vector_part[i],  # hybrid_vector_part
         fusion.bm25_part[i],  # hybrid_bm25_part
+        fusion.entity_score[i],  # entity_score
+        fusion.entity_part[i],  # hybrid_entity_part
         fusion.hybrid[i],  # hybrid
         temporal.age_days[i],  # age_days
         temporal.decay[i],  # decay
@@ -231,6 +237,21 @@ def fuse(inputs: Sequence[CandidateInput], lexical: LexicalScores, settings: Set
     if settings.fusion == "zscore":
         return _fuse_zscores(cosines, lexical.combined, w)
     return _fuse_rrf(cosines, lexical.combined, w, float(settings.rrf_k))
+
+
+def with_entity_part(inputs: Sequence[CandidateInput], fusion: FusionScores, settings: Settings) -> FusionScores:
+    """[memlens] The entity stage's part of the hybrid: ``entity_weight * entity score`` added to the fused score of
+    each candidate it linked (engine/retrieval/entity_strategy.py), so the filter, decay and feedback that follow
+    see it like the other parts. Added rather than multiplied: a memory that shares a rare entity with the question
+    but few words with it (the second hop's evidence) must be able to climb, whatever its fused score."""
+    on = bool(settings.entity_strategy)
+    w = float(settings.entity_weight)
+    scores = tuple(i.entity.score if on and i.entity is not None else None for i in inputs)
+    parts = tuple(None if s is None else w * s for s in scores)
+    if all(p is None for p in parts):
+        return dataclasses.replace(fusion, entity_score=scores, entity_part=parts)
+    hybrid = tuple(h + (p or 0.0) for h, p in zip(fusion.hybrid, parts))
+    return dataclasses.replace(fusion, hybrid=hybrid, entity_score=scores, entity_part=parts)
 
 
 def weighted_fusion(

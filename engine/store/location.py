@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
-from ..config import Settings, s3_storage_options
+from ..config import Settings
 from ..errors import InvalidInput, NotFound
+from ..process_env import s3_storage_options
 from ..validation import text_problem
 from .sql.database import Database, release_under
 

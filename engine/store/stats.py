@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..memory.base import Backends
+from ..memory.graph import graph_counts
 from ..records import StoreStats
 from .sql.database import one_row
 
@@ -42,8 +43,12 @@ def store_stats(
             "UNION ALL SELECT user_id, 'items', count(*) FROM items WHERE archived_at IS NULL GROUP BY 1 "
             "UNION ALL SELECT user_id, 'episodes', count(*) FROM episodes WHERE archived_at IS NULL GROUP BY 1 "
             "UNION ALL SELECT user_id, 'skills', count(*) FROM skills WHERE archived_at IS NULL GROUP BY 1 "
-            "UNION ALL SELECT user_id, 'traces', count(*) FROM traces GROUP BY 1) ORDER BY 1, 2"
+            "UNION ALL SELECT user_id, 'traces', count(*) FROM traces GROUP BY 1 "
+            "UNION ALL SELECT user_id, 'entities', count(*) FROM entities WHERE archived_at IS NULL GROUP BY 1 "
+            "UNION ALL SELECT user_id, 'relations', count(*) FROM relations WHERE archived_at IS NULL "
+            "AND valid_to IS NULL GROUP BY 1) ORDER BY 1, 2"
         ).fetchall()
+        graph = graph_counts(conn)
     per_user: dict[str, dict[str, int]] = {}
     for user_id, kind, n in per_user_rows:
         per_user.setdefault(user_id, {})[kind] = n
@@ -91,4 +96,5 @@ def store_stats(
         per_user,
         tuple(warnings),
         {k: {n: list(v) if isinstance(v, list) else v for n, v in f.items()} for k, f in orphans.items()},
+        graph,
     )

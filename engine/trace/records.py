@@ -19,12 +19,16 @@ from ..config import Settings
 from ..records import to_plain
 from ..retrieval.scores import SCORE_KEYS, CandidateScores, StageRanks, Verdict
 from ..vocab import ForgetMode, Kind, Reason
+from .entity_links import EntityLinks, EntityPath, HopEntity
 from .hop_records import HopCounts, HopSimilarity, ProposalDetails, stored_object
 
 __all__ = [
     "SCORE_KEYS",
     "CandidateInput",
     "CandidateTrace",
+    "EntityLinks",
+    "EntityPath",
+    "HopEntity",
     "HopTrace",
     "RankedMemory",
     "RetrievalTrace",
@@ -49,6 +53,7 @@ OLDER_TRACE_SETTINGS = {
     "preceding_full_words": 0,
     "decay_floor": 0.0,
     "clamp_future_age": False,
+    "entity_strategy": False,  # no entity stage before issue 30
 }
 
 
@@ -229,6 +234,7 @@ class CandidateInput:
     found_by: str  # vector | fts | both
     llm_relevance: float | None = None  # the LLM judge's 0..1 verdict when it ran
     preceding_text: str = ""  # items: what came right before it, which its vector embeds too
+    entity: EntityLinks | None = None  # how the entity stage linked it (None: no entity path)
 
 
 @dataclass(frozen=True)
@@ -253,9 +259,13 @@ class CandidateTrace:
     # Set when the memory was forgotten after this trace was stored: the forget log's entry. A hard forget also
     # blanks ``text`` and ``preceding_text`` (see redaction.py).
     forgotten: Tombstone | None = None
+    # How the entity stage linked the memory (its score and paths; None: no entity path, or an older trace).
+    entity: EntityLinks | None = None
 
     def __post_init__(self) -> None:
         # Built from a stored trace (or by hand), these arrive as plain strings and mappings: keep the typed ones.
+        if self.entity is not None and not isinstance(self.entity, EntityLinks):
+            object.__setattr__(self, "entity", EntityLinks.from_dict(self.entity))
         if type(self.kind) is not Kind:
             object.__setattr__(self, "kind", Kind(self.kind))
         if type(self.context_reason) is not Reason:
@@ -282,9 +292,13 @@ class HopTrace:
     timings_ms: Timings
     # the cosines of the candidates this hop saw first (retrieval/similarity.py)
     similarity: HopSimilarity = field(default_factory=HopSimilarity)
+    # the entities the hop's entity stage started from (none: the stage was off, named none, or an older trace)
+    entities: tuple[HopEntity, ...] = ()
 
     def __post_init__(self) -> None:
         # Built from a stored trace (or by hand), these arrive as plain mappings: keep the typed records.
+        if any(not isinstance(e, HopEntity) for e in self.entities):
+            object.__setattr__(self, "entities", tuple(HopEntity.from_dict(e) for e in self.entities))
         if not isinstance(self.proposal, ProposalDetails):
             object.__setattr__(self, "proposal", ProposalDetails.from_dict(self.proposal))
         if not isinstance(self.similarity, HopSimilarity):
@@ -298,13 +312,17 @@ class HopTrace:
         """The fields as they are written out: the proposal, counts, timings and similarity as the JSON objects they
         always were."""
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return {
+        plain = {
             **fields,
             "proposal": self.proposal.to_dict(),
             "counts": self.counts.to_dict(),
             "timings_ms": self.timings_ms.as_dict(),
             "similarity": self.similarity.to_dict(),
+            "entities": [e.to_dict() for e in self.entities],
         }
+        if not self.entities:  # a hop without an entity stage is written as hops were before it
+            del plain["entities"]
+        return plain
 
 
 @dataclass(frozen=True)

@@ -6,14 +6,19 @@ the stored trace, redacts it and writes it back."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ..retrieval.assembly import context_block
+from .entity_links import EntityPath, HopEntity
 from .records import CandidateTrace, HopTrace, ProposalDetails, RetrievalTrace, Tombstone
 
 # What a hard-forgotten memory's text becomes in a trace's assembled context.
 FORGOTTEN_TEXT = "[forgotten memory {id}]"
+# What a hard-forgotten entity's name and relation's predicate become in the entity stage's records.
+FORGOTTEN_ENTITY = "[forgotten entity {id}]"
+FORGOTTEN_RELATION = "[forgotten relation {id}]"
 REDACTED_PROPOSAL = "made from a forgotten memory's text"
 REDACTED_QUERY = "[query made from a forgotten memory]"
 
@@ -73,12 +78,14 @@ def redact_quotes(trace: RetrievalTrace, texts: Mapping[str, str]) -> RetrievalT
     pairs = sorted(((t, i) for i, t in texts.items() if t and t.strip()), key=lambda p: -len(p[0]))
     if not pairs:
         return trace
+    patterns = [(_quote_pattern(text), text, item_id) for text, item_id in pairs]
 
     def sub(value: Any) -> Any:
         if isinstance(value, str):
-            for text, item_id in pairs:
+            for pattern, text, item_id in patterns:
                 if text in value:
-                    value = value.replace(text, FORGOTTEN_TEXT.format(id=item_id))
+                    marker = FORGOTTEN_TEXT.format(id=item_id)
+                    value = pattern.sub(lambda _: marker, value)  # noqa: B023 (used at once, in this iteration)
             return value
         if isinstance(value, list):
             return [sub(v) for v in value]
@@ -96,6 +103,70 @@ def redact_quotes(trace: RetrievalTrace, texts: Mapping[str, str]) -> RetrievalT
         for h in trace.hops
     )
     return dataclasses.replace(trace, question=sub(trace.question), hops=hops, stop_details=sub(trace.stop_details))
+
+
+def redact_graph(trace: RetrievalTrace, ids: Collection[str]) -> RetrievalTrace:
+    """The trace with hard-forgotten graph rows (entity and relation ``ids``) taken out of what its entity stage
+    recorded (entity_links.py): each such entity's name, where a hop started from it (and in the stage's summary
+    among the strategies) or a candidate's path runs through it, and each such relation's predicate. Ids, distances
+    and scores stay, so the trace still explains why the memory was found. (Where the question or a hop query names
+    the entity, :func:`redact_quotes` replaces it.)"""
+    if not ids:
+        return trace
+
+    def path(p: EntityPath) -> EntityPath:
+        changes: dict[str, Any] = {}
+        if p.entity_id in ids:
+            changes["entity_name"] = FORGOTTEN_ENTITY.format(id=p.entity_id)
+        if p.via_entity_id is not None and p.via_entity_id in ids:
+            changes["via_entity_name"] = FORGOTTEN_ENTITY.format(id=p.via_entity_id)
+        if p.relation_id is not None and p.relation_id in ids:
+            changes["predicate"] = FORGOTTEN_RELATION.format(id=p.relation_id)
+        return dataclasses.replace(p, **changes) if changes else p
+
+    def candidate(c: CandidateTrace) -> CandidateTrace:
+        if c.entity is None:
+            return c
+        links = dataclasses.replace(c.entity, paths=tuple(path(p) for p in c.entity.paths))
+        return c if links == c.entity else dataclasses.replace(c, entity=links)
+
+    def start(e: HopEntity) -> HopEntity:
+        return dataclasses.replace(e, name=FORGOTTEN_ENTITY.format(id=e.id)) if e.id in ids else e
+
+    # The stage's one-line summary per hop (strategies "entities", "entities_hop2") names its starting entities.
+    names = {e.id: e.name for h in trace.hops for e in h.entities if e.id in ids}
+    patterns = [(_quote_pattern(n), FORGOTTEN_ENTITY.format(id=i)) for i, n in names.items() if n.strip()]
+    per_hop = dict(trace.strategies.per_hop)
+    for key, value in per_hop.items():
+        if key.startswith("entities") and isinstance(value, str):
+            for pattern, marker in patterns:
+                value = pattern.sub(lambda _: marker, value)  # noqa: B023 (used at once, in this iteration)
+            per_hop[key] = value
+    hops = tuple(
+        dataclasses.replace(
+            h, entities=tuple(start(e) for e in h.entities), candidates=tuple(candidate(c) for c in h.candidates)
+        )
+        for h in trace.hops
+    )
+    return dataclasses.replace(trace, hops=hops, strategies=dataclasses.replace(trace.strategies, per_hop=per_hop))
+
+
+def graph_ids(trace: RetrievalTrace) -> set[str]:
+    """The entity and relation ids the trace's entity stage recorded (a hard forget of one of them rewrites it)."""
+    found = {e.id for h in trace.hops for e in h.entities}
+    for h in trace.hops:
+        for c in h.candidates:
+            for p in c.entity.paths if c.entity is not None else ():
+                found.update(i for i in (p.entity_id, p.via_entity_id, p.relation_id) if i)
+    return found
+
+
+def _quote_pattern(text: str) -> re.Pattern[str]:
+    """``text`` where it stands as itself, not inside a longer word: an entity's name "Ann" is redacted in "Ann's
+    trip", not in "Anna" (an edge that is not a word character, like a quote's closing period, matches anywhere)."""
+    head = r"(?<!\w)" if text[:1].isalnum() or text[:1] == "_" else ""
+    tail = r"(?!\w)" if text[-1:].isalnum() or text[-1:] == "_" else ""
+    return re.compile(head + re.escape(text) + tail)
 
 
 def _quotes(details: Any, texts: Sequence[str]) -> bool:

@@ -5,7 +5,7 @@ replay with the trace's own settings gives exactly its result."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -13,8 +13,8 @@ from ..config import Settings
 from ..errors import InvalidInput
 from ..retrieval.hop_run import HopRun
 from ..retrieval.stages import score_hop
-from ..vocab import Reason
-from .records import CandidateInput, CandidateTrace, RankedMemory, RetrievalTrace, Tombstone
+from ..vocab import FoundBy, Reason
+from .records import CandidateInput, CandidateTrace, HopEntity, HopTrace, RankedMemory, RetrievalTrace, Tombstone
 
 
 def tombstones(
@@ -38,15 +38,34 @@ def replay_settings(base: Settings, trace: RetrievalTrace, overrides: Mapping[st
     return settings
 
 
+# Replay against the current graph: (the stored hop, the replayed hop before it) -> the entity stage's seeds now,
+# and a function giving a recorded candidate its current links (None: the graph no longer makes it a candidate).
+Relink = Callable[
+    [HopTrace, HopRun | None], tuple[tuple[HopEntity, ...], Callable[[CandidateInput], CandidateInput | None]]
+]
+
+
 def replay_runs(
-    trace: RetrievalTrace, settings: Settings, now: datetime, gone: Mapping[str, Tombstone]
+    trace: RetrievalTrace,
+    settings: Settings,
+    now: datetime,
+    gone: Mapping[str, Tombstone],
+    relink: Relink | None = None,
 ) -> list[HopRun]:
     """The trace's hops (up to ``settings.hops``) scored again from their recorded candidates, in search order,
-    without the forgotten ones."""
-    runs = []
+    without the forgotten ones; with ``relink``, each hop's entity links as the current graph gives them."""
+    runs: list[HopRun] = []
     for hop in trace.hops[: settings.hops]:
         ordered = sorted(hop.candidates, key=lambda c: c.search_order)
-        inputs = tuple(candidate_input(c) for c in ordered if c.id not in gone)
+        # Without the entity stage, what it alone brought in was never a candidate (and the rest lose its part).
+        entity_on = bool(settings.entity_strategy)
+        inputs = tuple(
+            candidate_input(c) for c in ordered if c.id not in gone and (entity_on or c.found_by != FoundBy.ENTITY)
+        )
+        entities = hop.entities
+        if relink is not None and entity_on:
+            entities, again = relink(hop, runs[-1] if runs else None)
+            inputs = tuple(i for i in (again(i) for i in inputs) if i is not None)
         scored = score_hop(inputs, hop.query, hop.relevance_text, settings, now, hop.hop)
         runs.append(
             HopRun(
@@ -58,6 +77,7 @@ def replay_runs(
                 inputs=inputs,
                 scored=tuple(scored),
                 similarity=hop.similarity,
+                entities=entities,
             )
         )
     return runs
@@ -81,6 +101,7 @@ def candidate_input(c: CandidateTrace) -> CandidateInput:
         found_by=c.found_by,
         llm_relevance=c.scores.llm_relevance,
         preceding_text=c.preceding_text,
+        entity=c.entity,
     )
 
 

@@ -22,14 +22,15 @@ from ..records import Page, TracePrunePlan
 from ..store.sql.database import Connection, one_row
 from .codec import trace_from_dict, trace_json_bytes
 from .records import RetrievalTrace, Tombstone
-from .redaction import redact_quotes, redact_trace
+from .redaction import graph_ids, redact_graph, redact_quotes, redact_trace
 
 log = logging.getLogger(__name__)
 
 
 def _memory_ids(trace: RetrievalTrace) -> list[str]:
-    """The ids of every candidate of a trace (its ``memory_ids`` column)."""
-    return sorted({c.id for hop in trace.hops for c in hop.candidates})
+    """The ids a forget looks a trace up by (its ``memory_ids`` column): every candidate's, and the entities and
+    relations its entity stage recorded (a hard forget of one rewrites the trace: redaction.redact_graph)."""
+    return sorted({c.id for hop in trace.hops for c in hop.candidates} | graph_ids(trace))
 
 
 def _readable(trace_id: str, body: Any, packed: bytes | None) -> RetrievalTrace | None:
@@ -92,7 +93,7 @@ class TraceStore:
             json.dumps(list(trace.context_ids)),
             body,
             trace.created_at,
-            sorted({c.id for hop in trace.hops for c in hop.candidates}),
+            _memory_ids(trace),
         ]
         sql = (
             "INSERT INTO traces (id, user_id, session_id, question, hops, stop_reason, embedder, strategy, "
@@ -174,7 +175,7 @@ class TraceStore:
         for trace_id, trace in traces.items():
             trace = redact_trace(trace, wanted, tomb)
             if tomb.hard:
-                trace = redact_quotes(trace, texts)
+                trace = redact_graph(redact_quotes(trace, texts), wanted)
             conn.execute(
                 "UPDATE traces SET body=NULL, body_packed=?, memory_ids=?, question=? WHERE id=?",
                 [pack_body(trace_json_bytes(trace)), _memory_ids(trace), trace.question, trace_id],

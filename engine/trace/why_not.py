@@ -32,7 +32,7 @@ from ..vocab import (
     Relevance,
     loss_label,
 )
-from .records import CandidateTrace, RetrievalTrace, Tombstone
+from .records import CandidateTrace, HopTrace, RetrievalTrace, Tombstone
 
 # The display words of every status (vocab.LOSS_LABELS, the one mapping), under the name pages have used.
 STAGE_NAMES = LOSS_LABELS
@@ -144,15 +144,17 @@ def _hop_rows(
                         **row,
                         "stage": HOP_STAGE_LABELS[HopStage.SEARCH],
                         "rule": f"top_k={top_k} per source",
-                        "what happened": f"not among the top {top_k} vector or full-text results",
+                        "what happened": f"not among the top {top_k} vector or full-text results"
+                        + _entities_followed(hop),
                     },
                 )
             )
             continue
         rank_h = c.ranks.hybrid
+        found = f"{c.found_by} (via {c.entity.describe()})" if c.entity is not None else c.found_by
         if c.verdicts.relevance == Relevance.DROPPED:
             stage, rule = HopStage.FILTER, c.verdicts.rule
-            what = f"found by {c.found_by} (hybrid rank {rank_h}), dropped: {rule}"
+            what = f"found by {found} (hybrid rank {rank_h}), dropped: {rule}"
             label = HOP_STAGE_LABELS[stage]
         elif c.context_reason == Reason.MERGED:
             stage, rule = HopStage.MERGE, drop_rule(trace, c, winner_hop)
@@ -162,9 +164,18 @@ def _hop_rows(
             stage, label = HopStage.ASSEMBLY, loss_label(c.context_reason)
             rule = "" if c.in_context else drop_rule(trace, c, winner_hop)
             detail = f": {rule}" if rule else ""
-            what = f"found by {c.found_by}, final rank {c.ranks.final}{detail}"
+            what = f"found by {found}, final rank {c.ranks.final}{detail}"
         rows.append((stage, {**row, "stage": label, "rule": rule, "what happened": what}))
     return rows
+
+
+def _entities_followed(hop: HopTrace) -> str:
+    """What a hop's entity stage followed, for a memory it did not link: "; the entity stage followed Caroline,
+    Sweden, none of which links it" ("" when the stage named no entity or did not run)."""
+    if not hop.entities:
+        return ""
+    names = ", ".join(e.name for e in hop.entities[:6]) + (" ..." if len(hop.entities) > 6 else "")
+    return f"; the entity stage followed {names}, none of which links it"
 
 
 # What "never a candidate" says of a memory the store no longer (or never) held.

@@ -41,6 +41,7 @@ LIBRARIES = {
 SMOKE_TESTED = {
     "duckdb_handover.py",
     "eval_speed.py",
+    "graph_extraction.py",
     "ingest.py",
     "latency.py",
     "locomo.py",
@@ -224,10 +225,33 @@ def test_ingest(runner: ScriptRunner):
     assert [r["items"] for r in rows] == ["12", "20"]
 
 
+def test_graph_extraction(runner: ScriptRunner, tmp_path: Path):
+    data = write_locomo(tmp_path)
+    labels = tmp_path / "labels.jsonl"
+    gold = [
+        {"source": "locomo", "conversation": "conv-tiny", "dia_id": "D1:1", "split": "dev",
+         "triples": [["Ana", "has_pet", "Miso"]], "mentions": ["Ana", "Miso"]},
+        {"source": "locomo", "conversation": "conv-tiny", "dia_id": "D1:4", "split": "test", "triples": [],
+         "mentions": ["Ben", "Lisbon"]},
+        {"source": "demo", "id": "tomas-item-001", "split": "test", "triples": [["Tomas", "prefers", "rail"]],
+         "mentions": ["Tomas"]},
+    ]  # fmt: skip
+    labels.write_text("".join(json.dumps(g) + "\n" for g in gold))
+    run = runner.run("graph_extraction.py", "--locomo", str(data), "--labels", str(labels), "--overhead", "0").ok()
+    rows = {(r["source"], r["split"]): r for r in table_with(run.out, "source", "precision", "recall", "mention_r")}
+    assert (rows[("all", "all")]["texts"], rows[("all", "all")]["gold"]) == ("3", "2")
+    assert (rows[("locomo", "all")]["texts"], rows[("demo", "all")]["gold"]) == ("2", "1")
+    over = table_with(run.out, "graph_extraction", "items", "items_per_s")
+    assert [r["graph_extraction"] for r in over] == ["off", "offline", "off", "offline"]
+    assert {r["items"] for r in over} == {"7"}  # the tiny file's seven turns, each time
+    assert [r["relations"] != "0" for r in over] == [False, True, False, True]
+    assert "offline extractor alone: 7 turns" in run.out
+
+
 def test_latency(runner: ScriptRunner, tmp_path: Path):
     store = tmp_path / "store"
     args = ("--items", "40", "--episodes", "4", "--skills", "3", "--runs", "3", "--store", str(store))
-    run = runner.run("latency.py", *args).ok()
+    run = runner.run("latency.py", *args, "--set", "entity_strategy=true").ok()
     rows = table_with(run.out, "operation", "p50 ms", "vs floor p50")
     assert [r["operation"].split(",")[0].split(" (")[0] for r in rows] == [
         "floor",
@@ -236,7 +260,8 @@ def test_latency(runner: ScriptRunner, tmp_path: Path):
         "replay of a stored 2-hop trace",
     ]
     assert "store: 40 items, 4 episodes, 3 skills for one user; 3 queries" in run.out
-    assert table_with(run.out, "stage", "1 hop", "2 hops")
+    stages = table_with(run.out, "stage", "1 hop", "2 hops")
+    assert "entities" in [r["stage"] for r in stages]  # the entity stage's time, per hop (--set entity_strategy)
     # a second run reuses the store it built (no "built the store" line)
     again = runner.run("latency.py", *args, "--build-only").ok()
     assert "built the store" not in again.out

@@ -142,17 +142,21 @@ def report_tally():
 MAY_CHANGE: dict[str, set[str]] = {
     "add_message": {"messages", "sessions"},
     "working": {"working_slots", "working_history"},
-    "remember": {"items", "categories", "lance:semantic"},
+    # and the graph drawn from the item (the extraction hook: engine/memory/graph_extraction.py)
+    "remember": {"items", "categories", "lance:semantic", "entities", "relations", "entity_mentions"},
     "record_episode": {"episodes", "lance:episodic"},
     "register_skill": {"skills", "lance:procedural"},
     "report_outcome": {"skills", "skill_outcomes"},
     "label": {"feedback"},
     "unlabel": {"feedback"},
-    # and the memory kind's own table and vectors (see ApiMachine.forget)
-    "forget": {"forget_log", "traces", "vector_purges"},
+    # and the memory kind's own table and vectors (see ApiMachine.forget); the graph drawn from the memories goes
+    # with them (engine/memory/graph_forget.py: mentions, relations and entities nothing else supports)
+    "forget": {"forget_log", "traces", "vector_purges", "entity_mentions", "relations", "entities"},
+    # an entity takes its relations and mentions; a hard forget redacts the names from traces
+    "forget_graph": {"entities", "relations", "entity_mentions", "forget_log", "traces"},
     "retrieve": {"traces"},
     "delete_trace": {"traces"},
-    "ingest": {"items", "categories", "lance:semantic"},
+    "ingest": {"items", "categories", "lance:semantic", "entities", "relations", "entity_mentions"},
     "read": set(),
     # every per-user table and every vector table (the user's rows are checked gone, the others' unchanged)
     "delete_user": {t.name for t in TABLES if t.user_column is not None}
@@ -610,6 +614,35 @@ class ApiMachine(RuleBasedStateMachine):
         self.forget_entries += 1
         assert list(result.forgotten) == affected
         assert list(result.unknown) == [i for i in ids if i not in table and i not in affected]
+
+    @rule(
+        mode=one_of_ok(st.sampled_from(["soft", "hard"]), bad_mode),
+        reason=one_of_ok(st.sampled_from(["asked to", "GDPR 'erase'"]), hostile_text),
+        data=st.data(),
+    )
+    def forget_graph(self, mode, reason, data) -> None:
+        """Entities and relations of the graph the user's memories were extracted into, with now and then an id
+        that is not the user's (unknown) or a hostile one (refused). The export round trip covers what is left."""
+        graph = self.e.graph
+        own = [x.id for x in graph.list_entities(self.u, include_archived=True, limit=50).rows]
+        own += [r.id for r in graph.relations(self.u, include_history=True, include_archived=True, limit=50).rows]
+        pool = [*own, "ent_0000000000000000", *OTHERS.values()]
+        ids = data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3))
+        extra = data.draw(st.sampled_from([None] * 8 + ["hostile"]))
+        if extra == "hostile":
+            ids = [*ids, data.draw(hostile_id)]
+        ok = mode[1] and reason[1] and extra is None
+        result = self.call(
+            "forget_graph", "forget_graph", ok, lambda: graph.forget(self.u, ids, reason[0], mode=mode[0])
+        )
+        if result is None:
+            return
+        self.forget_entries += 1
+        assert set(result.forgotten) <= set(own) and set(ids) <= set(result.forgotten) | set(result.unknown)
+        if mode[0] == "hard":
+            for gone in result.forgotten:
+                with pytest.raises(NotFound):
+                    graph.relation(self.u, gone) if gone.startswith("rel_") else graph.entity(self.u, gone)
 
     # -- retrieval and traces ------------------------------------------------------------------------------------
     @rule(

@@ -44,7 +44,17 @@ def store(tmp_path_factory, embedder) -> tuple[MemoryEngine, dict[str, str]]:
     engine.feedback.label(U, item.id, "useful")
     trace = engine.retrieval.retrieve(U, "victim fact")
     edit = engine.working.history(U, S)[0].id
-    return engine, {"item": item.id, "episode": episode.id, "skill": skill.id, "trace": trace.trace_id, "edit": edit}
+    fact = engine.graph.add_fact(U, "Victim Person", "works_at", "Victim Corp")
+    entity = engine.graph.resolve(U, "Victim Person").id
+    return engine, {
+        "item": item.id,
+        "episode": episode.id,
+        "skill": skill.id,
+        "trace": trace.trace_id,
+        "edit": edit,
+        "relation": fact.relations_added[0],
+        "entity": entity,
+    }
 
 
 def refused(engine: MemoryEngine, call, expected=(InvalidInput,)) -> MemlensError:
@@ -115,6 +125,22 @@ ID_CALLS = {
     "delete_user": lambda e, h, r: e.admin.delete_user(h),
     "reflect": lambda e, h, r: e.items.reflect(h),
     "usage": lambda e, h, r: e.admin.usage(h),
+    "add_fact user": lambda e, h, r: e.graph.add_fact(h, "Ada", "likes", "tea"),
+    "graph entity": lambda e, h, r: e.graph.entity(U, h),
+    "graph entity user": lambda e, h, r: e.graph.entity(h, r["entity"]),
+    "graph resolve user": lambda e, h, r: e.graph.resolve(h, "Victim Person"),
+    "graph list_entities": lambda e, h, r: e.graph.list_entities(h),
+    "graph relations user": lambda e, h, r: e.graph.relations(h),
+    "graph relations entity": lambda e, h, r: e.graph.relations(U, h),
+    "graph relation": lambda e, h, r: e.graph.relation(U, h),
+    "graph timeline": lambda e, h, r: e.graph.timeline(U, h, "works_at"),
+    "graph neighbourhood": lambda e, h, r: e.graph.neighbourhood(U, [r["entity"], h]),
+    "graph mentions": lambda e, h, r: e.graph.mentions(U, [h]),
+    "graph entities_of": lambda e, h, r: e.graph.entities_of(U, "semantic", [r["item"], h]),
+    "graph stats": lambda e, h, r: e.graph.stats(h),
+    "graph forget id": lambda e, h, r: e.graph.forget(U, [r["relation"], h], reason="r", mode="hard"),
+    "graph forget user": lambda e, h, r: e.graph.forget(h, [r["relation"]], reason="r", mode="hard"),
+    "forget kind graph id": lambda e, h, r: e.forgetting.forget(U, "graph", [r["entity"], h], reason="r", mode="hard"),
 }
 
 
@@ -145,6 +171,11 @@ TEXT_CALLS = {
     "search query": lambda e, t, r: e.retrieval.search(U, t),
     "retrieve question": lambda e, t, r: e.retrieval.retrieve(U, t),
     "forget reason": lambda e, t, r: e.forgetting.forget(U, "semantic", [r["item"]], reason=t, mode="hard"),
+    "fact subject": lambda e, t, r: e.graph.add_fact(U, t, "likes", "tea"),
+    "fact object": lambda e, t, r: e.graph.add_fact(U, "Ada", "likes", t),
+    "fact predicate": lambda e, t, r: e.graph.add_fact(U, "Ada", t, "tea"),
+    "entity name": lambda e, t, r: e.graph.resolve(U, t),
+    "graph forget reason": lambda e, t, r: e.graph.forget(U, [r["relation"]], reason=t, mode="hard"),
 }
 
 
@@ -227,6 +258,11 @@ def test_nan_values_are_refused_and_nothing_is_written(store, call):
         lambda e, r: e.retrieval.retrieve(U, "victim", overrides={"store": "/tmp/elsewhere"}),
         lambda e, r: e.retrieval.retrieve(U, "victim", hops=99),
         lambda e, r: e.admin.ingest_lines(['{"kind": "spell", "user_id": "ada"}']),
+        lambda e, r: e.forgetting.forget(U, "graphs", [r["relation"]], reason="r"),
+        lambda e, r: e.graph.forget(U, [r["relation"]], reason="r", mode="shred"),
+        lambda e, r: e.graph.neighbourhood(U, [r["entity"]], depth=99),
+        lambda e, r: e.graph.add_fact(U, "Ada", "likes", "tea", confidence=float("nan")),
+        lambda e, r: e.graph.relations(U, as_of="yesterday-ish"),
     ],
     ids=[
         "role",
@@ -244,6 +280,11 @@ def test_nan_values_are_refused_and_nothing_is_written(store, call):
         "non-retrieval setting",
         "hops",
         "ingest kind",
+        "graph forget kind",
+        "graph forget mode",
+        "graph depth",
+        "graph confidence",
+        "graph as of",
     ],
 )
 def test_unknown_kinds_roles_labels_and_modes_are_refused(store, call):
@@ -266,6 +307,10 @@ def test_unknown_kinds_roles_labels_and_modes_are_refused(store, call):
         lambda e, r: e.traces.get(r["trace"], user_id="bo"),
         lambda e, r: e.traces.delete(r["trace"], user_id="bo"),
         lambda e, r: e.working.restore(U, S, 10**9),
+        lambda e, r: e.graph.entity(U, "ent_not_there"),
+        lambda e, r: e.graph.entity("bo", r["entity"]),
+        lambda e, r: e.graph.relation(U, "rel_not_there"),
+        lambda e, r: e.graph.relation(U, r["entity"]),
     ],
     ids=[
         "item",
@@ -280,6 +325,10 @@ def test_unknown_kinds_roles_labels_and_modes_are_refused(store, call):
         "foreign trace",
         "delete foreign trace",
         "edit",
+        "entity",
+        "foreign entity",
+        "relation",
+        "entity as relation",
     ],
 )
 def test_well_formed_but_unknown_ids_are_not_found_and_nothing_is_written(store, call):
@@ -299,6 +348,9 @@ def test_well_formed_but_unknown_ids_are_not_found_and_nothing_is_written(store,
         lambda e: e.forgetting.log(U, limit=0),
         lambda e: e.working.history(U, S, limit="all"),
         lambda e: e.retrieval.search(U, "victim", limit=-1),
+        lambda e: e.graph.list_entities(U, limit=-1),
+        lambda e: e.graph.relations(U, offset=-1),
+        lambda e: e.graph.neighbourhood(U, [], max_relations="many"),
     ],
     ids=[
         "items limit",
@@ -310,6 +362,9 @@ def test_well_formed_but_unknown_ids_are_not_found_and_nothing_is_written(store,
         "forget log limit",
         "history limit",
         "search limit",
+        "entities limit",
+        "relations offset",
+        "neighbourhood cap",
     ],
 )
 def test_bad_limits_and_offsets_are_refused_with_a_clear_error(store, call):
@@ -324,3 +379,5 @@ def test_the_baseline_memories_survived_every_hostile_call(store):
     assert engine.working.get(U, S)["goals"] == ["stay safe"]
     assert real["item"] in {h.id for h in engine.retrieval.search(U, "The victim fact")}
     assert engine.forgetting.log(U) == []
+    assert engine.graph.relation(U, real["relation"]).archived_at is None
+    assert engine.graph.stats(U)["relations"] == 1

@@ -164,7 +164,7 @@ def _unshare_works() -> bool:
 READ_ONLY_COMMANDS = """
 import json, sys
 from engine.cli.main import main
-from engine.config import prepare_process_environment
+from engine.process_env import prepare_process_environment
 
 prepare_process_environment()
 for argv in json.loads(sys.argv[1]):

@@ -28,7 +28,7 @@ from engine.cli.main import build_parser
 from engine.mcp import server
 from engine.trace import why_not as why_not_module
 from engine.trace.codec import trace_from_dict
-from engine.vocab import HOP_STAGE_LABELS, HopStage
+from engine.vocab import FORGET_TARGETS, HOP_STAGE_LABELS, HopStage
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "traces"
 
@@ -54,11 +54,12 @@ def test_every_value_a_stored_trace_holds_is_a_member():
 
 def test_the_cli_and_the_mcp_server_accept_exactly_the_enums_values():
     assert get_args(server.Kind) == KINDS and set(get_args(server.Mode)) == set(ForgetMode)
+    assert get_args(server.ForgetKind) == FORGET_TARGETS
     parser = build_parser()
     sub = next(a for a in parser._actions if a.choices and "forget" in a.choices)  # noqa: SLF001
     forget_parser = sub.choices["forget"]
     choices = {a.dest: a.choices for a in forget_parser._actions if a.choices}  # noqa: SLF001
-    assert tuple(choices["kind"]) == KINDS and tuple(choices["mode"]) == tuple(ForgetMode)
+    assert tuple(choices["kind"]) == FORGET_TARGETS and tuple(choices["mode"]) == tuple(ForgetMode)
 
 
 def test_each_status_has_one_label_and_the_page_name_is_that_mapping():

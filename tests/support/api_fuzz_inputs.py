@@ -116,7 +116,7 @@ bad_edit_id = st.deferred(
 bad_event_id = st.deferred(
     lambda: st.sampled_from(["1", None, float("nan"), 1.5, True, -1, 0, 2**70, 10**30, OTHER_ROWS["event"]])
 )
-bad_kind = st.sampled_from(["semantics", "SEMANTIC", "", "items", None, 3])
+bad_kind = st.sampled_from(["semantics", "SEMANTIC", "", "items", "graphs", "entities", None, 3])
 bad_mode = st.sampled_from(["Hard", "purge", "", None, 1])
 KINDS = ("semantic", "episodic", "procedural")
 

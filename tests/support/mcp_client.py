@@ -149,3 +149,18 @@ def stop(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(20)
+
+
+def ok(client: SyncMcp, tool: str, **args: Any) -> str:
+    """The text of a tool call that must succeed."""
+    result = client.call(tool, args)
+    assert not result.is_error, result.text
+    return result.text
+
+
+def refused(client: SyncMcp, tool: str, **args: Any) -> str:
+    """The error text of a tool call that must be refused cleanly (a named error, no traceback)."""
+    result = client.call(tool, args)
+    assert result.is_error, f"{tool} accepted {args!r}: {result.text}"
+    assert "Traceback" not in result.text
+    return result.text

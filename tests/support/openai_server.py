@@ -241,6 +241,9 @@ def llm_settings(base, server: FakeOpenAI, **overrides: Any):
             "llm_retries": 2,
             "llm_backoff_s": 0.01,
             "embedder": "local",
+            # Graph extraction through the LLM is one more chat call per item written: tests that script or count
+            # chat calls would see it, so it is opted into (graph_extraction="llm") by the tests about it.
+            "graph_extraction": "offline",
             **overrides,
         }
     )

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.config import s3_storage_options  # noqa: E402
+from engine.process_env import s3_storage_options  # noqa: E402
 from engine.store.vectors.index import VectorIndex  # noqa: E402
 
 DIM = 8

@@ -126,3 +126,17 @@ def test_a_reload_keeps_the_user_and_session_named_in_the_url(demo_app):
     at.selectbox(key="app_user_select").set_value("ada").run()
     newest = demo_app.sessions.list_sessions("ada").rows[0].session_id
     assert (at.query_params["user"], at.query_params["session"]) == ("ada", newest)
+
+
+def test_a_message_link_to_a_session_that_is_gone_says_so_instead_of_marking_another_sessions_message(demo_app):
+    at = open_link(PAGE, {"user": "ada", "session": "ada-s99-deleted", "message": "1"})
+    no_errors(at)
+    assert any("ada\\-s99\\-deleted is not in this store" in v for v in values(at, "warning"))
+    assert not any("linked message" in v for v in values(at, "caption") + values(at, "markdown"))
+
+
+def test_a_message_link_marks_that_message_of_that_session(demo_app):
+    at = open_link(PAGE, {"user": "ada", "session": "ada-s01", "message": "2"})
+    no_errors(at)
+    assert any("linked message" in v for v in values(at, "caption") + values(at, "markdown"))
+    assert not values(at, "warning")

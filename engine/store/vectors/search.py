@@ -197,6 +197,31 @@ class VectorSearch(VectorMaintenance):
         vecs = _vectors(rows)
         return {i: vecs[n] for n, i in enumerate(rows.column("id").to_pylist())}
 
+    def rows_for(self, kind: str, user_id: str, ids: Sequence[str]) -> list[VectorHit]:
+        """The user's rows with these ids (text and stored vector; no search score), from the in-memory copy when
+        one of this version is held, else by an id filter (the retrieval's entity stage fetches what it brings in
+        this way)."""
+        tb = self.table(kind, create=False)
+        wanted = list(dict.fromkeys(ids))
+        if tb is None or not wanted:
+            return []
+        version = tb.version
+        held = self.resident.rows(tb.name, version, wanted)
+        if held is not None:
+            return _hits(wanted, held[0], held[1])
+        rows = self._read(
+            tb,
+            lambda: tb.search()
+            .where(
+                f"user_id = {lance_literal(user_id)} AND id IN (" + ", ".join(lance_literal(i) for i in wanted) + ")"
+            )
+            .select(["id", "user_id", "text", "vector"])
+            .limit(len(wanted) + 10)
+            .to_arrow(),
+        )
+        rows = _owned(rows, user_id)
+        return _hits(rows.column("id").to_pylist(), rows.column("text").to_pylist(), _vectors(rows))
+
     def ids(self, kind: str) -> list[str]:
         """Every id in the kind's table (a duplicate appears twice), for orphan checks."""
         tb = self.table(kind, create=False)

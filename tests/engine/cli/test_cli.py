@@ -253,6 +253,9 @@ def test_export_prints_one_json_record_per_line_of_every_kind(demo_store):
         "working",
         "feedback",
         "forget_log",
+        "entity",  # the graph the demo's memories were extracted into
+        "relation",
+        "mention",
     }
     assert {r["user_id"] for r in records} == {"tomas"}
 

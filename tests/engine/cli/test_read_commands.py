@@ -38,6 +38,10 @@ READ_INVOCATIONS = {
     "working": ["--user", U, "--session", "s1"],
     "prune": ["--user", U, "--rule", "idle"],
     "prune-traces": ["--older-than", "1"],
+    "maintain": ["--user", U],
+    "consolidate": ["--user", U, "--session", "s1"],
+    "maintenance-log": [],
+    "graph": ["entities", "--user", U],
 }
 # Every command that may write: a new command must be put on one side or the other (see the last test).
 WRITE_COMMANDS = {

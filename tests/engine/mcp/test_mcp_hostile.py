@@ -70,6 +70,47 @@ FIXED: list[tuple[str, str, str]] = [
     ("content of 40,000 characters", "memory_save", f'{{"user_id":"{USER}","content":"{"a" * 40_000}"}}'),
     ('evergreen "yes"', "memory_save", f'{{"user_id":"{USER}","content":"fact","evergreen":"yes"}}'),
     ("unknown tool", "memory_nothing", f'{{"user_id":"{USER}"}}'),
+    # the timeline, mining, info and graph tools (engine/mcp/timeline_tools.py, graph_tools.py)
+    ("hours NaN", "memory_timeline", f'{{"user_id":"{USER}","hours":NaN}}'),
+    ("hours 1e400", "memory_timeline", f'{{"user_id":"{USER}","hours":1e400}}'),
+    ("hours 0", "memory_timeline", f'{{"user_id":"{USER}","hours":0}}'),
+    ("hours true", "memory_timeline", f'{{"user_id":"{USER}","hours":true}}'),
+    ("before -1", "memory_timeline_context", f'{{"user_id":"{USER}","item_id":"seed-item","before":-1}}'),
+    ("after 10**20", "memory_timeline_context", f'{{"user_id":"{USER}","item_id":"seed-item","after":{10**20}}}'),
+    ("timestamp of 5000 digits", "memory_timeline_context", f'{{"user_id":"{USER}","timestamp":"{"9" * 5000}"}}'),
+    (
+        "item id and timestamp both",
+        "memory_timeline_context",
+        f'{{"user_id":"{USER}","item_id":"seed-item","timestamp":"2025-01-01"}}',
+    ),
+    ("item id a path", "memory_timeline_context", f'{{"user_id":"{USER}","item_id":"../../etc/passwd"}}'),
+    ("entity with a lone surrogate", "memory_graph_relations", f'{{"user_id":"{USER}","entity":"Ada \\ud800"}}'),
+    ("entity of 40,000 characters", "memory_graph_traverse", f'{{"user_id":"{USER}","entity":"{"A" * 40_000}"}}'),
+    (
+        "entity with quotes and SQL",
+        "memory_graph_timeline",
+        f'{{"user_id":"{USER}","entity":"x\'; DROP TABLE entities; --","predicate":"works_at"}}',
+    ),
+    ("depth 2**40", "memory_graph_traverse", f'{{"user_id":"{USER}","entity":"Ada","depth":{2**40}}}'),
+    (
+        "predicates nested 900 levels",
+        "memory_graph_traverse",
+        f'{{"user_id":"{USER}","entity":"Ada","predicates":{DEEP_900}}}',
+    ),
+    ("as_of a number", "memory_graph_relations", f'{{"user_id":"{USER}","entity":"Ada","as_of":5}}'),
+    ("graph entities limit 0", "memory_graph_entities", f'{{"user_id":"{USER}","limit":0}}'),
+    (
+        "mined outcome with a lone surrogate",
+        "memory_mine_skills",
+        f'{{"user_id":"{USER}","outcomes":["\\udfff"],"auto_register":true}}',
+    ),
+    ("mining window 0", "memory_mine_skills", f'{{"user_id":"{USER}","window":0,"auto_register":true}}'),
+    ("info with an argument", "memory_info", '{"verbose":true}'),
+    (
+        "forget a graph id that is a path",
+        "memory_forget",
+        f'{{"user_id":"{USER}","kind":"graph","ids":["../x"],"reason":"r"}}',
+    ),
 ]
 
 
@@ -223,6 +264,11 @@ hostile_unit = st.one_of(
     st.floats(max_value=-0.0001, min_value=-1e300).map(repr),
     st.sampled_from(["NaN", "Infinity", "-Infinity", "1e400", "true", '"0.5"', "[]", "{}"]),
 )
+hostile_hours = st.one_of(  # memory_timeline's hours: a number from 0.01 to 876,000
+    st.floats(min_value=-1e300, max_value=0.0).map(repr),
+    st.floats(min_value=876_001.0, max_value=1e300).map(repr),
+    st.sampled_from(["NaN", "Infinity", "-Infinity", "1e400", "true", '"24"', "[]", "{}", "9" * 5000]),
+)
 hostile_json = st.one_of(
     st.integers(65, 3000).map(lambda n: "[" * n + "]" * n),
     surrogate.map(lambda s: f'"x{s}"'),
@@ -249,6 +295,11 @@ FIELDS = [
     ),
     ("memory_feedback", "note", hostile_text_not_blank, {"user_id": USER, "useful": ["seed-item"]}),
     ("memory_skill_register", "body", hostile_text, {"user_id": USER, "name": "brew"}),
+    ("memory_timeline", "hours", hostile_hours, {"user_id": USER}),
+    ("memory_timeline_context", "timestamp", hostile_text, {"user_id": USER}),
+    ("memory_mine_skills", "window", hostile_int, {"user_id": USER, "auto_register": True}),
+    ("memory_graph_relations", "entity", hostile_text, {"user_id": USER}),
+    ("memory_graph_traverse", "depth", hostile_int, {"user_id": USER, "entity": "Ada"}),
 ]
 
 

@@ -144,7 +144,7 @@ def test_on_loopback_without_a_token_the_server_runs_open_to_local_clients(tmp_p
         wait_for_port(proc, port)
         client = SyncMcp(http_transport(f"http://127.0.0.1:{port}/mcp"))
         try:
-            assert len(client.tools()) == 15
+            assert len(client.tools()) == 25  # test_mcp_stdio.py names them
         finally:
             client.close()
     finally:

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import MemoryEngine, Settings
-from tests.support.mcp_client import SyncMcp, stdio_server
+from tests.support.mcp_client import SyncMcp, ok, refused
 from tests.support.store_snapshot import assert_unchanged, snapshot
 
 pytestmark = pytest.mark.subprocess
@@ -32,6 +31,16 @@ TOOLS = {
     "memory_forget",
     "memory_reflect",
     "memory_stats",
+    "memory_consolidate",
+    "memory_maintain",
+    "memory_timeline",
+    "memory_timeline_context",
+    "memory_mine_skills",
+    "memory_info",
+    "memory_graph_entities",
+    "memory_graph_relations",
+    "memory_graph_traverse",
+    "memory_graph_timeline",
 }
 HOSTILE_IDS = ["../../etc/passwd", "u'; DROP TABLE items; --", "nul\x00byte", "", "x" * 300]
 
@@ -39,32 +48,6 @@ HOSTILE_IDS = ["../../etc/passwd", "u'; DROP TABLE items; --", "nul\x00byte", ""
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("mcp-stdio") / "store"
-
-
-@pytest.fixture(scope="module")
-def client(store: Path):
-    c = SyncMcp(stdio_server(store))
-    yield c
-    c.close()
-
-
-@pytest.fixture(scope="module")
-def reader(store: Path, client, embedder) -> MemoryEngine:
-    """The store opened by this process too, as the dashboard would while the server runs."""
-    return MemoryEngine.open(settings=Settings.from_env({}, store=str(store), lock_timeout_s=30), embedder=embedder)
-
-
-def ok(client: SyncMcp, tool: str, **args) -> str:
-    result = client.call(tool, args)
-    assert not result.is_error, result.text
-    return result.text
-
-
-def refused(client: SyncMcp, tool: str, **args) -> str:
-    result = client.call(tool, args)
-    assert result.is_error, f"{tool} accepted {args!r}: {result.text}"
-    assert "Traceback" not in result.text
-    return result.text
 
 
 def test_lists_every_tool_with_a_description_and_an_input_schema(client):
@@ -324,6 +307,16 @@ def valid_arguments(client: SyncMcp) -> dict[str, dict]:
         "memory_forget": {"user_id": USER, "kind": "semantic", "ids": [item_id], "reason": "test"},
         "memory_reflect": {"user_id": USER},
         "memory_stats": {},
+        "memory_consolidate": {"user_id": USER, "session_id": "no-such-session"},
+        "memory_maintain": {"user_id": USER, "reflect": False, "expire": False},
+        "memory_timeline": {"user_id": USER},
+        "memory_timeline_context": {"user_id": USER, "timestamp": "2020-01-01"},
+        "memory_mine_skills": {"user_id": USER},
+        "memory_info": {},
+        "memory_graph_entities": {"user_id": USER},
+        "memory_graph_relations": {"user_id": USER, "entity": "Ada"},
+        "memory_graph_traverse": {"user_id": USER, "entity": "Ada"},
+        "memory_graph_timeline": {"user_id": USER, "entity": "Ada", "predicate": "likes"},
     }
 
 
@@ -332,6 +325,7 @@ def test_every_tool_refuses_an_unknown_argument_by_name_and_writes_nothing(clien
     ``mode`` silently fell back to the default and the call went ahead. Now each tool refuses such a call, naming the
     argument, and its published schema says ``additionalProperties: false``."""
     schemas = {t.name: t.input_schema for t in client.tools()}
+    reader.graph.add_fact(USER, "Ada", "named_by", "this test")  # an entity for the graph tools to name
     args = valid_arguments(client)
     assert set(args) == TOOLS
     before = snapshot(reader)

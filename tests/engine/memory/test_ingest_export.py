@@ -8,6 +8,7 @@ import json
 import pytest
 
 from engine import InvalidInput, MemoryEngine, Settings
+from engine.records import Extraction, FactSource, SourcedExtraction
 from tests.support.storecheck import snapshot, vector_counts, written_rows
 
 U = "ada"
@@ -56,6 +57,9 @@ def test_a_valid_file_is_written_and_the_counts_per_kind_are_returned(empty_engi
         "feedback": 1,
         "working": 1,
         "forget_log": 1,
+        "entity": 0,
+        "relation": 0,
+        "mention": 0,
     }
     assert empty_engine.skills.get(U, "sk-1").success_count == 1
     assert empty_engine.working.get(U, "s1")["goals"] == ["ship"]
@@ -204,8 +208,14 @@ def test_export_then_ingest_into_a_fresh_store_gives_an_identical_export(empty_e
     e.feedback.label(U, "ep-1", "harmful", trace_id=trace.trace_id, hop=1, note="wrong episode")
     e.working.update(U, "s1", {"scratchpad": {"n": 1, "nested": [True, None, 2.5]}, "custom_slot": "é"})
     e.sessions.add_message(U, "s2", "assistant", "second session", created_at="2026-01-02T00:00:00Z")
+    e.graph.add_fact(U, "Ada", "works_at", "Acme", sources=[FactSource("semantic", "it-1")])
+    with e._b.db.write() as conn:  # it-1's mention of Ada, as the extraction hook writes it
+        e.graph.write(conn, U, [mentioning("it-1", "Ada")])
     first = list(e.admin.export(U))
     assert {r["kind"] for r in first} == {
+        "entity",
+        "relation",
+        "mention",
         "category",
         "item",
         "episode",
@@ -292,6 +302,9 @@ def test_records_without_ids_ingested_again_are_reported_and_skipped_on_request(
         "feedback": 0,
         "working": 0,
         "forget_log": 0,
+        "entity": 0,
+        "relation": 0,
+        "mention": 0,
         "skipped": 7,
     }
     assert snapshot(e) == before
@@ -327,6 +340,11 @@ def test_every_table_the_registry_says_export_carries_round_trips_row_for_row(em
     e.working.update(U, "s1", {"scratchpad": "x"})
     e.items.remember(U, "Ada keeps a spare kettle", category="home")
     e.forgetting.forget(U, "semantic", ["it-1"], reason="gone", mode="hard")
+    e.graph.add_fact(U, "Ada", "lives_in", "Leeds", valid_from="2024-01-01T00:00:00Z")
+    e.graph.add_fact(U, "Ada", "lives_in", "York", valid_from="2025-01-01T00:00:00Z")
+    kettle = e.items.list_items(U, query="kettle").rows[0].id
+    with e._b.db.write() as conn:  # a mention, as the extraction hook writes it
+        e.graph.write(conn, U, [mentioning(kettle, "Ada")])
     exported = list(e.admin.export(U))
     fresh = fresh_engine(tmp_path / "copy", embedder)
     fresh.admin.ingest_lines(json.dumps(r) for r in exported)
@@ -344,6 +362,9 @@ def test_every_table_the_registry_says_export_carries_round_trips_row_for_row(em
         "skill_outcomes": "skill_id, success, episode_id, occurred_at",
         "feedback": "item_id, label, trace_id, hop, note, created_at",
         "forget_log": "memory_type, ids, count, mode, reason, actor, occurred_at",
+        "entities": "id, name, name_key, type, CAST(aliases AS VARCHAR), created_at, updated_at, archived_at",
+        "relations": "id, subject_id, predicate, object_id, valid_from, valid_to, superseded_by, method, archived_at",
+        "entity_mentions": "entity_id, kind, memory_id, method, created_at",
     }
     assert set(columns) == {t.name for t in carried}, "a table export carries needs its columns compared here"
     for t in carried:
@@ -351,3 +372,206 @@ def test_every_table_the_registry_says_export_carries_round_trips_row_for_row(em
         sql = f"SELECT {columns[t.name]} FROM {t.name} WHERE user_id=? ORDER BY {order}"
         with e._b.db.read() as a, fresh._b.db.read() as b:
             assert a.execute(sql, [U]).fetchall() == b.execute(sql, [U]).fetchall(), t.name
+
+
+# -- the graph: entities, relations, mentions ------------------------------------------------------------------------
+def mentioning(item_id: str, *names: str, at: str = "2024-06-01T00:00:00Z") -> SourcedExtraction:
+    """An item's extraction naming ``names`` (no relations): what the extraction hook writes as mentions."""
+    from engine.clock import parse_time
+
+    return SourcedExtraction(
+        Extraction(tuple((n, "person") for n in names), (), "offline"),
+        parse_time(at),
+        ("semantic", item_id),
+        (FactSource("semantic", item_id),),
+    )
+
+
+def graph_lines() -> list[str]:
+    """A hand-made graph: a timeline of two versions (the first superseded), an archived relation, a mention."""
+    return [
+        line(kind="entity", user_id=U, id="ent-ada", name="Ada", type="person", aliases=["A. L."]),
+        line(kind="entity", user_id=U, id="ent-leeds", name="Leeds", type="place"),
+        line(kind="entity", user_id=U, id="ent-york", name="York", type="place"),
+        line(
+            kind="relation",
+            user_id=U,
+            id="rel-1",
+            subject_id="ent-ada",
+            predicate="lives_in",
+            object_id="ent-leeds",
+            valid_from="2023-01-01T00:00:00Z",
+            valid_to="2024-01-01T00:00:00Z",
+            superseded_by="rel-2",
+            sources=[{"type": "message", "id": "s1#2"}],
+            method="offline",
+        ),
+        line(
+            kind="relation",
+            user_id=U,
+            id="rel-2",
+            subject_id="ent-ada",
+            predicate="lives_in",
+            object_id="ent-york",
+            valid_from="2024-01-01T00:00:00Z",
+            sources=[{"type": "semantic", "id": "it-1"}],
+            method="llm",
+            confidence=0.9,
+        ),
+        line(
+            kind="relation",
+            user_id=U,
+            id="rel-3",
+            subject_id="ent-york",
+            predicate="located_in",
+            object_id="ent-leeds",
+            valid_from="2024-01-01T00:00:00Z",
+            archived_at="2025-01-01T00:00:00Z",
+            archive_reason="wrong",
+        ),
+        line(kind="mention", user_id=U, entity_id="ent-ada", memory_kind="semantic", memory_id="it-1"),
+    ]
+
+
+@pytest.mark.both_stores
+def test_a_graph_round_trips_with_its_validity_supersession_and_mentions(empty_engine, tmp_path, embedder):
+    e = empty_engine
+    counts = e.admin.ingest_lines(good_lines() + graph_lines())
+    assert (counts["entity"], counts["relation"], counts["mention"]) == (3, 3, 1)
+    ada = e.graph.resolve(U, "a. l.") or e.graph.resolve(U, "Ada")
+    assert ada.id == "ent-ada" and ada.aliases == ("A. L.",)
+    timeline = e.graph.timeline(U, "ent-ada", "lives_in")
+    assert [(r.id, r.object, r.valid_to is not None, r.superseded_by) for r in timeline] == [
+        ("rel-1", "Leeds", True, "rel-2"),
+        ("rel-2", "York", False, None),
+    ]
+    assert [r.object for r in e.graph.relations(U, "ent-ada", as_of="2023-06-01T00:00:00Z").rows] == ["Leeds"]
+    assert e.graph.relation(U, "rel-3").archive_reason == "wrong"
+    assert e.graph.mentions(U, ["ent-ada"]) == {"ent-ada": [("semantic", "it-1")]}
+    # A new value after the import supersedes the imported current one, as if it had been written here
+    e.graph.add_fact(U, "Ada", "lives_in", "Hull", valid_from="2025-06-01T00:00:00Z")
+    assert e.graph.relation(U, "rel-2").superseded_by is not None
+    exported = list(e.admin.export(U))
+    fresh = fresh_engine(tmp_path / "copy", embedder)
+    fresh.admin.ingest_lines(json.dumps(r) for r in exported)
+    assert canonical(fresh.admin.export(U)) == canonical(exported)
+    assert [
+        (r.id, r.object, r.valid_from, r.valid_to, r.superseded_by, r.sources, r.method, r.confidence)
+        for r in fresh.graph.timeline(U, "ent-ada", "lives_in")
+    ] == [
+        (r.id, r.object, r.valid_from, r.valid_to, r.superseded_by, r.sources, r.method, r.confidence)
+        for r in e.graph.timeline(U, "ent-ada", "lives_in")
+    ]
+    # The export's items were not extracted again in the fresh store: the graph is exactly the exported one
+    assert fresh.graph.stats(U) == e.graph.stats(U)
+
+
+def test_ingesting_a_graph_again_changes_nothing(empty_engine):
+    e = empty_engine
+    e.admin.ingest_lines(graph_lines())
+    before = snapshot(e)
+    again = e.admin.ingest_lines(graph_lines())
+    assert (again["entity"], again["relation"]) == (0, 0)
+    assert snapshot(e) == before
+
+
+BAD_GRAPH_RECORDS = {
+    "entity without a name": line(kind="entity", user_id=U, id="ent-x"),
+    "blank entity name": line(kind="entity", user_id=U, id="ent-x", name="  "),
+    "hostile entity id": line(kind="entity", user_id=U, id="x' OR '1'='1", name="X"),
+    "path entity id": line(kind="entity", user_id=U, id="../../etc/passwd", name="X"),
+    "huge entity name": line(kind="entity", user_id=U, id="ent-x", name="x" * 201),
+    "NUL in a name": line(kind="entity", user_id=U, id="ent-x", name="a\x00b"),
+    "aliases not a list": line(kind="entity", user_id=U, id="ent-x", name="X", aliases="A"),
+    "unknown entity field": line(kind="entity", user_id=U, id="ent-x", name="X", colour="red"),
+    "relation to an unknown entity": line(
+        kind="relation",
+        user_id=U,
+        id="rel-x",
+        subject_id="ent-ada",
+        predicate="knows",
+        object_id="ent-nobody",
+        valid_from="2024-01-01T00:00:00Z",
+    ),
+    "relation superseded by an unknown one": line(
+        kind="relation",
+        user_id=U,
+        id="rel-x",
+        subject_id="ent-ada",
+        predicate="knows",
+        object_id="ent-ada",
+        valid_from="2024-01-01T00:00:00Z",
+        superseded_by="rel-nowhere",
+    ),
+    "blank predicate": line(
+        kind="relation",
+        user_id=U,
+        id="rel-x",
+        subject_id="ent-ada",
+        predicate=" ",
+        object_id="ent-ada",
+        valid_from="2024-01-01T00:00:00Z",
+    ),
+    "validity backwards": line(
+        kind="relation",
+        user_id=U,
+        id="rel-x",
+        subject_id="ent-ada",
+        predicate="knows",
+        object_id="ent-ada",
+        valid_from="2024-01-01T00:00:00Z",
+        valid_to="2023-01-01T00:00:00Z",
+    ),
+    "no valid_from": line(
+        kind="relation", user_id=U, id="rel-x", subject_id="ent-ada", predicate="knows", object_id="ent-ada"
+    ),
+    "confidence above 1": line(
+        kind="relation",
+        user_id=U,
+        id="rel-x",
+        subject_id="ent-ada",
+        predicate="knows",
+        object_id="ent-ada",
+        valid_from="2024-01-01T00:00:00Z",
+        confidence=7,
+    ),
+    "malformed sources": line(
+        kind="relation",
+        user_id=U,
+        id="rel-x",
+        subject_id="ent-ada",
+        predicate="knows",
+        object_id="ent-ada",
+        valid_from="2024-01-01T00:00:00Z",
+        sources=[{"type": "semantic"}],
+    ),
+    "mention of an unknown entity": line(
+        kind="mention", user_id=U, entity_id="ent-nobody", memory_kind="semantic", memory_id="it-1"
+    ),
+    "mention of an unknown kind": line(
+        kind="mention", user_id=U, entity_id="ent-ada", memory_kind="graph", memory_id="it-1"
+    ),
+    "a second entity of one name": line(kind="entity", user_id=U, id="ent-ada-2", name="the ADA"),
+    "an entity id twice": line(kind="entity", user_id=U, id="ent-ada", name="Ada Again"),
+}
+
+
+@pytest.mark.parametrize("what", list(BAD_GRAPH_RECORDS))
+def test_a_bad_graph_record_is_named_by_its_line_and_nothing_is_written(empty_engine, what):
+    lines = good_lines() + graph_lines() + [BAD_GRAPH_RECORDS[what]]
+    with pytest.raises(InvalidInput, match=rf"^line {len(lines)}: "):
+        empty_engine.admin.ingest_lines(lines)
+    assert_nothing_written(empty_engine)
+
+
+def test_an_id_of_another_users_graph_or_a_name_the_store_has_is_refused(empty_engine):
+    e = empty_engine
+    e.admin.ingest_lines(graph_lines())
+    before = snapshot(e)
+    theirs = line(kind="entity", user_id="bob", id="ent-ada", name="Ada")
+    with pytest.raises(InvalidInput, match=r"^line 1: entity id 'ent-ada' already exists in the store for another"):
+        e.admin.ingest_lines([theirs])
+    twin = line(kind="entity", user_id=U, id="ent-ada-twin", name="ada")
+    with pytest.raises(InvalidInput, match=r"^line 1: user 'ada' already has an entity named 'ada' \(ent-ada\)"):
+        e.admin.ingest_lines([twin])
+    assert snapshot(e) == before

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from engine import InvalidInput, MemoryEngine, Settings, StoreBusy, StoreTooNew
-from engine.config import s3_storage_options
 from engine.errors import StoreReadOnly
+from engine.process_env import s3_storage_options
 from engine.store.location import mask_dsn, store_location
 from tests.support.cli import cli
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.config import s3_storage_options
+from engine.process_env import s3_storage_options
 from engine.store.vectors.index import VectorIndex
 
 pytestmark = pytest.mark.team_store
