@@ -250,14 +250,15 @@ def build_server(engine: MemoryEngine) -> MCPServer:
 
     @tool
     def memory_stats(user_id: str | None = None) -> str:
-        """Counts per memory kind (for the whole store, or one user), the embedder and the LLM in use."""
+        """Counts per memory kind and of the graph (for the whole store, or one user), the embedder and the LLM."""
         st = engine.admin.stats()
         if user_id is not None:
             from ..ids import check_id
 
             counts = st.per_user.get(check_id(user_id, "user id"), {})
             shown = ", ".join(
-                f"{k}: {counts.get(k, 0)}" for k in ("sessions", "messages", "items", "episodes", "skills", "traces")
+                f"{k}: {counts.get(k, 0)}"
+                for k in ("sessions", "messages", "items", "episodes", "skills", "traces", "entities", "relations")
             )
             return f"User {user_id}: {shown}\nEmbedder: {st.embedder}; LLM: {st.llm}"
         lines = [
@@ -267,6 +268,8 @@ def build_server(engine: MemoryEngine) -> MCPServer:
             f"Sessions: {st.sessions}; messages: {st.messages}; working slots: {st.working_slots}",
             f"Items: {st.items}; categories: {st.categories}; episodes: {st.episodes}; skills: {st.skills}",
             f"Feedback events: {st.feedback_events}; forget-log entries: {st.forget_log_entries}; traces: {st.traces}",
+            f"Graph: entities: {st.graph.get('entities', 0)}; relations valid now: {st.graph.get('relations', 0)}; "
+            f"superseded: {st.graph.get('superseded', 0)}",
         ]
         return "\n".join(lines + [f"Warning: {w}" for w in st.warnings])
 

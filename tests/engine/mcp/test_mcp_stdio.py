@@ -225,11 +225,14 @@ def test_reflect_stores_insights_from_recent_episodes(client, reader):
     assert ok(client, "memory_reflect", user_id="no-episodes-user") == "Reflection (none (no episodes)): 0 insight(s)."
 
 
-def test_stats_counts_the_store_and_one_user(client):
+def test_stats_counts_the_store_and_one_user_with_their_graph(client, reader):
     whole = ok(client, "memory_stats")
     assert "Embedder: all-MiniLM-L6-v2" in whole and "Users: " in whole
+    graph = reader.graph.stats()
+    assert f"Graph: entities: {graph['entities']}; relations valid now: {graph['relations']};" in whole
     mine = ok(client, "memory_stats", user_id=USER)
     assert mine.startswith(f"User {USER}: sessions: ") and "messages: " in mine
+    assert f"entities: {reader.graph.stats(USER)['entities']}, relations: " in mine
 
 
 @pytest.mark.parametrize("bad", HOSTILE_IDS)
