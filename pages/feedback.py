@@ -11,6 +11,7 @@ from engine import MemlensError, MemoryEngine, NotFound
 from ui.components import can_edit, need_user
 from ui.error_display import engine_errors, error_text
 from ui.layout import button_row
+from ui.memory_sources import show_item_message_sources
 from ui.nav import page_file
 from ui.resources import get_engine
 from ui.text import md_escape, when
@@ -64,6 +65,8 @@ def label_buttons(row: dict, trace_id: str, key: str, link: bool = False) -> Non
             f"{md_escape(row['id'])} · {row['kind']} · hop {row['hop']} · "
             f"{'in context' if row['in_context'] else 'not in context'} · net now {row.get('net', 0):+d}"
         )
+        if row["kind"] == "semantic" and user:  # the messages it came from, as links (only items keep message sources)
+            show_item_message_sources(engine, user, row["id"])
         if link:
             st.page_link(
                 page_file("retrieval"),

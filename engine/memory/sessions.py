@@ -99,10 +99,13 @@ class SessionStore:
         return out
 
     def users(self) -> list[str]:
+        """Every user with something stored: sessions, memories of any kind, working memory or a graph (facts stated
+        by hand or ingested need no memory)."""
         with self.b.db.read() as conn:
             rows = conn.execute(
                 "SELECT user_id FROM sessions UNION SELECT user_id FROM items UNION SELECT user_id FROM episodes "
-                "UNION SELECT user_id FROM skills UNION SELECT user_id FROM working_slots ORDER BY 1"
+                "UNION SELECT user_id FROM skills UNION SELECT user_id FROM working_slots "
+                "UNION SELECT user_id FROM entities ORDER BY 1"
             ).fetchall()
         return [r[0] for r in rows]
 

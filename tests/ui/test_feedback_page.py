@@ -185,3 +185,17 @@ def test_a_link_with_a_trace_id_opens_that_trace_for_labelling(demo_app: MemoryE
     no_errors(at)
     assert at.selectbox(key="fb_trace").value == two_hop_trace.trace_id
     assert at.session_state["fb_tab"] == "Label ledger"
+
+
+def test_a_memory_to_label_links_to_the_message_it_came_from(demo_app: MemoryEngine):
+    item = demo_app.items.remember(
+        "ada",
+        "Ada's favourite lighthouse is the Farol da Guia in Cascais.",
+        provenance={"sources": [{"type": "message", "id": "ada-s01#2"}]},
+    )
+    trace = demo_app.retrieval.retrieve("ada", "Which lighthouse is Ada's favourite?")
+    assert item.id in {c.id for h in trace.hops for c in h.candidates}
+    at = open_link(PAGE, {"user": "ada", "trace": trace.trace_id})
+    no_errors(at)
+    links = [(link.proto.page, link.proto.query_string) for link in at.get("page_link")]
+    assert any(p.endswith("sessions") and "session=ada-s01" in q and "message=2" in q for p, q in links), links

@@ -287,8 +287,11 @@ def test_the_page_reads_a_team_store_alike(team_servers, embedder):
         team_servers.drop(dsn)
 
 
-def test_a_read_only_store_offers_no_forget_but_still_browses(graph_store):
-    with app_engine(graph_store, MEMLENS_READ_ONLY="1") as engine:
+def test_a_read_only_store_offers_no_forget_but_still_browses(graph_store, tmp_path):
+    # A copy: DuckDB refuses a read-only connection to a file this process may still hold open read-write (the
+    # other tests' engine lingers on the module's store).
+    shutil.copytree(graph_store, tmp_path / "store")
+    with app_engine(tmp_path / "store", MEMLENS_READ_ONLY="1") as engine:
         assert engine.read_only
         at = open_entity("Ada", tab="forget")
         no_errors(at)

@@ -275,3 +275,8 @@ def test_an_unknown_prune_rule_is_refused(empty_engine, rule):
     with pytest.raises(InvalidInput, match="rule"):
         empty_engine.sessions.prune("u", rule, apply=True, now=NOW)
     assert session_ids(empty_engine, "u") == {"idle"}
+
+
+def test_a_user_with_only_a_graph_is_a_user(empty_engine):
+    empty_engine.graph.add_fact("graph-only", "Ada", "works_at", "Acme")
+    assert empty_engine.sessions.users() == ["graph-only"]
