@@ -475,6 +475,21 @@ def test_ingesting_a_graph_again_changes_nothing(empty_engine):
     assert snapshot(e) == before
 
 
+def relation_line(**changes) -> str:
+    """A valid relation record of Ada (knows herself) with ``changes``; a change to None leaves the field out."""
+    record = {
+        "kind": "relation",
+        "user_id": U,
+        "id": "rel-x",
+        "subject_id": "ent-ada",
+        "predicate": "knows",
+        "object_id": "ent-ada",
+        "valid_from": "2024-01-01T00:00:00Z",
+    }
+    record.update(changes)
+    return line(**{k: v for k, v in record.items() if v is not None})
+
+
 BAD_GRAPH_RECORDS = {
     "entity without a name": line(kind="entity", user_id=U, id="ent-x"),
     "blank entity name": line(kind="entity", user_id=U, id="ent-x", name="  "),
@@ -484,67 +499,13 @@ BAD_GRAPH_RECORDS = {
     "NUL in a name": line(kind="entity", user_id=U, id="ent-x", name="a\x00b"),
     "aliases not a list": line(kind="entity", user_id=U, id="ent-x", name="X", aliases="A"),
     "unknown entity field": line(kind="entity", user_id=U, id="ent-x", name="X", colour="red"),
-    "relation to an unknown entity": line(
-        kind="relation",
-        user_id=U,
-        id="rel-x",
-        subject_id="ent-ada",
-        predicate="knows",
-        object_id="ent-nobody",
-        valid_from="2024-01-01T00:00:00Z",
-    ),
-    "relation superseded by an unknown one": line(
-        kind="relation",
-        user_id=U,
-        id="rel-x",
-        subject_id="ent-ada",
-        predicate="knows",
-        object_id="ent-ada",
-        valid_from="2024-01-01T00:00:00Z",
-        superseded_by="rel-nowhere",
-    ),
-    "blank predicate": line(
-        kind="relation",
-        user_id=U,
-        id="rel-x",
-        subject_id="ent-ada",
-        predicate=" ",
-        object_id="ent-ada",
-        valid_from="2024-01-01T00:00:00Z",
-    ),
-    "validity backwards": line(
-        kind="relation",
-        user_id=U,
-        id="rel-x",
-        subject_id="ent-ada",
-        predicate="knows",
-        object_id="ent-ada",
-        valid_from="2024-01-01T00:00:00Z",
-        valid_to="2023-01-01T00:00:00Z",
-    ),
-    "no valid_from": line(
-        kind="relation", user_id=U, id="rel-x", subject_id="ent-ada", predicate="knows", object_id="ent-ada"
-    ),
-    "confidence above 1": line(
-        kind="relation",
-        user_id=U,
-        id="rel-x",
-        subject_id="ent-ada",
-        predicate="knows",
-        object_id="ent-ada",
-        valid_from="2024-01-01T00:00:00Z",
-        confidence=7,
-    ),
-    "malformed sources": line(
-        kind="relation",
-        user_id=U,
-        id="rel-x",
-        subject_id="ent-ada",
-        predicate="knows",
-        object_id="ent-ada",
-        valid_from="2024-01-01T00:00:00Z",
-        sources=[{"type": "semantic"}],
-    ),
+    "relation to an unknown entity": relation_line(object_id="ent-nobody"),
+    "relation superseded by an unknown one": relation_line(superseded_by="rel-nowhere"),
+    "blank predicate": relation_line(predicate=" "),
+    "validity backwards": relation_line(valid_to="2023-01-01T00:00:00Z"),
+    "no valid_from": relation_line(valid_from=None),
+    "confidence above 1": relation_line(confidence=7),
+    "malformed sources": relation_line(sources=[{"type": "semantic"}]),
     "mention of an unknown entity": line(
         kind="mention", user_id=U, entity_id="ent-nobody", memory_kind="semantic", memory_id="it-1"
     ),
