@@ -25,9 +25,11 @@ PAGES = [
     st.Page(page_file("working_memory"), title="Working memory", icon=":material/psychology:"),
     st.Page(page_file("skills"), title="Skills", icon=":material/construction:"),
     st.Page(page_file("retrieval"), title="Retrieval trace", icon=":material/manage_search:"),
+    st.Page(page_file("traces"), title="Traces", icon=":material/table_rows:"),
     st.Page(page_file("feedback"), title="Feedback labelling", icon=":material/label:"),
     st.Page(page_file("episodes"), title="Episodes", icon=":material/timeline:"),
     st.Page(page_file("memories"), title="Memories & forgetting", icon=":material/inventory_2:"),
+    st.Page(page_file("store"), title="Store insights", icon=":material/query_stats:"),
     st.Page(page_file("maintenance"), title="Maintenance", icon=":material/autorenew:"),
     st.Page(page_file("graph"), title="Graph", icon=":material/hub:"),
     st.Page(page_file("evaluations"), title="Evaluations", icon=":material/fact_check:"),
@@ -38,7 +40,8 @@ try:
     # demo (tens of seconds) shows "Overview", "Sessions"... meanwhile, not Streamlit's file-name list of pages/.
     # The sign-in gate comes first of all; a visitor it stops gets no page titles either (a hidden navigation).
     allowed = signed_in()  # the gate (ui/auth.py): nothing of the store is read or shown before it says yes
-    page = st.navigation(PAGES, position="sidebar" if allowed else "hidden")
+    # expanded: past ten pages Streamlit folds the rest under "View 3 more", hiding Maintenance, Graph, Evaluations
+    page = st.navigation(PAGES, position="sidebar" if allowed else "hidden", expanded=True)
     if not allowed:
         st.stop()
     engine = get_engine()

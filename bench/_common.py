@@ -69,6 +69,20 @@ class CachedEmbedder:
             self.vectors.update(zip(missing, self.model.embed(missing), strict=True))
         return np.stack([self.vectors[t] for t in texts]).astype("float32") if texts else self.model.embed([])
 
+    def embed_query(self, texts: Sequence[str]):
+        """A model that embeds questions apart (a query prefix, engine.providers.embedders.embed_queries) keeps
+        their vectors apart in the file too; any other model's questions are plain texts."""
+        import numpy as np
+
+        if not hasattr(self.model, "embed_query"):
+            return self.embed(texts)
+        keys = ["\0query\0" + t for t in texts]
+        missing = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in self.vectors))
+        if missing:
+            self.misses += len(missing)
+            self.vectors.update(zip(["\0query\0" + t for t in missing], self.model.embed_query(missing), strict=True))
+        return np.stack([self.vectors[k] for k in keys]).astype("float32") if keys else self.model.embed_query([])
+
     def save(self) -> None:
         import pickle
 

@@ -85,6 +85,21 @@ def main() -> None:
                 "",
             ]
         )
+        # Issue 32's views of a run: hop attribution (each 2-hop trace replayed with one hop) and calibration (the
+        # signals, and the relevance threshold swept by replaying stored traces), as the Evaluations page reads them.
+        t = time.perf_counter()
+        att = engine.evals.attribution(runs[2].run_id)
+        took = time.perf_counter() - t
+        rows.append(
+            ["hop attribution of the 2-hop run", att.cases, "cases", round(took, 2), round(att.cases / took, 1)]
+        )
+        t = time.perf_counter()
+        cal = engine.evals.calibration(runs[2].run_id)
+        took = time.perf_counter() - t
+        replays = cal.swept_cases * len(cal.sweep)
+        rows.append(
+            ["calibration: signals and threshold sweep", replays, "replays", round(took, 2), round(replays / took, 1)]
+        )
         print(table(["step", "n", "of", "seconds", "per second"], rows))
         print(
             f"\nimport rate / encoder rate: {(report['turns_added'] / import_s) / (len(texts) / encoder_s):.2f}; "

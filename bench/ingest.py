@@ -48,12 +48,14 @@ class TimedEmbedder:
             self.seconds += time.perf_counter() - t
 
 
-def run(size: int, batch: int, embedder: TimedEmbedder) -> list:
+def run(size: int, batch: int, embedder: TimedEmbedder, keys: bool = True) -> list:
     texts = sentences(size)
     times = timestamps(size)
     workdir = Path(tempfile.mkdtemp(prefix="memlens-ingest-"))
     try:
-        engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(workdir / "store")), embedder=embedder)
+        engine = MemoryEngine.open(
+            settings=Settings.from_env({}, store=str(workdir / "store"), memory_keys_write=keys), embedder=embedder
+        )
         embedder.seconds = 0.0
         t = time.perf_counter()
         for start in range(0, size, batch):
@@ -101,14 +103,17 @@ def main() -> None:
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"))
+    ap.add_argument(
+        "--keys", default="on", choices=("on", "off"), help="write the items' extra keys (memory_keys_write)"
+    )
     args = ap.parse_args()
     local = LocalMiniLM(precision=args.precision)
     embedder = TimedEmbedder(local)
     embedder.embed(["warm up the model"] * 32)
-    rows = [run(int(s), args.batch, embedder) for s in args.sizes.split(",")]
+    rows = [run(int(s), args.batch, embedder, args.keys == "on") for s in args.sizes.split(",")]
     print(
         f"model: {local.name}, precision {args.precision} (bf16: {local.uses_bf16()}), "
-        f"batches of {args.batch} through engine.items.remember_many"
+        f"batches of {args.batch} through engine.items.remember_many, extra keys {args.keys}"
     )
     print(
         table(

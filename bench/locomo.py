@@ -56,10 +56,12 @@ def run_units(
     preceding: bool,
     label: str,
     embedding_cache: Path | None = None,
+    model=None,
 ) -> dict:
     """Import each unit (conversation or question) into its own store, run every method on its set, and aggregate
     the per-case scores of all stores as the API does."""
-    embedder = CachedEmbedder(embedding_cache, LocalMiniLM()) if embedding_cache else LocalMiniLM()
+    model = model or LocalMiniLM()  # bench/embedders.py passes the model it measures
+    embedder = CachedEmbedder(embedding_cache, model) if embedding_cache else model
     rows: dict[str, list] = defaultdict(list)
     skipped, import_s, turns, graph_s = 0, 0.0, 0, 0.0
     graph: dict[str, int] = {}
@@ -68,8 +70,11 @@ def run_units(
         for n, unit in enumerate(units):
             one = workdir / f"unit-{n}.json"
             one.write_text(json.dumps([unit]))
+            # The items' extra keys are written when the memlens methods search them (--set memory_keys=...).
+            keys = str((extra or {}).get("memory_keys", "off")) != "off"
             engine = MemoryEngine.open(
-                settings=Settings.from_env({}, store=str(workdir / f"store-{n}")), embedder=embedder
+                settings=Settings.from_env({}, store=str(workdir / f"store-{n}"), memory_keys_write=keys),
+                embedder=embedder,
             )
             t = time.perf_counter()
             report = engine.evals.import_benchmark(kind, str(one), "bench", preceding=preceding)

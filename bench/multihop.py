@@ -32,20 +32,50 @@ METHODS = ("vector", "bm25", "memlens-1hop", "memlens-2hop")
 
 
 def load(path: Path, limit: int | None) -> list[dict]:
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """Questions as ``{"question", "paragraphs": [{"idx", "title", "paragraph_text", "is_supporting"}]}`` from any of
+    the dev halves' formats (MuSiQue; HotpotQA/2Wiki with ``context`` + ``supporting_facts``; IRCoT's ``contexts``).
+    Questions without paragraphs or without a supporting one are left out (2Wiki has some)."""
+    rows = [as_musique(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
     rows = [r for r in rows if r.get("paragraphs") and any(p.get("is_supporting") for p in r["paragraphs"])]
     return rows[: limit or None]
 
 
-def run(path: Path, preset: str | None, limit: int | None, extra: dict) -> dict:
+def as_musique(row: dict) -> dict:
+    if "paragraphs" in row:
+        return row
+    if "contexts" in row:  # IRCoT's HotpotQA: paragraphs with their own support flags
+        paragraphs = [
+            {"idx": n, "title": c["title"], "paragraph_text": c["paragraph_text"], "is_supporting": c["is_supporting"]}
+            for n, c in enumerate(row["contexts"])
+        ]
+        return {"question": row["question_text"], "paragraphs": paragraphs}
+    # HotpotQA / 2WikiMultihopQA: [title, sentences] pairs; a paragraph supports when a supporting fact names its title
+    supporting = {title for title, _sentence in row.get("supporting_facts") or []}
+    paragraphs = [
+        {
+            "idx": n,
+            "title": title,
+            "paragraph_text": " ".join(s.strip() for s in sentences),
+            "is_supporting": title in supporting,
+        }
+        for n, (title, sentences) in enumerate(row.get("context") or [])
+    ]
+    return {"question": row["question"], "paragraphs": paragraphs}
+
+
+def run(path: Path, preset: str | None, limit: int | None, extra: dict, embedder=None) -> dict:
     questions = load(path, limit)
     overrides = {**preset_overrides(preset), **extra}
-    embedder = LocalMiniLM()
+    embedder = embedder or LocalMiniLM()  # bench/embedders.py passes the model it measures
     workdir = Path(tempfile.mkdtemp(prefix="memlens-multihop-"))
     scores: dict[str, list[dict]] = defaultdict(list)
     timing: dict[str, list[float]] = defaultdict(list)
     try:
-        engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(workdir / "store")), embedder=embedder)
+        # The items' extra keys are written when the memlens methods search them (--set memory_keys=...).
+        keys = str(overrides.get("memory_keys", "off")) != "off"
+        engine = MemoryEngine.open(
+            settings=Settings.from_env({}, store=str(workdir / "store"), memory_keys_write=keys), embedder=embedder
+        )
         records = []
         for n, q in enumerate(questions):
             user = f"q{n}"

@@ -34,7 +34,12 @@ from engine import MemoryEngine, Settings
 from engine.providers.embedders import LocalMiniLM
 
 PAGES = ["overview", "sessions", "working_memory", "skills", "retrieval", "feedback", "episodes", "memories", "graph"]
+PAGES.append("traces")  # issue 32
 LINKED = ["retrieval compare", "retrieval timings", "graph depth 3", "graph timeline"]  # by deep link (time_pages)
+LINKED.append("retrieval map")  # issue 32: a 2-hop trace's embedding map (its queries embedded again)
+LINKED.append("traces filtered")  # issue 32: one user's unlabelled agent traces, slowest first
+PAGES.append("store")  # issue 32: store insights, its tabs by deep link below
+LINKED += ["store echoes", "store unused", "store empty", "store stale facts", "store blast radius"]
 GRAPH_PEOPLE, GRAPH_PROJECTS, GRAPH_CITIES, GRAPH_FACTS = 5_000, 1_000, 100, 100_000
 ENTRY = ROOT / "tests" / "ui" / "app_entry.py"  # runs app.py as `streamlit run` does (see its docstring)
 
@@ -142,6 +147,9 @@ def time_pages(store: Path, user: str, runs: int, only: list[str] | None = None)
     links = {
         "retrieval compare": ("retrieval", {"trace": a.trace_id, "trace_b": b.trace_id, "tab": "compare"}),
         "retrieval timings": ("retrieval", {"trace": a.trace_id, "tab": "timings"}),
+        "retrieval map": ("retrieval", {"trace": a.trace_id, "tab": "map"}),  # issue 32: the embedding map
+        # The trace table (issue 32) filtered to one user's unlabelled agent traces, slowest first.
+        "traces filtered": ("traces", {"of": user, "labelled": "unlabelled", "origin": "agent", "sort": "latency"}),
     }
     # The Graph page by deep link: three hops from a person (through projects and the hub), and a fact's timeline
     # (a person's city, an exclusive predicate); on a store without a graph both open the page's "no graph" note.
@@ -151,6 +159,18 @@ def time_pages(store: Path, user: str, runs: int, only: list[str] | None = None)
         links["graph timeline"] = ("graph", {"entity": person.id, "predicate": "lives_in", "tab": "timeline"})
     else:
         links["graph depth 3"] = links["graph timeline"] = ("graph", {})
+    # Store insights (issue 32): near-duplicates and echoes are precomputed by a refresh (timed here: the page's
+    # "Refresh now"), then each tab by deep link; the blast radius of the memory the first trace ranked first.
+    done = engine.insights.refreshed(user) or engine.insights.refresh(user)  # a reused store keeps its refresh
+    print(
+        f"store insights refresh of {user} ({when_done(done.refreshed_at)}): {done.items:,} memories, "
+        f"{done.pairs:,} pairs, {done.echoes:,} echoes in {done.seconds:.1f}s"
+    )
+    links["store echoes"] = ("store", {"tab": "echoes"})
+    links["store unused"] = ("store", {"tab": "unused-memories"})
+    links["store empty"] = ("store", {"tab": "empty-questions"})
+    links["store stale facts"] = ("store", {"tab": "stale-facts"})
+    links["store blast radius"] = ("store", {"memory": a.context_ids[0] if a.context_ids else "none"})
     print(f"graph of {user}: {engine.graph.stats(user)}")
     print(
         f"compared traces: {sum(len(h.candidates) for h in a.hops)} and {sum(len(h.candidates) for h in b.hops)} "
@@ -162,6 +182,7 @@ def time_pages(store: Path, user: str, runs: int, only: list[str] | None = None)
             at._bidi_component_manager = components
         at.session_state["app_demo_checked"] = True
         at.session_state["app_user"] = user
+        at.session_state["labeller"] = "bench"  # issue 32: the Feedback page opens on this labeller's queue
         file, params = links.get(page, (page, {}))
         at.query_params.update(params)
         at.switch_page(str(ROOT / "pages" / f"{file}.py"))
@@ -177,6 +198,10 @@ def time_pages(store: Path, user: str, runs: int, only: list[str] | None = None)
             reruns.append(time.perf_counter() - t)
         out[page] = (statistics.median(reruns), first)
     return out
+
+
+def when_done(at: object) -> str:
+    return str(at)[:19]
 
 
 def installed_components():

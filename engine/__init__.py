@@ -16,7 +16,22 @@ from .errors import (
     StoreTooNew,
 )
 from .evaluation import CaseResult, Comparison, EvalCase, EvalRun, EvalSet
-from .evaluation.metrics import TABLE_METRICS, rule_family
+from .evaluation.attribution import GoldFinding, HopAttribution
+from .evaluation.calibration import SWEEP_THRESHOLDS, Calibration, SignalValues, SweepPoint
+from .evaluation.metrics import TABLE_METRICS, all_losses, rule_family
+from .memory.insight_records import (
+    BlastCase,
+    BlastRadius,
+    BlastTrace,
+    Echo,
+    EmptyQuery,
+    InsightMemory,
+    InsightRefresh,
+    NearDuplicate,
+    StaleRecall,
+    UnusedMemories,
+)
+from .memory.label_queue import Agreement, PairAgreement, QueueEntry
 from .memory.memorize import MemorizeResult
 from .memory.reasoning import ReasonResult
 from .memory.skill_mining import MiningResult, SkillProposal
@@ -58,6 +73,7 @@ from .records import (
 from .retrieval.reasoners import CallableReasoner, OfflineBridgeReasoner, Proposal
 from .retrieval.scores import RANK_STAGES, SCORE_KEYS, CandidateScores, StageRanks, Verdict
 from .retrieval.stages import feedback_factor
+from .trace.embedding_map import MapPoint, TraceMap
 from .trace.records import (
     CandidateTrace,
     HopCounts,
@@ -71,6 +87,7 @@ from .trace.records import (
     Tombstone,
     TraceSettings,
 )
+from .trace.trace_index import TRACE_SORTS, TraceFilter, recording_origin
 from .trace.why_not import STAGE_NAMES, MemoryState, WhyNot, drop_rule, why_not
 from .vocab import (
     GONE,
@@ -84,10 +101,21 @@ from .vocab import (
     Relevance,
     Stage,
     Strategy,
+    TraceOrigin,
     loss_label,
 )
 
 __all__ = [
+    "BlastCase",
+    "BlastRadius",
+    "BlastTrace",
+    "Echo",
+    "EmptyQuery",
+    "InsightMemory",
+    "InsightRefresh",
+    "NearDuplicate",
+    "StaleRecall",
+    "UnusedMemories",
     "MemoryEngine",
     "AgentMemory",
     "Settings",
@@ -108,6 +136,9 @@ __all__ = [
     "Category",
     "Episode",
     "FeedbackEvent",
+    "Agreement",
+    "PairAgreement",
+    "QueueEntry",
     # graph memory (engine.graph)
     "Entity",
     "FactSource",
@@ -182,9 +213,24 @@ __all__ = [
     "EvalRun",
     "CaseResult",
     "Comparison",
+    # the views of a run and of a trace (evaluation/attribution.py, calibration.py; trace/embedding_map.py)
+    "HopAttribution",
+    "GoldFinding",
+    "Calibration",
+    "SignalValues",
+    "SweepPoint",
+    "SWEEP_THRESHOLDS",
+    "TraceMap",
+    "MapPoint",
+    "all_losses",
     "rule_family",
     "TABLE_METRICS",
     "PRESETS",
     "HOPS_RANGE",
     "feedback_factor",
+    # the trace table (trace/trace_index.py)
+    "TraceFilter",
+    "TraceOrigin",
+    "TRACE_SORTS",
+    "recording_origin",
 ]

@@ -9,6 +9,7 @@ each operation is defined once, in its part:
     engine.graph       graph memory: entities, relations as of a time, neighbourhoods    (memory/graph.py)
     engine.timeline    recent facts and messages, the items around an item or a moment   (memory/timeline.py)
     engine.feedback    labels: label, report, retract, net, events                       (memory/feedback.py)
+    engine.insights    the whole store: near-duplicates, echoes, blast radius ...        (memory/store_insights.py)
     engine.forgetting  forget and its log                                                (memory/forgetting.py)
     engine.maintenance consolidate, maintain (preview, apply) and its audit log          (memory/maintenance.py)
     engine.retrieval   retrieve, replay, search                                          (retrieval/namespace.py)
@@ -35,6 +36,7 @@ from .memory.maintenance import Maintenance
 from .memory.procedural import SkillLibrary
 from .memory.semantic import SemanticMemory
 from .memory.sessions import SessionStore
+from .memory.store_insights import StoreInsights
 from .memory.timeline import Timeline
 from .memory.transfer import Transfer
 from .memory.working import WorkingMemory
@@ -89,6 +91,7 @@ class MemoryEngine:
         self.graph.extraction = self.items.graph_extraction  # engine.graph.extract uses the items' extractor
         self.skills = SkillLibrary(b, llm, self.episodes)
         self.feedback = FeedbackLog(b)
+        self.insights = StoreInsights(b, self.feedback)
         self.traces = Traces(b)
         purges = VectorPurges(db, index, settings.forget_purge_grace_s)
         self.forgetting = Forgetter(b, self.traces.mark_forgotten, purges)

@@ -41,6 +41,7 @@ LLMEMORY: dict[str, Any] = {
     "hop_weight": 1.0,
     "reasoner_query": "terms",
     "query_condense_words": 15,
+    "time_window": "off",  # [memlens] the time stage (issue 34) is no llmemory rule
 }
 
 PRESETS: dict[str, dict[str, Any]] = {

@@ -225,6 +225,8 @@ class FeedbackEvent:
     hop: int | None
     note: str
     created_at: datetime
+    labeller: str = ""  # who labelled ('' on labels stored before labellers were recorded)
+    replaced_at: datetime | None = None  # when a later label of the same labeller, trace and memory replaced it
 
 
 @dataclass(frozen=True)

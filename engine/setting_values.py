@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
+from dataclasses import field
 from typing import Any
 
 from .errors import InvalidInput
@@ -79,3 +80,31 @@ def coerce_setting(f: dataclasses.Field[Any], raw: Any) -> Any:
             f"setting {f.name} must be <= {1_000_000_000 if kind == 'int' else 1e9:g}, got {short_repr(value)}"
         )
     return value
+
+
+def setting(
+    default: Any,
+    help: str,
+    *,
+    choices: tuple[Any, ...] | None = None,
+    lo: float | None = None,
+    hi: float | None = None,
+    retrieval: bool = False,
+    secret: bool = False,
+    env: str | None = None,
+) -> Any:
+    """One setting: its default, help, allowed values or range, whether a retrieval call may override it, whether
+    it is a secret, and the environment variable that sets it (``env``; read by ``Settings.from_env`` only)."""
+    return field(
+        default=default,
+        repr=not secret,
+        metadata={
+            "help": help,
+            "choices": choices,
+            "lo": lo,
+            "hi": hi,
+            "retrieval": retrieval,
+            "secret": secret,
+            "env": env,
+        },
+    )

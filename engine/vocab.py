@@ -146,3 +146,15 @@ HOP_STAGE_LABELS: dict[HopStage, str] = {
 def loss_label(status: str) -> str:
     """The display words for a status or placement (itself when it has none, e.g. a replay's hop_not_replayed)."""
     return LOSS_LABELS.get(status, status)
+
+
+class TraceOrigin(StrEnum):
+    """Where a stored trace came from (the ``origin`` column of ``traces``, migration 0011): an agent's retrieval
+    (the Python API, MCP or the CLI), a question asked on the dashboard, an evaluation run's case, a trace imported
+    from its JSON; ``unknown`` for traces stored before origins were recorded that no evaluation result names."""
+
+    AGENT = "agent"
+    DASHBOARD = "dashboard"
+    EVALUATION = "evaluation"
+    IMPORT = "import"
+    UNKNOWN = "unknown"

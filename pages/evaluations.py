@@ -1,22 +1,26 @@
 """Evaluations: expectation sets and their runs. Start a run (a preset, overrides, hops) with a progress bar; read a
-run's metrics per category, the loss funnel (click a bar to filter the cases), the cases with where each miss was
-lost, each opening its trace at "Why not?"; compare two runs case by case.
+run's metrics per category, the loss funnel down to a ranking cut-off (click a bar to filter the cases), the cases
+with where each miss was lost, each opening its trace at "Why not?"; compare two runs case by case; see which hop
+found each expected memory and how each score separates them from the rest (ui/eval_views.py); follow a set's
+metrics across its runs.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from engine import HOPS_RANGE, PRESETS
+from engine import HOPS_RANGE, PRESETS, all_losses
 from ui.components import can_edit, confirmed, flash, kept_choice, show_flash
 from ui.error_display import engine_errors
 from ui.eval_data import FOUND, TABLE_METRICS, case_rows, delta_rows, metric_rows, parse_overrides, run_label
 from ui.eval_figures import ab_scatter, category_bars, funnel_figure, loss_bars, loss_label
+from ui.eval_views import attribution_section, calibration_section, history_section
 from ui.forget_watch import current_stamp, drop_text_caches
 from ui.layout import metric_row
 from ui.resources import get_engine
 from ui.text import counted, md_escape, when
 from ui.trace_links import open_trace_page
+from ui.url_state import incoming, url_tabs, write
 from ui.wording import setting_changes, store_counts_text
 
 engine = get_engine()
@@ -28,21 +32,36 @@ st.caption(
 show_flash("ev")
 
 sets = {s.name: s for s in engine.evals.sets()}
+
+
+def offer_demo_set(primary: bool) -> None:
+    """The demo's expectation set on request, also once other sets exist (a labeller's set made first must not hide
+    it)."""
+    if (
+        engine.admin.demo_loaded()
+        and can_edit(engine, "creating the demo set")
+        and st.button(
+            "Create the demo expectation set and run it", key="ev_demo", type="primary" if primary else "secondary"
+        )
+    ):
+        with engine_errors("Could not create the demo set"), st.spinner("Running the demo evaluation..."):
+            if name := engine.evals.load_demo():
+                st.query_params["set"] = name  # opens on it, as a link to it would
+            st.rerun()
+
+
 if not sets:
     st.info(
         'No expectation sets yet. Pin one from a trace on the Retrieval trace page ("Pin as expectation"), '
         "import a benchmark (`python -m engine import-benchmark locomo PATH --set NAME`), or create the demo's."
     )
-    if (
-        engine.admin.demo_loaded()
-        and can_edit(engine, "creating the demo set")
-        and st.button("Create the demo expectation set and run it", key="ev_demo", type="primary")
-    ):
-        with engine_errors("Could not create the demo set"), st.spinner("Running the demo evaluation..."):
-            engine.evals.load_demo()
-            st.rerun()
+    offer_demo_set(primary=True)
     st.stop()
+if "demo" not in sets:
+    offer_demo_set(primary=False)
 
+if (linked_set := incoming("set")) in sets:  # ?set=<name> from a link: that set, its run (?run=) and tab (?tab=)
+    st.session_state["ev_set"] = linked_set
 set_name = kept_choice(
     st.selectbox,
     "Expectation set",
@@ -52,6 +71,8 @@ set_name = kept_choice(
     format_func=lambda n: f"{n} · {counted(sets[n].cases, 'case')} · {counted(sets[n].runs, 'run')}",
 )
 current = sets[set_name]
+write("set", set_name)
+linked_run = incoming("run")
 st.caption(
     md_escape(current.description or "")
     + (
@@ -75,7 +96,9 @@ def results_of(run) -> list:
     return _results(engine.location.display, run.run_id, current_stamp())
 
 
-tab_runs, tab_compare, tab_cases = st.tabs(["Runs", "Compare two runs", "Cases"])
+TABS = ["Runs", "Compare two runs", "Hops and scores", "History", "Cases"]
+tab_runs, tab_compare, tab_analysis, tab_history, tab_cases = url_tabs(TABS, key="ev_tab")
+CUTOFFS = (1, 5, 10, 25)
 
 # -- runs ----------------------------------------------------------------------------------------------------------
 with tab_runs:
@@ -124,9 +147,13 @@ with tab_runs:
     if not runs:
         st.info("No runs of this set yet: start one above.")
     else:
+        if linked_run in runs:
+            st.session_state["ev_run"] = linked_run
         if st.session_state.get("ev_run") not in runs:
             st.session_state["ev_run"] = next(iter(runs))
         run_id = st.selectbox("Run", list(runs), key="ev_run", format_func=lambda i: run_label(runs[i]))
+        if tab_runs.open is not False:
+            write("run", run_id)
         run = runs[run_id]
         st.caption(
             f"method {run.method} · preset {run.preset or 'default'} · hops {run.hops or 'as set'} · "
@@ -144,7 +171,15 @@ with tab_runs:
             },
         )
         st.plotly_chart(category_bars(run.metrics), key="ev_bars")
-        losses = engine.evals.losses(run.run_id)
+        st.session_state.setdefault("ev_cutoff", 10)  # not default=: a link or test may set it first
+        cutoff = st.segmented_control(
+            "Ranking cut-off k",
+            CUTOFFS,
+            key="ev_cutoff",
+            help="An expected memory in the context but ranked below k counts as lost to ranking.",
+        )
+        k = int(cutoff or 10)
+        losses = engine.evals.losses(run.run_id, k)
         left, right = st.columns(2)
         left.plotly_chart(funnel_figure(losses["funnel"]), key="ev_funnel")
         picked = None
@@ -157,11 +192,15 @@ with tab_runs:
                 if points and points[0].get("customdata"):
                     picked = tuple(points[0]["customdata"])
             else:
-                st.success("Nothing was lost: every expected memory reached the context.")
+                # Not "nothing was lost": below the cut-off, ranking may still lose (recall@1 0.07 beside it).
+                st.success(f"Every expected memory reached the context, ranked in the top {k}.")
+                r1 = run.metrics.get("overall", {}).get("recall@1")
+                if k > 1 and r1 is not None and r1 < 1:
+                    st.caption(f"recall@1 is {r1:.2f}: a lower cut-off shows the expected memories ranked below 1.")
 
         st.subheader("Cases")
         categories = sorted({r.category or "(none)" for r in results})
-        stage_options = ["(any)", FOUND, *sorted({x["stage"] for r in results for x in r.lost.values()})]
+        stage_options = ["(any)", FOUND, *sorted({x["stage"] for r in results for x in all_losses(r, k).values()})]
         f1, f2 = st.columns(2)
         chosen_cats = f1.multiselect("Category", categories, key="ev_f_cat")
         if picked and st.session_state.get("ev_picked") != picked:
@@ -172,7 +211,7 @@ with tab_runs:
         if picked and st.session_state.get("ev_f_stage") == picked[0]:
             rule = picked[1]
             st.caption(f"Filtered by the funnel: {md_escape(loss_label(*picked))}")
-        rows = case_rows(results, chosen_cats, None if stage == "(any)" else stage, rule)
+        rows = case_rows(results, chosen_cats, None if stage == "(any)" else stage, rule, k)
         st.dataframe(
             rows,
             key="ev_cases",
@@ -279,6 +318,28 @@ with tab_compare:
                     if st.button("Open both traces", key="ev_cmp_open"):  # opens the Compare tab (ui/trace_links.py)
                         c = by_id[pick]
                         open_trace_page(c["user_id"], c["trace_a"], trace_b=c["trace_b"])
+
+# -- one run's hops and scores; the set's history ------------------------------------------------------------------
+with tab_analysis:
+    done = {r.run_id: r for r in engine.evals.runs(set_name) if r.status == "done"}
+    if not done:
+        st.info("No finished runs of this set yet: start one on the Runs tab.")
+    elif tab_analysis.open is not False:  # replays the run's traces: only on this tab
+        if linked_run in done:
+            st.session_state["ev_an_run"] = linked_run
+        if st.session_state.get("ev_an_run") not in done:
+            st.session_state["ev_an_run"] = (
+                st.session_state["ev_run"] if st.session_state.get("ev_run") in done else next(iter(done))
+            )
+        an_id = st.selectbox("Run", list(done), key="ev_an_run", format_func=lambda i: run_label(done[i]))
+        write("run", an_id)
+        with engine_errors("Could not analyse the run"):
+            attribution_section(engine, done[an_id])
+            calibration_section(engine, done[an_id])
+
+with tab_history:
+    if tab_history.open is not False:
+        history_section(engine, set_name)
 
 # -- cases ---------------------------------------------------------------------------------------------------------
 with tab_cases:

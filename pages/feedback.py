@@ -1,6 +1,8 @@
-"""Feedback labelling: mark recalled memories useful or harmful straight from a trace (one click, optional note),
-work through the queue of unlabelled memories from recent traces, read each memory's label ledger, and see what
-the labels change in the next retrieval of the same question.
+"""Feedback labelling: work through a queue of recalled memories by keyboard (built from a filter: traces in a date
+range or an evaluation run's misses, unlabelled only), mark a trace's memories useful or harmful (one click, optional
+note), see how labellers agree, export the labels or make them an expectation set, read each memory's label ledger,
+and see what the labels change in the next retrieval of the same question. Every label records its labeller (the
+name asked once, ui/labeller.py) and toggles per (labeller, trace, memory).
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ import streamlit as st
 from engine import MemlensError, MemoryEngine, NotFound
 from ui.components import can_edit, need_user
 from ui.error_display import engine_errors, error_text
+from ui.label_agreement import agreement_tab
+from ui.label_queue import queue_tab
+from ui.labeller import ask_labeller, labeller
 from ui.layout import button_row
 from ui.memory_sources import show_item_message_sources
 from ui.nav import page_file
@@ -22,48 +27,60 @@ from ui.trace_data import (
     rank_comparison,
     shorten,
     trace_label,
-    unlabelled_queue,
 )
+from ui.trace_table_data import usual_traces
 from ui.trace_view import cached_trace, table
 from ui.url_state import incoming, trace_params, trace_url, url_tabs, write
 
 engine = get_engine()
 st.title("Feedback labelling")
 st.caption(
-    "Label what the agent recalled. Each label is an event pointing at the trace and hop it came from; the "
-    "net count (useful +1, harmful −1) scales the memory's score in the next retrievals."
+    "Label what the agent recalled. Each label is an event pointing at the trace and hop it came from, one per "
+    "labeller, trace and memory; the net count (useful +1, harmful −1) scales the memory's score in the next "
+    "retrievals."
 )
 user = need_user("the Feedback labelling page")
 if user is None:
     st.stop()
+who = None if engine.read_only else ask_labeller()
 
 
 def do_label(eng: MemoryEngine, user_id: str, item_id: str, label: str, trace_id: str | None, hop: int | None) -> None:
-    """Button callback: runs before the page, so every section below already shows the new event."""
+    """Button callback: runs before the page, so every section below already shows the new event. The button
+    toggles: the label this labeller already gave the memory on this trace comes off."""
     try:
-        event = eng.feedback.label(
-            user_id, item_id, label, trace_id=trace_id, hop=hop, note=st.session_state.get("fb_note", "")
+        event = eng.feedback.toggle(
+            user_id,
+            item_id,
+            label,
+            trace_id=trace_id,
+            hop=hop,
+            note=st.session_state.get("fb_note", ""),
+            labeller=labeller(),
         )
     except MemlensError as exc:
         st.session_state["fb_flash"] = ("error", f"Could not label {item_id}: {error_text(exc)}")
         return
     st.session_state["fb_flash"] = (
-        "ok",
-        f"Labelled {item_id} {label} (event {event.id}, trace {trace_id}, hop {hop}).",
+        ("ok", f"Took the {label} label off {item_id} (trace {trace_id}).")
+        if event is None
+        else ("ok", f"Labelled {item_id} {label} (event {event.id}, trace {trace_id}, hop {hop}).")
     )
     st.session_state["fb_ledger_item"] = item_id
     st.session_state["fb_note"] = ""
 
 
-def label_buttons(row: dict, trace_id: str, key: str, link: bool = False) -> None:
+def label_buttons(row: dict, trace_id: str, key: str, link: bool = False, mine: str = "") -> None:
     """One row to label: the memory text (as text), where it came from, and the two one-click buttons (``link``:
-    and a link opening its trace on the Retrieval trace page)."""
+    and a link opening its trace on the Retrieval trace page; ``mine``: this labeller's label of it, shown as the
+    pressed button)."""
     # The buttons in a row of their own under the text: in narrow columns beside it they shrank to nothing at 820 px.
     with st.container():
         st.text(f"#{row['rank']}  {shorten(row['text'], 260)}")
         st.caption(
             f"{md_escape(row['id'])} · {row['kind']} · hop {row['hop']} · "
             f"{'in context' if row['in_context'] else 'not in context'} · net now {row.get('net', 0):+d}"
+            + (f" · your label: **{mine}**" if mine else "")
         )
         if row["kind"] == "semantic" and user:  # the messages it came from, as links (only items keep message sources)
             show_item_message_sources(engine, user, row["id"])
@@ -84,6 +101,7 @@ def label_buttons(row: dict, trace_id: str, key: str, link: bool = False) -> Non
         key=f"fb_u_{key}_{row['id']}",
         on_click=do_label,
         args=(*args, "useful", trace_id, row["hop"]),
+        type="primary" if mine == "useful" else "secondary",
     )
     buttons.button(
         "Harmful",
@@ -91,6 +109,7 @@ def label_buttons(row: dict, trace_id: str, key: str, link: bool = False) -> Non
         key=f"fb_h_{key}_{row['id']}",
         on_click=do_label,
         args=(*args, "harmful", trace_id, row["hop"]),
+        type="primary" if mine == "harmful" else "secondary",
     )
 
 
@@ -126,7 +145,7 @@ if can_edit(engine, "labelling"):
 
 recent = None
 with engine_errors("Could not list traces"):
-    recent = engine.traces.list_traces(user, limit=20)
+    recent = engine.traces.list_traces(user, limit=20, filters=usual_traces().to_filter())  # no evaluation runs
 summaries = {r["trace_id"]: r for r in recent.rows} if recent else {}
 trace = None
 if summaries:
@@ -151,9 +170,20 @@ shown_ids = sorted(
 )
 nets = engine.feedback.net(user, shown_ids) if shown_ids else {}
 
-tab_trace, tab_queue, tab_ledger, tab_effect = url_tabs(
-    ["Label a trace", "Unlabelled queue", "Label ledger", "Effect on retrieval"], key="fb_tab"
+tab_queue, tab_trace, tab_agreement, tab_ledger, tab_effect = url_tabs(
+    ["Queue", "Label a trace", "Agreement and export", "Label ledger", "Effect on retrieval"], key="fb_tab"
 )
+with tab_queue:
+    if tab_queue.open:  # built only when looked at (a filter over every trace), and its keys only live here
+        if engine.read_only:
+            st.info("Read-only store: labelling is not available here.")
+        else:
+            queue_tab(engine, user, who)
+
+with tab_agreement:
+    if tab_agreement.open:
+        agreement_tab(engine, user)
+
 with tab_trace:
     if trace is None:
         st.info(
@@ -166,6 +196,12 @@ with tab_trace:
         only_context = c1.toggle("Only memories in the context", True, key="fb_only_context", wrap=True)
         limit = c2.slider("How many", 1, 50, 10, key="fb_limit")
         rows = labelling_rows(trace, limit, only_context)
+        mine = {
+            e.item_id: e.label
+            for e in engine.feedback.events(
+                user, trace_id=trace.trace_id, labeller=labeller(), current_only=True, limit=10_000
+            )
+        }
         st.caption(f"Question: {md_escape(shorten(trace.question, 200))}")
         st.page_link(
             page_file("retrieval"),
@@ -174,23 +210,14 @@ with tab_trace:
             query_params=trace_params(trace.trace_id, user),
         )
         for row in rows:
-            label_buttons({**row, "net": nets.get(row["id"], 0)}, trace.trace_id, f"t_{trace.trace_id}")
+            label_buttons(
+                {**row, "net": nets.get(row["id"], 0)},
+                trace.trace_id,
+                f"t_{trace.trace_id}",
+                mine=mine.get(row["id"], ""),
+            )
         if not rows:
             st.info("Nothing to label with this filter: the trace put no memory in the context.")
-
-with tab_queue:
-    st.caption(
-        f"Memories that reached the context of one of the {len(summaries)} most recent traces and carry no "
-        "label yet (newest trace first)."
-    )
-    queue = []
-    with engine_errors("Could not open a trace"):
-        queue = unlabelled_queue(summaries.values(), nets, lambda t: cached_trace(engine, t, "fb_trace_cache"), 15)
-    st.metric("Unlabelled in recent contexts", len(queue) if len(queue) < 15 else "15+")
-    for n, row in enumerate(queue):
-        label_buttons({**row, "in_context": True, "net": 0}, row["trace_id"], f"q{n}", link=True)
-    if not queue:
-        st.info("Nothing waiting: every memory in the recent contexts has a label (or there are no traces yet).")
 
 with tab_ledger:
     events = engine.feedback.events(user, limit=200)
@@ -210,12 +237,18 @@ with tab_ledger:
         history = engine.feedback.events(user, item_id=item)
         net = sum(e.delta for e in history)
         factor = feedback_factor(net, engine.settings.retrieval_dict())
-        st.text(f"{item}: {len(history)} label(s), net {net:+d}, feedback factor now {factor:.2f}")
+        current = [e for e in history if e.replaced_at is None]
+        st.text(
+            f"{item}: {len(history)} label(s), net {net:+d}, feedback factor now {factor:.2f}"
+            + (f" ({len(history) - len(current)} replaced by a later one)" if len(current) < len(history) else "")
+        )
         st.text(texts.get(item, "(this memory is no longer stored: hard-forgotten)"))
         for e in history:
             st.text(
-                f"{when(e.created_at)} · {e.label} ({e.delta:+d}) · trace {e.trace_id or '—'} · "
-                f"hop {e.hop or '—'}" + (f" · note: {shorten(e.note, 200)}" if e.note else "")
+                f"{when(e.created_at)} · {e.label} ({e.delta:+d}) · by {e.labeller or 'an unnamed labeller'} · "
+                f"trace {e.trace_id or '—'} · hop {e.hop or '—'}"
+                + (f" · note: {shorten(e.note, 200)}" if e.note else "")
+                + (f" · replaced {when(e.replaced_at)}" if e.replaced_at else "")
             )
         if not history:
             st.caption("No labels on this memory yet.")
@@ -230,6 +263,8 @@ with tab_ledger:
                         "text": shorten(texts.get(e.item_id, ""), 120),
                         "label": e.label,
                         "delta": e.delta,
+                        "labeller": e.labeller,
+                        "replaced": when(e.replaced_at) if e.replaced_at else "",
                         "trace": e.trace_id or "",
                         "open": trace_url(e.trace_id, user, "hops", e.item_id) if e.trace_id else None,
                         "hop": e.hop,

@@ -17,6 +17,7 @@ from ui.resources import get_engine, load_demo_with_progress
 from ui.settings_view import settings_rows
 from ui.sidebar import current_user
 from ui.text import counted, md_escape, size_text, when
+from ui.trace_table_data import origin_words, usual_traces
 from ui.url_state import trace_params, trace_url
 from ui.wording import compaction_note
 
@@ -89,8 +90,12 @@ def show_activity(engine: MemoryEngine) -> None:
 
 def show_recent_traces(engine: MemoryEngine) -> None:
     st.subheader("Recent retrieval traces")
-    page = engine.traces.list_traces(limit=10)
-    if not page.rows:
+    # The Traces page's filter: evaluation runs (a trace per case) are left out unless asked.
+    runs = st.toggle("Include evaluation runs", key="overview_trace_runs")
+    page = engine.traces.list_traces(limit=10, filters=usual_traces(runs).to_filter())
+    if not page.rows and not runs and engine.traces.list_traces(limit=1).total:
+        st.caption("Only evaluation runs have traced retrievals so far: include them above to see theirs.")
+    elif not page.rows:
         st.caption(
             "No retrievals traced yet. Ask a question on the Retrieval trace page, or let an agent call "
             "`retrieve` / the `memory_retrieve` MCP tool."
@@ -103,6 +108,7 @@ def show_recent_traces(engine: MemoryEngine) -> None:
                     "when": when(t["created_at"]),
                     "user": t["user_id"],
                     "question": t["question"],
+                    "origin": origin_words(t["origin"]),
                     "hops": t["hops"],
                     "stop reason": t["stop_reason"],
                     "memories in context": len(t["context_ids"]),
@@ -130,6 +136,7 @@ def show_recent_traces(engine: MemoryEngine) -> None:
                 query_params=trace_params(t["trace_id"], t["user_id"]),
             )
     st.page_link(page_file("retrieval"), label="Open the Retrieval trace page", icon=":material/manage_search:")
+    st.page_link(page_file("traces"), label="Search every trace on the Traces page", icon=":material/table_rows:")
     if page.total and can_edit(engine, "deleting old traces"):
         with st.expander("Delete old traces", expanded="overview_prune_plan" in st.session_state):
             prune_traces_section(engine)

@@ -2,7 +2,8 @@
 
 Per hop: the query and who proposed it, every candidate with every score, how each final score was built, what was
 dropped and why; label any candidate or context memory useful/harmful right there. Then the assembled context, a
-what-if replay (no re-search), "why not?" for any memory, a comparison with any other trace, and where the time went.
+what-if replay (no re-search), "why not?" for any memory, a comparison with any other trace, where the time went (a
+span tree: ui/span_tree.py) and the trace as a map of the embedding space (ui/trace_map.py).
 The retrieval runs only when asked: the open trace's id lives in ``trace_current_id`` (and ``?trace=`` in the URL,
 with ``tab``, ``memory`` and ``trace_b``: see ui/url_state.py) and is fetched once. The question form and the
 What-if, Why not? and Compare tabs are drawn by ui/trace_ask.py, trace_whatif.py, trace_why_not.py and
@@ -13,18 +14,21 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine import MemlensError
+from engine import MemlensError, recording_origin
 from ui.components import can_edit, need_user
 from ui.error_display import engine_errors, error_text
 from ui.pin_expectation import pin_expectation
 from ui.resources import get_engine
 from ui.sidebar import open_session
+from ui.span_tree import span_tree
 from ui.text import md_escape
 from ui.trace_ask import question_form
 from ui.trace_compare_tab import compare_tab
 from ui.trace_data import candidate_texts, shorten, trace_label
 from ui.trace_figures import timing_figure
 from ui.trace_labels import label_controls, show_label_flash, trace_labels
+from ui.trace_map import map_tab
+from ui.trace_table import filter_expander
 from ui.trace_timing import timing_rows, timing_spans
 from ui.trace_view import cached_trace, context_section, hop_section, reset_whatif_state, table, trace_header
 from ui.trace_whatif import whatif_tab
@@ -55,6 +59,7 @@ if linked_trace:
 
 # -- ask or open -----------------------------------------------------------------------------------------------
 ask_col, open_col = st.columns([3, 2])
+filters_box = st.container()  # below both, full width: the open column is ~200 px at 820 px
 asked = None
 with ask_col:
     # a retrieval stores its trace: a read-only store refuses it, so the form is not offered there
@@ -64,7 +69,7 @@ if asked is not None:
     if not asked.text.strip():
         st.warning("Type a question first.")
     else:
-        with engine_errors("Retrieval failed"), st.spinner("Retrieving..."):
+        with engine_errors("Retrieval failed"), st.spinner("Retrieving..."), recording_origin("dashboard"):
             new = engine.retrieval.retrieve(
                 user,
                 asked.text,
@@ -77,20 +82,24 @@ if asked is not None:
             open_trace(new.trace_id)
 
 summaries: dict[str, dict] = {}
+with filters_box:
+    choices = filter_expander(engine, "trace_find", user)  # the Traces page's filters; evaluation runs left out
 with open_col:
     with engine_errors("Could not list traces"):
-        recent = engine.traces.list_traces(user, limit=50)
+        recent = engine.traces.list_traces(user, limit=50, filters=choices.to_filter())
         summaries = {r["trace_id"]: r for r in recent.rows}
         if summaries:
             if st.session_state.get("trace_current_id") in summaries:
                 st.session_state["trace_pick"] = st.session_state["trace_current_id"]  # the picker shows what is open
             st.selectbox(
-                f"Stored traces of {md_escape(user)} ({recent.total}, newest first)",
+                f"Stored traces of {md_escape(user)} ({recent.total:,}, newest first)",
                 list(summaries),
                 format_func=lambda i: trace_label(summaries[i]),
                 key="trace_pick",
                 on_change=lambda: open_trace(st.session_state["trace_pick"]),
             )
+        elif choices.narrows():
+            st.info("No stored trace of this user matches the filters.")
         else:
             st.info(f"No stored traces for {md_escape(user)} yet: ask a question to create one.")
         typed = st.text_input("…or open a trace by id", key="trace_open_id", placeholder="tr_…")
@@ -136,8 +145,8 @@ st.download_button(
     key="trace_export",
 )
 pin_expectation(engine, trace)
-TABS = ["Hops", "Context", "What-if", "Why not?", "Compare", "Timings"]
-tab_hops, tab_context, tab_whatif, tab_whynot, tab_compare, tab_timings = url_tabs(TABS, key="trace_tab")
+TABS = ["Hops", "Context", "What-if", "Why not?", "Compare", "Timings", "Map"]
+tab_hops, tab_context, tab_whatif, tab_whynot, tab_compare, tab_timings, tab_map = url_tabs(TABS, key="trace_tab")
 texts_by_id = candidate_texts(trace)
 labels = trace_labels(engine, trace, texts_by_id)
 label_hop = {r.id: r.hop for r in trace.ranking}
@@ -213,4 +222,11 @@ with tab_timings:
             "stages). Time the stages do not account for is shown as its own span."
         )
         st.plotly_chart(timing_figure(spans), key="trace_timing_fig")
-        table(timing_rows(spans), key="trace_timing_rows")
+        st.markdown("**Span tree** (open a span for what went in and came out)")
+        span_tree(trace, spans)  # ui/span_tree.py
+        with st.expander("The spans as a table"):
+            table(timing_rows(spans), key="trace_timing_rows")
+
+with tab_map:
+    if tab_map.open is not False:  # embeds the queries again: only when the tab is open
+        map_tab(engine, trace)  # ui/trace_map.py

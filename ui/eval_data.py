@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from engine import TABLE_METRICS, CaseResult, EvalRun, InvalidInput, rule_family
+from engine import TABLE_METRICS, CaseResult, EvalRun, InvalidInput, all_losses, rule_family
 
 from .text import counted, one_line, when
 from .wording import rule_words
@@ -52,8 +52,8 @@ def delta_rows(
     return rows
 
 
-def loss_stages(result: CaseResult) -> set[str]:
-    return {lost["stage"] for lost in result.lost.values()} or {FOUND}
+def loss_stages(result: CaseResult, k: int | None = None) -> set[str]:
+    return {lost["stage"] for lost in all_losses(result, k).values()} or {FOUND}
 
 
 def case_rows(
@@ -61,20 +61,23 @@ def case_rows(
     categories: Sequence[str] | None = None,
     stage: str | None = None,
     rule: str | None = None,
+    k: int | None = None,
 ) -> list[dict[str, Any]]:
-    """The case table, filtered by category, loss stage (or ``found``) and rule family (the funnel's click)."""
+    """The case table, filtered by category, loss stage (or ``found``) and rule family (the funnel's click); with
+    ``k``, an expected memory in the context but ranked below ``k`` counts as lost to ranking."""
     rows = []
     for r in results:
         if categories and (r.category or "(none)") not in categories:
             continue
-        stages = loss_stages(r)
+        lost = all_losses(r, k)
+        stages = {x["stage"] for x in lost.values()} or {FOUND}
         if stage and stage not in stages:
             continue
         if rule is not None and not any(
-            rule_family(x.get("rule", "")) == rule and (not stage or x["stage"] == stage) for x in r.lost.values()
+            rule_family(x.get("rule", "")) == rule and (not stage or x["stage"] == stage) for x in lost.values()
         ):
             continue
-        missed = [k for k in r.expected if k in r.lost]
+        missed = [e for e in r.expected if e in lost]
         rows.append(
             {
                 "case": r.case_id,
@@ -82,11 +85,11 @@ def case_rows(
                 "question": one_line(r.question, 160),
                 "expected": ", ".join(r.expected),
                 "found (top 5)": ", ".join(r.top[:5]),
-                "ranks": ", ".join(f"{k}: {v if v is not None else '—'}" for k, v in r.ranks.items()),
+                "ranks": ", ".join(f"{e}: {v if v is not None else '—'}" for e, v in r.ranks.items()),
                 "recall@10": r.scores.get("recall@10"),
                 "context": sum(1 for v in r.in_context.values() if v),
-                "where lost": "; ".join(f"{k}: {r.lost[k]['stage']}" for k in missed) or "—",
-                "rule": "; ".join(one_line(rule_words(r.lost[k].get("rule", "")), 120) for k in missed),
+                "where lost": "; ".join(f"{e}: {lost[e]['stage']}" for e in missed) or "—",
+                "rule": "; ".join(one_line(rule_words(lost[e].get("rule", "")), 120) for e in missed),
                 "trace": r.trace_id or "",
                 "user": r.user_id,
             }

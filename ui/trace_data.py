@@ -53,6 +53,8 @@ def candidate_rows(hop: HopTrace, text_chars: int = 200) -> list[dict[str, Any]]
         row["forgotten"] = forgotten_label(c.forgotten) if c.forgotten else ""
         # The entity stage's paths to the memory ("Caroline -[lives_in]- Sweden (distance 1)"), when it linked it.
         row["entity_path"] = c.entity.describe() if c.entity is not None else ""
+        # Which of the memory's extra keys the key search matched (its kind, text and score), when one did.
+        row["key_match"] = shorten(c.key.describe(), text_chars) if c.key is not None else ""
         rows.append(row)
     return rows
 

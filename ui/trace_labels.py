@@ -1,6 +1,8 @@
 """Labelling straight from a retrieval trace: useful / harmful on a candidate or context row, the current label in
-view, and undo. Labels are engine feedback events pointing at the trace and hop (``engine.feedback.label``); undo
-deletes the newest one this trace gave that memory (``engine.feedback.retract``)."""
+view, and undo. Labels are engine feedback events pointing at the trace and hop, one per (labeller, trace, memory):
+a button toggles its label (``engine.feedback.toggle``: clicked twice, no label; the other one replaces it); undo
+deletes this labeller's current label and brings back the one it replaced (``engine.feedback.retract``). The
+labeller is the session's (ui/labeller.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import streamlit as st
 from engine import FeedbackEvent, MemlensError, MemoryEngine, RetrievalTrace
 
 from .error_display import error_text
+from .labeller import labeller
 from .layout import button_row
 from .memory_sources import show_item_message_sources
 from .text import md_escape
@@ -21,13 +24,14 @@ FLASH = "trace_label_flash"
 
 @dataclass(frozen=True)
 class TraceLabels:
-    """The labels this trace gave (newest first per memory) and every shown memory's net over all labels."""
+    """This labeller's current labels from this trace (one per memory) and every shown memory's net over all
+    labels."""
 
     from_trace: dict[str, tuple[FeedbackEvent, ...]]
     nets: dict[str, int]
 
     def current(self, item_id: str) -> str:
-        """The label a person sees on a row: this trace's newest label for it, else blank."""
+        """The label a person sees on a row: their current label for it from this trace, else blank."""
         events = self.from_trace.get(item_id)
         return events[0].label if events else ""
 
@@ -38,7 +42,10 @@ class TraceLabels:
 def trace_labels(engine: MemoryEngine, trace: RetrievalTrace, ids: Iterable[str]) -> TraceLabels:
     """Two engine calls: the trace's own events, and the nets of the memories on screen."""
     by_item: dict[str, list[FeedbackEvent]] = {}
-    for event in engine.feedback.events(trace.user_id, trace_id=trace.trace_id, limit=10_000):
+    events = engine.feedback.events(
+        trace.user_id, trace_id=trace.trace_id, limit=10_000, labeller=labeller(), current_only=True
+    )
+    for event in events:
         by_item.setdefault(event.item_id, []).append(event)  # newest first, as the engine lists them
     ids = sorted(set(ids))
     nets = engine.feedback.net(trace.user_id, ids) if ids else {}
@@ -47,11 +54,16 @@ def trace_labels(engine: MemoryEngine, trace: RetrievalTrace, ids: Iterable[str]
 
 def _label(engine: MemoryEngine, trace: RetrievalTrace, item_id: str, label: str, hop: int | None) -> None:
     try:
-        event = engine.feedback.label(trace.user_id, item_id, label, trace_id=trace.trace_id, hop=hop)
+        event = engine.feedback.toggle(
+            trace.user_id, item_id, label, trace_id=trace.trace_id, hop=hop, labeller=labeller()
+        )
     except MemlensError as exc:
         st.session_state[FLASH] = ("error", f"Could not label {item_id}: {error_text(exc)}")
         return
-    st.session_state[FLASH] = ("success", f"Labelled {item_id} {label} (event {event.id}, hop {hop}).")
+    if event is None:  # the same button again: the label comes off
+        st.session_state[FLASH] = ("info", f"Took the {label} label off {item_id}.")
+    else:
+        st.session_state[FLASH] = ("success", f"Labelled {item_id} {label} (event {event.id}, hop {hop}).")
 
 
 def _undo(engine: MemoryEngine, trace: RetrievalTrace, event_id: int, item_id: str) -> None:
@@ -108,5 +120,5 @@ def label_controls(
         disabled=not events,
         on_click=_undo,
         args=(engine, trace, events[0].id if events else 0, item_id),
-        help="Delete the newest label this trace gave this memory",
+        help="Delete your label of this memory from this trace (the one it replaced, if any, counts again)",
     )

@@ -19,6 +19,7 @@ STAGE_LABELS = {
     "query_generation": "query generation",
     "embed_query": "embed the query",
     "search": "search",
+    "keys": "search the extra keys",
     "candidates": "load candidates",
     "llm_judge": "LLM relevance judge",
     "scoring": "scoring",
@@ -82,3 +83,119 @@ def timing_rows(spans: list[Span]) -> list[dict]:
         }
         for s in spans
     ]
+
+
+# -- each span's inputs and outputs (what a click on a span shows) --------------------------------------------------
+PROPOSERS = {
+    "question": "the question itself",
+    "offline:keywords": "keywords of the question (offline)",
+    "llm:query": "a query the LLM wrote",
+    "offline:bridge_entities": "names the previous hop found (offline bridge)",
+    "llm:reasoner": "the LLM reasoner",
+    "custom": "a custom reasoner",
+}
+SEARCHES = {"vector": "vector search", "fts": "full-text search", "both": "both searches", "entity": "the entity graph"}
+Rows = list[tuple[str, str]]  # (what, value) in words
+
+
+def proposer_words(proposed_by: str) -> str:
+    return PROPOSERS.get(proposed_by, proposed_by.replace("_", " ").replace(":", ": "))
+
+
+def found_by_words(found_by: str) -> str:
+    return SEARCHES.get(found_by, found_by)
+
+
+def _short(text: str, limit: int = 200) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _top(candidates: Any, n: int = 3) -> str:
+    best = sorted((c for c in candidates if c.scores.final is not None), key=lambda c: -(c.scores.final or 0.0))[:n]
+    return "; ".join(f"{c.id} ({c.scores.final:.3f})" for c in best) or "—"
+
+
+def _hop_io(trace: RetrievalTrace, number: int, stage: str | None) -> tuple[Rows, Rows]:
+    hop = next((h for h in trace.hops if h.hop == number), None)
+    if hop is None:
+        return [], []
+    cands = hop.candidates
+    by_search: dict[str, int] = {}
+    for c in cands:
+        by_search[found_by_words(c.found_by)] = by_search.get(found_by_words(c.found_by), 0) + 1
+    found = ", ".join(f"{n} by {how}" for how, n in by_search.items()) or "none"
+    query = [("query", _short(hop.query)), ("proposed by", proposer_words(hop.proposed_by))]
+    if stage is None:
+        inputs = query + ([("relevance judged against", _short(hop.relevance_text))] if hop.relevance_text else [])
+        outputs = [
+            ("candidates", str(hop.counts.found or len(cands))),
+            ("kept by the relevance filter", str(hop.counts.kept)),
+            ("dropped by it", str(hop.counts.dropped)),
+            ("reached the context", str(sum(1 for c in cands if c.in_context))),
+        ]
+        return inputs, outputs
+    if stage == "embed_query":
+        model = trace.settings.embedder or "the embedding model"
+        return query[:1], [("vector", f"{trace.settings.embedding_dim or '?'} numbers from {model}")]
+    if stage == "search":
+        how = [s for s in (trace.strategies.vector_search, trace.strategies.full_text_search) if s]
+        return query + [("searches", "; ".join(how) or "—")], [("found", found)]
+    if stage == "candidates":
+        kinds: dict[str, int] = {}
+        for c in cands:
+            kinds[str(c.kind)] = kinds.get(str(c.kind), 0) + 1
+        return [("found", found)], [("loaded", ", ".join(f"{n} {k}" for k, n in kinds.items()) or "none")]
+    if stage == "llm_judge":
+        judged = [c for c in cands if c.scores.llm_relevance is not None]
+        return [("candidates", str(len(cands)))], [("judged by the LLM", str(len(judged)))]
+    if stage == "scoring":
+        return (
+            [("candidates", str(len(cands))), ("fusion", str(trace.settings.retrieval.fusion))],
+            [
+                ("kept / dropped by the relevance filter", f"{hop.counts.kept} / {hop.counts.dropped}"),
+                ("best final scores", _top(cands)),
+            ],
+        )
+    return [], []
+
+
+def span_io(trace: RetrievalTrace, key: str) -> tuple[Rows, Rows]:
+    """A span's inputs and outputs in words, read off the trace (``key``: a :class:`Span`'s key). A stage the trace
+    records only the duration of has none."""
+    if key == "pipeline":
+        return (
+            [("question", _short(trace.question)), ("user", trace.user_id), ("hops run", str(len(trace.hops)))],
+            [
+                ("context", f"{len(trace.context_ids)} memories, {trace.context_tokens} tokens"),
+                ("ranked memories", str(sum(1 for r in trace.ranking if r.rank is not None))),
+                ("stopped because", trace.stop_reason.replace("_", " ") if trace.stop_reason else "—"),
+            ],
+        )
+    if key == "query_generation":
+        first = trace.hops[0] if trace.hops else None
+        out = [("hop 1's query", _short(first.query)), ("made by", proposer_words(first.proposed_by))] if first else []
+        return [("question", _short(trace.question))], out
+    if key.startswith("hop") and key[3:].split(".")[0].isdigit():
+        digits, _, stage = key[3:].partition(".")
+        return _hop_io(trace, int(digits), stage or None)
+    if key.startswith("reasoner_hop") and key[len("reasoner_hop") :].isdigit():
+        number = int(key[len("reasoner_hop") :])
+        done = next((h for h in trace.hops if h.hop == number), None)
+        after = next((h for h in trace.hops if h.hop == number + 1), None)
+        inputs = [(f"hop {number}'s best memories", _top(done.candidates))] if done else []
+        if after is not None:
+            return inputs, [("next query", _short(after.query)), ("proposed by", proposer_words(after.proposed_by))]
+        return inputs, [("decision", f"stop ({trace.stop_reason.replace('_', ' ')})")]
+    if key == "merge_and_assembly":
+        left = [r for r in trace.ranking if r.rank is not None and not r.in_context]
+        return (
+            [("ranked memories of all hops", str(sum(1 for r in trace.ranking if r.rank is not None)))],
+            [
+                ("context", f"{len(trace.context_ids)} memories, {trace.context_tokens} tokens"),
+                ("ranked but left out", str(len(left))),
+            ],
+        )
+    if key == "trace_write":
+        return [], [("stored as", trace.trace_id)]
+    return [], []

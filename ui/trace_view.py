@@ -27,11 +27,12 @@ from .trace_data import (
     used_score_columns,
 )
 from .trace_figures import score_waterfall
+from .trace_wording import proposal_lines, proposer_words, strategy_words
 from .wording import fusion_caption, rule_words, stop_reason_words
 
 _FLOAT = st.column_config.NumberColumn(format="%.4f")
 _TEXT = st.column_config.TextColumn(width="large")
-_INT_COLUMNS = {"tokens", "age_days", "feedback_net", "hop", "net_then", "net_now", "delta"}
+_INT_COLUMNS = {"tokens", "age_days", "feedback_net", "hop", "net_then", "net_now", "delta", "time_days_outside"}
 _FLOAT_COLUMNS = (set(SCORE_KEYS) - _INT_COLUMNS) | {"final_before", "final_after", "factor_then", "factor_now"}
 
 
@@ -142,10 +143,17 @@ def trace_header(trace: RetrievalTrace) -> None:
             "was forgotten since it was stored (hard: its text is deleted from the trace too)."
         )
         table(forgotten_rows(trace), key="trace_forgotten")
+    if trace.time_window is not None:  # the date window the question named (engine/retrieval/time_stage.py)
+        w = trace.time_window
+        how = f"{w.parser}: {w.rule}" if w.rule else w.parser
+        st.caption(
+            f"Time window **{w.label}** read from {md_escape(repr(w.phrase))} ({md_escape(how)}); memories "
+            f"dated inside it {'score higher' if trace.settings.retrieval.time_window == 'boost' else 'are kept'}."
+        )
     st.caption(
         f"Trace {md_escape(trace.trace_id)} · user {md_escape(trace.user_id)} · session "
-        f"{md_escape(trace.session_id or '—')} · {when(trace.created_at)} UTC · strategies: "
-        + md_escape(", ".join(f"{k}={v}" for k, v in trace.strategies.to_dict().items()))
+        f"{md_escape(trace.session_id or '—')} · {when(trace.created_at)} UTC · "
+        + md_escape(strategy_words(trace.strategies.to_dict()))
     )
 
 
@@ -160,7 +168,7 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int, labels: Any =
         st.caption("Query")
         st.code(hop.query, language=None, wrap_lines=True)
         st.caption(
-            f"Proposed by **{md_escape(hop.proposed_by)}** · relevance judged against "
+            f"Proposed by **{md_escape(proposer_words(hop.proposed_by))}** · relevance judged against "
             f"{'the question' if hop.relevance_text == trace.question else 'this query'} · found "
             f"{hop.counts.found}, kept {hop.counts.kept}, dropped {hop.counts.dropped}"
         )
@@ -170,9 +178,17 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int, labels: Any =
                 for e in hop.entities
             )
             st.caption(f"Entities followed: {named}")
+        ranked_sessions = [r for r in (c.scores.session_rank for c in hop.candidates) if r is not None]
+        if ranked_sessions:  # the session stage ran: its columns are session_score, session_rank, hybrid_session_part
+            st.caption(
+                f"Session stage: the candidates fell into sessions ranked 1 to {max(ranked_sessions)}; each "
+                "member's hybrid gained session_weight × its session's score (hybrid_session_part)"
+            )
     with right:
         st.caption("How the query was made")
-        st.json(hop.proposal.to_dict(), expanded=1)
+        # In words, not the stored JSON: {"strategy": "as_is", "why": "<= 100 chars"} is the engine's, not a person's
+        lines = proposal_lines(hop.proposal.to_dict())
+        st.markdown("  \n".join(f"**{md_escape(k)}**: {md_escape(v)}" for k, v in lines) or "—")
     rows = candidate_rows(hop)
     if not rows:
         st.info("Search found no candidates for this query.")

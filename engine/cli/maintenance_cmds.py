@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from .args import add_user
 from .output import Col, Progress, Result, pairs, plain, size, table
 from .transfer_cmds import counts_line
 
@@ -38,6 +39,15 @@ def cmd_reindex(ctx: Context) -> Result:
     finally:
         progress.close()
     return Result(counts, lambda d: f"Reindexed {counts_line(d)} with {engine.embedder.name}.")
+
+
+def cmd_keys(ctx: Context) -> Result:
+    progress = Progress(ctx.stderr, "keys")
+    try:
+        counts = ctx.engine.admin.build_keys(ctx.args.user, progress=progress)
+    finally:
+        progress.close()
+    return Result(counts, lambda d: f"Built {d['keys']} key(s) of {d['items']} item(s) of {d['users']} user(s).")
 
 
 def cmd_repair(ctx: Context) -> Result:
@@ -80,6 +90,12 @@ def register(sub: Subcommands, common: Parser) -> None:
 
     add("stats", cmd_stats, "counts per memory kind and user, backends, warnings")
     add("reindex", cmd_reindex, "rebuild this embedding model's vectors from the stored memories")
+    p = add(
+        "keys",
+        cmd_keys,
+        "build the semantic memories' extra keys (facts, the next turn) again from the stored memories",
+    )
+    add_user(p, required=False)
     add(
         "repair",
         cmd_repair,

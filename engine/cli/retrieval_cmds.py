@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from ..config import HOPS_RANGE, parse_assignments
 from ..presets import PRESETS
 from ..trace.records import RetrievalTrace
+from ..trace.trace_index import TraceFilter
+from ..vocab import TraceOrigin
 from .args import MEMORY_ID, OFFSET, TRACE, add_session, add_user, bounded_int, joined
 from .output import Col, Result, cell, counted, plain, size, table
 
@@ -83,12 +85,15 @@ def cmd_replay(ctx: Context) -> Result:
 
 def cmd_traces(ctx: Context) -> Result:
     a = ctx.args
-    page = ctx.engine.traces.list_traces(a.user, limit=a.limit, offset=a.offset)
+    origins = tuple(a.origin or ())
+    filters = TraceFilter(text=a.text or "", origins=origins)  # the dashboard's trace table filters
+    page = ctx.engine.traces.list_traces(a.user, limit=a.limit, offset=a.offset, filters=filters)
     rows = plain(list(page.rows))
     cols = [
         Col("created_at", "at"),
         Col("trace_id", "trace", 22),
         Col("user_id", "user", 16),
+        Col("origin", "origin", 10),
         Col("hops", "hops", 4),
         Col("stop_reason", "stop", 14),
         Col("question", "question", 70),
@@ -128,7 +133,7 @@ def cmd_prune_traces(ctx: Context) -> Result:
 def cmd_feedback(ctx: Context) -> Result:
     a = ctx.args
     events = ctx.engine.feedback.report(
-        a.user, useful=a.useful or (), harmful=a.harmful or (), trace_id=a.trace, note=a.note or ""
+        a.user, useful=a.useful or (), harmful=a.harmful or (), trace_id=a.trace, note=a.note or "", labeller=a.labeller
     )
     rows = plain(events)
     cols = [
@@ -136,9 +141,10 @@ def cmd_feedback(ctx: Context) -> Result:
         Col("label", "label", 7),
         Col("delta", "delta", 5),
         Col("trace_id", "trace", 22),
+        Col("labeller", "labeller", 16),
         Col("note", "note", 40),
     ]
-    return Result(rows, lambda r: f"Recorded {len(r)} feedback events.\n" + table(r, cols))
+    return Result(rows, lambda r: f"Recorded {len(r)} feedback labels.\n" + table(r, cols))
 
 
 def days(text: str) -> float:
@@ -186,6 +192,13 @@ def register(sub: Subcommands, common: Parser) -> None:
 
     p = add("traces", cmd_traces, "list stored traces, newest first")
     add_user(p, required=False)
+    p.add_argument(
+        "--origin",
+        action="append",
+        choices=[o.value for o in TraceOrigin],
+        help="only traces of this origin (repeatable): agent (API, MCP, CLI), dashboard, evaluation, import, unknown",
+    )
+    p.add_argument("--text", metavar="WORDS", help="only traces whose question contains these words (any case)")
     p.add_argument("--limit", type=bounded_int(1, 10_000), default=20, metavar="N", help="rows (default 20)")
     p.add_argument("--offset", type=OFFSET, default=0, metavar="N", help="rows to skip")
 
@@ -216,3 +229,9 @@ def register(sub: Subcommands, common: Parser) -> None:
     p.add_argument("--harmful", nargs="+", action="extend", type=MEMORY_ID, metavar="ID", help="harmful memory ids")
     p.add_argument("--trace", type=TRACE, metavar="T", help="the trace the labels come from")
     p.add_argument("--note", metavar="TEXT", help="a note kept with each event")
+    p.add_argument(
+        "--labeller",
+        default="cli",
+        metavar="NAME",
+        help="who labels (default cli); each labeller has one label per trace and memory: a new one replaces it",
+    )

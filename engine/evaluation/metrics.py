@@ -91,11 +91,33 @@ def rule_family(rule: str) -> str:
     return _NUMBER.sub("N", rule or "").strip()
 
 
-def loss_counts(results: Iterable[Any]) -> list[dict[str, Any]]:
-    """How many expected memories were lost at each stage and rule family, most first (``results``: CaseResult)."""
+RANKING = "ranking"  # the loss stage of an expected memory in the context but below the ranking cut-off
+RANKING_RULE = "in the context, but ranked below the cut-off"
+DEFAULT_CUTOFF = 10  # the cut-off of the funnel's ranking step unless one is given (recall@10 is the headline)
+
+
+def ranking_losses(result: Any, k: int) -> dict[str, dict[str, Any]]:
+    """Expected memories that reached the context but ranked below ``k``: lost to ranking, not to retrieval (a run
+    with recall@1 0.07 whose every memory reached the context lost most of them here)."""
+    out: dict[str, dict[str, Any]] = {}
+    for item_id in result.expected:
+        rank = result.ranks.get(item_id)
+        if item_id not in result.lost and result.in_context.get(item_id) and rank is not None and rank > k:
+            out[item_id] = {"status": RANKING, "stage": RANKING, "rule": RANKING_RULE, "hop": None, "rank": rank}
+    return out
+
+
+def all_losses(result: Any, k: int | None) -> dict[str, dict[str, Any]]:
+    """A case's losses (``result.lost``) with its ranking losses at cut-off ``k`` (None: without them)."""
+    return {**result.lost, **ranking_losses(result, k)} if k else dict(result.lost)
+
+
+def loss_counts(results: Iterable[Any], k: int | None = DEFAULT_CUTOFF) -> list[dict[str, Any]]:
+    """How many expected memories were lost at each stage and rule family, most first (``results``: CaseResult);
+    with ``k``, those in the context but ranked below ``k`` count as lost to ranking."""
     counts: Counter[tuple[str, str]] = Counter()
     for r in results:
-        for lost in r.lost.values():
+        for lost in all_losses(r, k).values():
             counts[(lost.get("stage", ""), rule_family(lost.get("rule", "")))] += 1
     return [
         {"stage": stage, "rule": rule, "count": n}
@@ -103,11 +125,13 @@ def loss_counts(results: Iterable[Any]) -> list[dict[str, Any]]:
     ]
 
 
-def funnel(results: Iterable[Any]) -> list[dict[str, Any]]:
+def funnel(results: Iterable[Any], k: int = DEFAULT_CUTOFF) -> list[dict[str, Any]]:
     """Expected memories through the pipeline: expected, in the store, found by search, past the relevance filter
-    (ranked), in the context. Each step holds the ones of the step before it (for the baselines, which have no
-    filter and no context, 'past the relevance filter' means ranked in their top 25)."""
+    (ranked), in the context, and in the context within the top ``k`` of the ranking. Each step holds the ones of
+    the step before it (for the baselines, which have no filter and no context, 'past the relevance filter' means
+    ranked in their top 25)."""
     steps: Counter[str] = Counter()
+    top = f"in the context, in the top {k}"
     for r in results:
         for item_id in r.expected:
             lost = r.lost.get(item_id)
@@ -124,5 +148,8 @@ def funnel(results: Iterable[Any]) -> list[dict[str, Any]]:
             steps["past the relevance filter"] += 1
             if r.in_context.get(item_id):
                 steps["in the context"] += 1
-    order = ("expected", "in the store", "found by search", "past the relevance filter", "in the context")
+                rank = r.ranks.get(item_id)
+                if rank is not None and rank <= k:
+                    steps[top] += 1
+    order = ("expected", "in the store", "found by search", "past the relevance filter", "in the context", top)
     return [{"step": s, "count": steps[s]} for s in order]

@@ -24,7 +24,9 @@ from ..memory.base import Backends, insert_rows
 from ..presets import preset_overrides
 from ..store.sql.database import Connection, one_row
 from ..trace.records import RetrievalTrace
+from ..trace.trace_index import recording_origin
 from ..trace.why_not import GONE, STAGE_NAMES, MemoryState, why_not
+from ..vocab import TraceOrigin
 from .metrics import KS, aggregate, case_scores
 from .records import METHODS, CaseResult, EvalCase, EvalRun
 from .sets import ExpectationSets, check_set_name
@@ -219,7 +221,8 @@ class Evaluator:
         summary: list[tuple[str | None, dict[str, Any], float | None]] = []
         try:
             for n, case in enumerate(cases, 1):
-                result = self._one(run_id, case, method, changes, hops, states[case.user_id])
+                with recording_origin(TraceOrigin.EVALUATION):  # the run's traces are not an agent's
+                    result = self._one(run_id, case, method, changes, hops, states[case.user_id])
                 summary.append((result.category, result.scores, result.latency_ms))
                 pending.append(self._row(result))
                 if len(pending) >= WRITE_EVERY:

@@ -165,9 +165,12 @@ def build_server(engine: MemoryEngine) -> MCPServer:
         harmful: list[str] | None = None,
         trace_id: str | None = None,
         note: str = "",
+        labeller: str = "mcp",
     ) -> str:
-        """Label memories useful (+1) or harmful (-1), optionally tied to the retrieval trace that surfaced them."""
-        events = engine.feedback.report(user_id, useful or (), harmful or (), trace_id, note)
+        """Label memories useful (+1) or harmful (-1), optionally tied to the retrieval trace that surfaced them.
+        Each labeller has one label per trace and memory: reporting it again does not count twice, and the other
+        label replaces it."""
+        events = engine.feedback.report(user_id, useful or (), harmful or (), trace_id, note, labeller=labeller)
         n_useful = sum(1 for e in events if e.label == "useful")
         return f"Feedback recorded: {n_useful} useful, {len(events) - n_useful} harmful."
 

@@ -120,6 +120,8 @@ def export_records(t: Transfer, user_id: str) -> Iterator[dict[str, Any]]:
             "hop": f.hop,
             "note": f.note,
             "created_at": f.created_at.isoformat(),
+            "labeller": f.labeller,
+            "replaced_at": f.replaced_at.isoformat() if f.replaced_at else None,
         }
     yield from export_graph(t.b, user_id)  # entities, relations (every version), mentions: graph_transfer.py
     for entry in reversed(t.forgetter.log(user_id, limit=10_000_000)):

@@ -68,7 +68,7 @@ def record_key(kind: str, rec: dict[str, Any], prepared: Any) -> RecordKey | Non
         user, skill_id, success, episode_id, at = prepared
         fields = (skill_id, success, episode_id)
     elif kind == "feedback":
-        user, item_id, label, _delta, trace_id, hop, note, at = prepared
+        user, item_id, label, _delta, trace_id, hop, note, at = prepared[:8]  # then labeller, replaced_at
         fields = (item_id, label, trace_id, hop, note or "")
     else:
         user, memory_type, ids, _count, mode, reason, _actor, at = prepared

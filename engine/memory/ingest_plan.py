@@ -230,7 +230,7 @@ class IngestPlanner:
         elif kind == "feedback":
             r = _take(
                 rec,
-                {"user_id", "item_id", "label", "trace_id", "hop", "note", "created_at"},
+                {"user_id", "item_id", "label", "trace_id", "hop", "note", "created_at", "labeller", "replaced_at"},
                 {"user_id", "item_id", "label"},
             )
             plan.feedback.append(self.feedback.prepare(**r))

@@ -89,6 +89,8 @@ class IngestWriter(IngestPlanner):
         # Drawn before anything is written (LLM calls); an export that carries its graph is not extracted again.
         graph = {} if _carries_graph(plan) else self.semantic.graph_extraction.for_items(plan.items)
         try:
+            # The items' extra keys (memory_keys.py), as every item write makes them; undone below with the vectors.
+            self.semantic.keys.write(plan.items, graph, replace=True)
             for kind, records, module in sources:
                 active = [r for r in records if r.archived_at is None]
                 for start in range(0, len(active), 512):
@@ -126,6 +128,7 @@ class IngestWriter(IngestPlanner):
         except BaseException:
             for kind, ids in added:
                 self.b.index.delete(kind, ids)
+            self.semantic.keys.undo(plan.items)
             raise
         return plan.counts()
 

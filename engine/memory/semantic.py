@@ -11,9 +11,10 @@ from .. import validation
 from ..clock import optional_time, utcnow
 from ..errors import InvalidInput, NotFound
 from ..ids import check_id, check_text, check_unit, new_id
-from ..records import Category, Item, Page, SourcedExtraction
+from ..records import Category, Extraction, Item, Page, SourcedExtraction
 from ..store.sql.database import Connection, Row, one_row
 from .base import Backends, dumps, insert_rows, like_pattern, loads, page_args
+from .memory_keys import MemoryKeys
 
 if TYPE_CHECKING:
     from ..providers.llm import LLM
@@ -116,6 +117,8 @@ class SemanticMemory:
         self.b = b
         # Entities and relations of every item written, drawn before the write and stored in its transaction.
         self.graph_extraction = GraphExtraction(b, llm)
+        # Extra keys each item is found by (memory_keys.py), written with it; rebuilt on demand from the same rules.
+        self.keys = MemoryKeys(b, self._key_extraction)
         self._memorizer = Memorizer(self, llm)
         self._reflector = Reflector(episodes, self, llm)
 
@@ -223,9 +226,25 @@ class SemanticMemory:
             return []
         self.b.check_new_ids("items", "item", [i.id for i in items])
         graph = self.graph_extraction.for_items(items)  # LLM calls, if any, before the writer lock
-        return self.b.store_records(
-            self.kind, items, self.index_text, lambda conn, rows: self.insert(conn, rows, graph), self.index_preceding
-        )
+        self.keys.write(items, graph)  # before the rows: a key of a memory DuckDB lacks is never a candidate
+        try:
+            return self.b.store_records(
+                self.kind,
+                items,
+                self.index_text,
+                lambda conn, rows: self.insert(conn, rows, graph),
+                self.index_preceding,
+            )
+        except BaseException:
+            self.keys.undo(items)
+            raise
+
+    def _key_extraction(self, text: str, user_id: str) -> Extraction:
+        """The extraction a rebuilt ``facts`` key starts from: the graph extraction's, or the offline rules' when
+        that is off."""
+        if self.graph_extraction.mode == "off":
+            return self.graph_extraction.offline.extract(text)
+        return self.graph_extraction.extract(text, user_id)
 
     @staticmethod
     def index_text(item: Item) -> str:

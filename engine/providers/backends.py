@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import Settings
-from .embedders import Embedder, LocalMiniLM, OpenAIEmbedder
+from .embedders import Embedder, OpenAIEmbedder
 from .llm import LLM, NoLLM, OpenAIChat
+from .local_models import local_embedder
 
 
 class UsageRelay:
@@ -25,7 +26,7 @@ def configured_backends(
     settings: Settings, embedder: Embedder | None, llm: LLM | None, sink: UsageRelay
 ) -> tuple[Embedder, LLM]:
     """The given backends, or the ones the settings name: OpenAI (or a compatible server) when a key is set, else
-    the bundled MiniLM and no LLM."""
+    the local model ``local_model`` names and no LLM."""
     client = None
     if settings.llm_configured:
         import openai
@@ -41,7 +42,7 @@ def configured_backends(
         embedder = (
             OpenAIEmbedder(client.with_options(max_retries=settings.llm_retries), settings.embedding_model, sink)
             if settings.embedder_choice == "openai" and client is not None
-            else LocalMiniLM(precision=settings.embed_precision)
+            else local_embedder(settings.local_model, settings.embed_precision)
         )
     if llm is None:
         llm = (

@@ -1,4 +1,5 @@
-"""Embedders: the bundled all-MiniLM-L6-v2 (default, offline) and OpenAI-compatible embeddings.
+"""Embedders: the bundled all-MiniLM-L6-v2 (default, offline) and OpenAI-compatible embeddings; the other bundled
+local models are in local_models.py.
 
 Every embedder validates what it returns (shape, finiteness), and callers refuse blank text before embedding.
 """
@@ -36,6 +37,14 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-normalised float32 vectors, one row per text."""
         ...
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Vectors of questions: through the embedder's ``embed_query`` where it has one (a model trained with a
+    query prefix, like E5, embeds questions apart from the memories it searches), else its ``embed``."""
+    embed_query = getattr(embedder, "embed_query", None)
+    vectors: np.ndarray = embed_query(texts) if embed_query is not None else embedder.embed(texts)
+    return vectors
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:

@@ -17,6 +17,7 @@ from ..memory.base import Backends
 from ..records import KINDS
 from ..store.sql.database import Connection
 from ..store.vectors.rows import VectorHit
+from ..trace.key_links import KEY_FOUND_BY, KeyMatch
 from ..trace.records import CandidateInput, EntityLinks
 from ..vocab import FoundBy
 
@@ -82,10 +83,14 @@ def build_inputs(
     hits: dict[str, tuple[list[VectorHit], list[VectorHit]]],
     entity_hits: dict[str, list[VectorHit]] | None = None,
     links: dict[str, EntityLinks] | None = None,
+    key_hits: dict[str, list[VectorHit]] | None = None,
+    keys: dict[str, KeyMatch] | None = None,
 ) -> tuple[list[CandidateInput], np.ndarray]:
     """Union hits by id per source, keep only memories active in DuckDB, attach metadata and feedback. The entity
     stage's rows (``entity_hits``, memories search did not find) come after the searches' hits, and every memory it
-    linked carries its ``links`` (its ``found_by`` then ends in ``+entity``, or is ``entity`` alone)."""
+    linked carries its ``links`` (its ``found_by`` then ends in ``+entity``, or is ``entity`` alone). Then the rows
+    only the key search found (``key_hits``, found_by ``key``); every memory a key matched carries its ``keys``
+    entry (key_search.py)."""
     merged: dict[str, dict[str, Any]] = {}
     for kind, (vec_hits, fts_hits) in hits.items():
         for h in vec_hits:
@@ -100,7 +105,11 @@ def build_inputs(
     for kind, rows in (entity_hits or {}).items():
         for h in rows:
             merged.setdefault(h.id, {"kind": kind, "hit": h, "found": FoundBy.ENTITY, "fts": None})
+    for kind, rows in (key_hits or {}).items():
+        for h in rows:
+            merged.setdefault(h.id, {"kind": kind, "hit": h, "found": KEY_FOUND_BY, "fts": None})
     links = links or {}
+    keys = keys or {}
     if not merged:
         return [], np.zeros((0, 0), dtype=np.float32)
     wanted = [[i for i, e in merged.items() if e["kind"] == kind] for kind in KINDS]
@@ -129,6 +138,7 @@ def build_inputs(
                 found_by=_found_by(e["found"], i in links),
                 preceding_text=m[7] or "",
                 entity=links.get(i),
+                key=keys.get(i),
             )
         )
     return inputs, vectors
@@ -137,6 +147,6 @@ def build_inputs(
 def _found_by(found: str, linked: bool) -> str:
     """How a candidate was found: by a search (vector, fts, both), the entity stage alone (entity), or a search
     and the entity stage (``both+entity``)."""
-    if not linked or found == FoundBy.ENTITY:
+    if not linked or found in (FoundBy.ENTITY, KEY_FOUND_BY):
         return str(found)
     return f"{found}+{FoundBy.ENTITY}"

@@ -56,6 +56,10 @@ class StageTimer:
         """Record the time from the timer's creation to now under ``name`` (e.g. the whole pipeline)."""
         self._ms[name] = elapsed_ms(self.start)
 
+    def record(self, name: str, ms: float) -> None:
+        """Record a stage timed elsewhere (inside a pure function that cannot hold the timer)."""
+        self._ms[name] = ms
+
     def timings(self) -> StageTimings:
         return StageTimings(tuple(self._ms.items()))
 
@@ -109,6 +113,7 @@ def hop_trace(run: HopRun, ranked: Mapping[tuple[int, str], tuple[Scored, Placem
                 tokens=placement.tokens,
                 preceding_text=s.inp.preceding_text,
                 entity=s.inp.entity,
+                key=s.inp.key,
             )
         )
     kept = sum(1 for s in run.scored if s.kept)

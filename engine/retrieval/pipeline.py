@@ -22,6 +22,7 @@ from ..providers.llm import LLM
 from ..providers.llm_output import parse_number_list
 from ..records import KINDS
 from ..store.vectors.rows import VectorHit
+from ..trace.key_links import KeyMatch
 from ..trace.records import (
     CandidateInput,
     HopEntity,
@@ -30,6 +31,7 @@ from ..trace.records import (
     ProposalDetails,
     RetrievalTrace,
     Strategies,
+    TimeWindow,
     Timings,
     Tombstone,
     TraceSettings,
@@ -40,11 +42,14 @@ from .assembly import Assembly, assemble, merge, mmr, similarity_function, with_
 from .candidates import build_inputs, search_sources
 from .entity_strategy import EntityFinding, find_entities, relink, relinked
 from .hop_run import HopRun, StageTimer, elapsed_ms, hop_trace, placement_key, ranking_entry
+from .key_search import find_keys, keys_on
 from .query_vectors import QueryVectors
 from .reasoners import DONE, CallableReasoner, LLMReasoner, OfflineBridgeReasoner, Proposal, Reasoner
 from .similarity import CandidateCosines, cosine_lookup
 from .stages import Scored, score_hop
 from .text import condense_offline
+from .time_stage import replay_window
+from .time_window import question_window
 
 SOURCES = KINDS
 JUDGE_PROMPT = (
@@ -68,6 +73,7 @@ class Request:
     settings: Settings
     now: datetime
     sources: tuple[str, ...] = SOURCES
+    time_window: TimeWindow | None = None  # the date window the question names (time_window.py)
 
 
 def stop_reason(query: str, seen: Sequence[str]) -> str | None:
@@ -143,6 +149,11 @@ class Retriever:
         settings = self.settings_for(overrides, hops, budget, preset)
         when = parse_time(now) if now is not None else utcnow()
         req = Request(user_id, session_id, question, settings, when, tuple(sources))
+        read_by = None
+        if settings.time_window != "off":
+            with timer.stage("time_window"):
+                window, read_by = question_window(question, when, settings.time_parser, self.llm, user_id)
+            req = dataclasses.replace(req, time_window=window)
         with timer.stage("query_generation"):
             first = self._generate_query(question, settings, user_id)
         reasoner_obj = self._reasoner(settings, reasoner, user_id) if settings.hops > 1 else None
@@ -153,6 +164,8 @@ class Retriever:
             "vector_search": "none (no search ran)",
             "full_text_search": "none (no search ran)",
         }
+        if read_by is not None:
+            strategies["time_window"] = read_by
         with self.b.db.hold() as conn:
             runs, stop, stop_details = self._run_hops(conn, req, first, reasoner_obj, strategies, timer)
             trace = self._finish(req, strategies, runs, stop, timer, preset=preset or "default")
@@ -182,6 +195,8 @@ class Retriever:
         stop_details: dict[str, Any] = {}
         for hop in range(1, req.settings.hops + 1):
             stop = stop_reason(proposal.query, seen)
+            if hop > 1:  # the recorded decision: why this hop ran, or why the hops stopped before it
+                strategies[f"hop{hop}"] = hop_decision(proposal, stop)
             if stop is not None:
                 return runs, stop, stop_details
             seen.append(proposal.query)
@@ -220,16 +235,28 @@ class Retriever:
             with timer.stage("entities"):
                 finding, entity_hits = self._entities(conn, req, hop, query, hits, previous)
             strategies["entities" if hop == 1 else f"entities_hop{hop}"] = finding.strategy
+        keys: dict[str, KeyMatch] = {}
+        key_hits: dict[str, list[VectorHit]] = {}
+        if keys_on(req.settings):  # the memories' extra keys (key_search.py)
+            with timer.stage("keys"):
+                keys, key_hits = find_keys(self.b, req.user_id, query, qvec, req.sources, req.settings, hits)
         with timer.stage("candidates"):
             links = {m: lk for m, (_, lk) in finding.links.items()}
-            inputs, vectors = build_inputs(self.b, conn, req.user_id, qvec, hits, entity_hits, links)
+            inputs, vectors = build_inputs(
+                self.b, conn, req.user_id, qvec, hits, entity_hits, links, key_hits=key_hits, keys=keys
+            )
             pairs = cosines.add_hop([i.id for i in inputs], vectors) if inputs else HopSimilarity()
         relevance_text = req.question if hop == 1 else query
         if req.settings.relevance_filter == "llm":
             with timer.stage("llm_judge"):
                 inputs, strategies[f"relevance_hop{hop}"] = self._judge(inputs, relevance_text, req.user_id)
+        staged: dict[str, float] = {}  # the stages inside scoring that are timed on their own (sessions)
         with timer.stage("scoring"):
-            scored = score_hop(inputs, query, relevance_text, req.settings, req.now, hop)
+            scored = score_hop(
+                inputs, query, relevance_text, req.settings, req.now, hop, staged, window=req.time_window
+            )
+        for name, ms in staged.items():
+            timer.record(name, ms)
         return HopRun(
             hop,
             query,
@@ -332,6 +359,7 @@ class Retriever:
             ranking=ranking,
             timings_ms=timer.timings(),
             replay_of=replay_of,
+            time_window=req.time_window,
         )
 
     def _used_settings(self, req: Request, preset: str | None) -> TraceSettings:
@@ -366,11 +394,12 @@ class Retriever:
         timer = StageTimer()
         settings = replay_settings(self.b.settings, trace, overrides)
         req = Request(trace.user_id, trace.session_id, trace.question, settings, parse_time(trace.settings.now))
+        req = dataclasses.replace(req, time_window=replay_window(trace, settings, req.now))
         if graph:
             with self.b.db.read() as conn:
-                runs = replay_runs(trace, req.settings, req.now, gone, self._relinker(conn, req))
+                runs = replay_runs(trace, req.settings, req.now, gone, self._relinker(conn, req), req.time_window)
         else:
-            runs = replay_runs(trace, req.settings, req.now, gone)
+            runs = replay_runs(trace, req.settings, req.now, gone, window=req.time_window)
         stop = trace.stop_reason if settings.hops >= len(trace.hops) else "max_hops"
         new = self._finish(
             req,
@@ -401,6 +430,18 @@ class Retriever:
         return relink_hop
 
 
+def hop_decision(proposal: Proposal, stop: str | None) -> str:
+    """Why a later hop ran or did not, in words: the reasoner's proposal (the names it bridges to and the result
+    they came from) or its reason to stop."""
+    d = proposal.details
+    if stop is not None:
+        why = d.why or d.fallback or ""
+        return f"not run ({stop})" + (f": {why}" if why else "")
+    names = f"; names {', '.join(d.names)} from a top result (overlap {d.question_overlap:g})" if d.names else ""
+    keys = f"; key terms {', '.join(d.key_terms)}" if d.key_terms else ""
+    return f"ran: {proposal.proposed_by} proposed {proposal.query[:120]!r}{names}{keys}"
+
+
 def record_search_modes(
     strategies: dict[str, Any], modes: Mapping[str, Mapping[str, str]], hop: int, sources: Sequence[str]
 ) -> None:
@@ -413,10 +454,26 @@ def record_search_modes(
             strategies[f"{search}_hop{hop}"] = searched
 
 
+def protect_first_hop(ranked: list[Scored], runs: Sequence[HopRun], top: int) -> list[Scored]:
+    """[memlens] The first hop's ``top`` best kept memories first, in hop 1's order, then the rest of the merged
+    ranking in its order: a later hop adds evidence below what the question itself found best, and never pushes
+    that out (its scores are on its own query's scale, so its best look as good as hop 1's). A memory both hops
+    found keeps the copy the merge chose (its hop and score), at hop 1's place."""
+    if top <= 0 or len(runs) < 2:
+        return ranked
+    place = {_key(s): n for n, s in enumerate([s for s in runs[0].scored if s.kept][:top])}
+    protected = sorted((s for s in ranked if _key(s) in place), key=lambda s: place[_key(s)])
+    return protected + [s for s in ranked if _key(s) not in place]
+
+
+def _key(s: Scored) -> str:
+    return s.inp.id or s.inp.text
+
+
 def rank_and_assemble(settings: Settings, runs: Sequence[HopRun]) -> tuple[list[Scored], Assembly]:
-    """The hops' kept candidates merged into one ranking (reordered by MMR when on, each with its final rank), and
-    the context assembled from it."""
-    ranked = merge([r.scored for r in runs])
+    """The hops' kept candidates merged into one ranking (hop 1's best ``hop_protect_top`` first, then reordered by
+    MMR when on, each with its final rank), and the context assembled from it."""
+    ranked = protect_first_hop(merge([r.scored for r in runs]), runs, int(settings.hop_protect_top))
     if settings.mmr_enabled and ranked:
         cosine = cosine_lookup([r.similarity for r in runs]) if settings.mmr_similarity == "embedding" else None
         ranked = mmr(ranked, settings.mmr_lambda, similarity_function(ranked, settings.mmr_similarity, cosine))

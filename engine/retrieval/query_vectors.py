@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..providers.embedders import Embedder
+from ..providers.embedders import Embedder, embed_queries
 from ..store.vectors.rows import check_vectors
 
 
@@ -32,7 +32,7 @@ class QueryVectors:
             if kept is not None:
                 self._vectors.move_to_end(text)
                 return kept
-        return self._keep([text], self.embedder.embed([text]))[0]
+        return self._keep([text], embed_queries(self.embedder, [text]))[0]
 
     def prime(self, texts: Sequence[str], batch: int = 256) -> int:
         """Embed the texts not kept yet, in batches; returns how many were embedded. At most ``size`` are kept, so
@@ -42,7 +42,7 @@ class QueryVectors:
         missing = missing[-self.size :]
         for start in range(0, len(missing), batch):
             chunk = missing[start : start + batch]
-            self._keep(chunk, self.embedder.embed(chunk))
+            self._keep(chunk, embed_queries(self.embedder, chunk))
         return len(missing)
 
     def clear(self) -> None:

@@ -64,12 +64,20 @@ class CandidateScores(_StoredRecord):
     # the entity stage (when it linked the memory): its 0..1 score and what it added to the hybrid
     entity_score: float | None = None
     hybrid_entity_part: float | None = None
+    # the session stage (when on): the 0..1 score of its session, the session's rank, what it added to the hybrid
+    session_score: float | None = None
+    session_rank: int | None = None
+    hybrid_session_part: float | None = None
     hybrid: float | None = None
     # temporal stage: decay and importance
     age_days: int | None = None
     decay: float | None = None
     importance: float | None = None
     importance_factor: float | None = None
+    # the time stage (a question's date window): days the memory lies outside it, its 0..1 score, its factor
+    time_days_outside: int | None = None
+    time_score: float | None = None
+    time_factor: float | None = None
     temporal: float | None = None
     # feedback stage and the later-hop discount
     feedback_net: int | None = None

@@ -16,6 +16,7 @@ from ..errors import InvalidInput
 from ..ids import check_id, check_text
 from ..memory.base import Backends
 from ..memory.forgetting import check_kind
+from ..providers.embedders import embed_queries
 from ..records import KINDS, SearchHit
 from ..trace.records import CandidateInput
 from .candidates import build_inputs, search_sources
@@ -39,7 +40,7 @@ def plain_search(
     if mode not in SEARCH_MODES:
         raise InvalidInput("search mode must be hybrid, vector or fts")
     searches: Sequence[str] = {"hybrid": ("vector", "fts"), "vector": ("vector",), "fts": ("fts",)}[mode]
-    qvec = b.embedder.embed([query])[0]
+    qvec = embed_queries(b.embedder, [query])[0]
     hits, _ = search_sources(b, user_id, query, qvec, kinds, max(limit, MIN_HITS_PER_KIND), searches)
     with b.db.read() as conn:
         inputs, _ = build_inputs(b, conn, user_id, qvec, hits)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,9 +22,13 @@ from ..clock import parse_time
 from ..config import Settings
 from ..memory.procedural import wilson_interval
 from ..trace.records import CandidateInput
+from ..trace.time_records import TimeWindow
 from ..vocab import Relevance
+from .key_search import key_cosines, key_lexical, keys_on
 from .scores import CandidateScores, StageRanks, Verdict
+from .session_stage import SessionScores, session_stage
 from .text import bm25_scores
+from .time_stage import TimeScores, time_scores, time_verdicts, with_time_factor
 
 _WORD_CHARS = re.compile(r"[^\W_]+")
 
@@ -106,18 +111,39 @@ def score_hop(
     settings: Settings,
     now: datetime,
     hop: int = 1,
+    timings: dict[str, float] | None = None,
+    window: TimeWindow | None = None,
 ) -> list[Scored]:
-    """Hybrid score, relevance filter, temporal and importance, feedback, later-hop discount. Returns kept
-    candidates first, ordered by final score, then the dropped ones (ordered by hybrid score)."""
+    """Hybrid score (with the entity and session stages' parts), relevance filter, temporal and importance,
+    feedback, later-hop discount. Returns kept candidates first, ordered by final score, then the dropped ones
+    (ordered by hybrid score). The session stage's milliseconds go into ``timings`` (as ``sessions``) when given."""
     if not inputs:
         return []
     lexical = lexical_scores(inputs, query, settings)
     fusion = with_entity_part(inputs, fuse(inputs, lexical, settings), settings)
-    verdicts = relevance_filter(inputs, lexical, fusion, relevance_text, settings)
+    start = time.perf_counter()
+    sessions = session_stage(
+        inputs,
+        fusion.hybrid,
+        float(settings.session_weight),
+        int(settings.session_top_n),
+        float(settings.session_window_minutes),
+    )
+    if sessions.sessions:
+        fusion = dataclasses.replace(fusion, hybrid=tuple(h + (p or 0.0) for h, p in zip(fusion.hybrid, sessions.part)))
+        if timings is not None:
+            timings["sessions"] = round((time.perf_counter() - start) * 1000, 3)
+    times = time_scores(inputs, window, settings)  # the question's date window (time_stage.py)
+    verdicts = time_verdicts(
+        relevance_filter(inputs, lexical, fusion, relevance_text, settings), inputs, times, window, settings
+    )
     temporal = temporal_scores(inputs, fusion, settings, now)
+    temporal = dataclasses.replace(temporal, temporal=with_time_factor(temporal.temporal, times))
     feedback = feedback_scores(inputs, temporal, settings, hop)
     ranks, order = hop_ranks(fusion, verdicts, temporal, feedback)
-    scores = [candidate_scores(inp, i, lexical, fusion, temporal, feedback) for i, inp in enumerate(inputs)]
+    scores = [
+        candidate_scores(inp, i, lexical, fusion, sessions, temporal, feedback, times) for i, inp in enumerate(inputs)
+    ]
     return [Scored(inputs[i], hop, scores[i], verdicts[i], ranks[i]) for i in order]
 
 
@@ -143,13 +169,15 @@ def candidate_scores(
     i: int,
     lexical: LexicalScores,
     fusion: FusionScores,
+    sessions: SessionScores,
     temporal: TemporalScores,
     feedback: FeedbackScores,
+    times: TimeScores,
 ) -> CandidateScores:
     """Candidate ``i``'s record of every stage's scores.
 
     In the record's field order, by position: this runs for every candidate of every hop, and a frozen record of
-    26 fields takes about twice as long from keywords (tests/engine/trace/test_trace_records.py checks the order)."""
+    31 fields takes about twice as long from keywords (tests/engine/trace/test_trace_records.py checks the order)."""
     return CandidateScores(
         inp.vector_similarity,  # vector_similarity
         inp.fts_score,  # fts_score
@@ -165,11 +193,17 @@ def candidate_scores(
         fusion.bm25_part[i],  # hybrid_bm25_part
         fusion.entity_score[i],  # entity_score
         fusion.entity_part[i],  # hybrid_entity_part
+        sessions.score[i],  # session_score
+        sessions.rank[i],  # session_rank
+        sessions.part[i],  # hybrid_session_part
         fusion.hybrid[i],  # hybrid
         temporal.age_days[i],  # age_days
         temporal.decay[i],  # decay
         temporal.importance[i],  # importance
         temporal.importance_factor[i],  # importance_factor
+        times.days_outside[i],  # time_days_outside
+        times.score[i],  # time_score
+        times.factor[i],  # time_factor
         temporal.temporal[i],  # temporal
         feedback.net[i],  # feedback_net
         feedback.factor[i],  # feedback_factor
@@ -202,6 +236,8 @@ def lexical_scores(inputs: Sequence[CandidateInput], query: str, settings: Setti
         raw = [i.fts_score or 0.0 for i in inputs]
     else:
         raw = bm25_scores(query, [i.text for i in inputs])
+    if keys_on(settings):  # [memlens] a matched key's words count as more words of its memory (key_search.py)
+        raw = [r + k for r, k in zip(raw, key_lexical(inputs, settings))]
     pw = float(settings.preceding_bm25_weight)
     full = int(settings.preceding_full_words)
     before = [i.preceding_text for i in inputs]
@@ -227,7 +263,7 @@ def fuse(inputs: Sequence[CandidateInput], lexical: LexicalScores, settings: Set
     recorded (``hybrid_vector_part``, ``hybrid_bm25_part``) so the breakdown adds up exactly.
     """
     w = float(settings.bm25_weight)
-    cosines = [i.vector_similarity for i in inputs]
+    cosines = key_cosines(inputs, settings)  # [memlens] its own, or its best key's when better (key_search.py)
     nothing = (None,) * len(inputs)
     if not settings.hybrid_enabled:
         return FusionScores(tuple(cosines), tuple(cosines), (0.0,) * len(inputs), nothing, nothing, nothing, nothing)

@@ -155,4 +155,51 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         target_ids JSON NOT NULL, detail JSON, actor VARCHAR NOT NULL, occurred_at TIMESTAMPTZ NOT NULL);
     """,
     ),
+    # Labels per labeller: who gave each label, and labels that toggle instead of stacking. One (user, labeller,
+    # trace, memory) has at most one current label; a change of mind keeps the earlier row with ``replaced_at`` set
+    # and delta 0, so retrieval's sum(delta) counts each (labeller, trace, memory) once and the history stays
+    # readable. Older rows get the labeller '' (not recorded); where they stacked on one (user, trace, memory), the
+    # newest stays current and the earlier ones are marked replaced when the next one came. Independent of 0009-0011.
+    (
+        "0008_labels",
+        """
+    ALTER TABLE feedback ADD COLUMN labeller VARCHAR DEFAULT '';
+    ALTER TABLE feedback ADD COLUMN replaced_at TIMESTAMPTZ;
+    UPDATE feedback SET delta = 0, replaced_at = later.next_at FROM (
+        SELECT id, lead(created_at) OVER (PARTITION BY user_id, item_id, trace_id ORDER BY created_at, id) AS next_at
+        FROM feedback) AS later
+        WHERE feedback.id = later.id AND later.next_at IS NOT NULL;
+    """,
+    ),
+    # Store insights (issue 32): near-duplicate pairs of a user's semantic memories and echoes (memories repeating
+    # what the agent was given earlier) take an all-pairs vector comparison, too slow for a page, so a refresh on
+    # demand computes them into these tables, and the page reads them with the refresh's time beside them.
+    (
+        "0009_store_insights",
+        """
+    CREATE TABLE near_duplicates (
+        user_id VARCHAR NOT NULL, a_id VARCHAR NOT NULL, b_id VARCHAR NOT NULL, similarity DOUBLE NOT NULL,
+        PRIMARY KEY (user_id, a_id, b_id));
+    CREATE TABLE echoes (
+        user_id VARCHAR NOT NULL, memory_id VARCHAR NOT NULL, source VARCHAR NOT NULL, source_id VARCHAR NOT NULL,
+        trace_id VARCHAR, given_at TIMESTAMPTZ NOT NULL, similarity DOUBLE NOT NULL,
+        PRIMARY KEY (user_id, memory_id, source, source_id));
+    CREATE TABLE insight_refreshes (
+        user_id VARCHAR PRIMARY KEY, refreshed_at TIMESTAMPTZ NOT NULL, items INTEGER NOT NULL,
+        pairs INTEGER NOT NULL, echoes INTEGER NOT NULL, min_similarity DOUBLE NOT NULL, seconds DOUBLE NOT NULL);
+    """,
+    ),
+    # Where each trace came from (vocab.TraceOrigin: agent, dashboard, evaluation, import) and the preset it ran, as
+    # columns, so the trace table filters them in SQL without unpacking bodies. Older rows: a trace an evaluation
+    # result names is an evaluation trace, any other "unknown"; their preset stays NULL (it is inside the packed
+    # body, which SQL cannot read). Independent of 0008-0010.
+    (
+        "0011_trace_origin",
+        """
+    ALTER TABLE traces ADD COLUMN origin VARCHAR DEFAULT 'unknown';
+    ALTER TABLE traces ADD COLUMN preset VARCHAR;
+    UPDATE traces SET origin = 'evaluation'
+        WHERE id IN (SELECT trace_id FROM eval_results WHERE trace_id IS NOT NULL);
+    """,
+    ),
 )

@@ -69,6 +69,10 @@ TABLES: tuple[TableSpec, ...] = (
     TableSpec("eval_cases", "user_id", True, why_not_exported="evaluations are exported by eval commands"),
     TableSpec("eval_runs", None, True, why_not_exported="store-wide: a run's metrics cover all its cases"),
     TableSpec("eval_results", "user_id", True, why_not_exported="evaluations are exported by eval commands"),
+    # Store insights: derived from the items, traces and messages, and computed again by a refresh.
+    TableSpec("near_duplicates", "user_id", True, why_not_exported="derived: a store insights refresh recomputes it"),
+    TableSpec("echoes", "user_id", True, why_not_exported="derived: a store insights refresh recomputes it"),
+    TableSpec("insight_refreshes", "user_id", True, why_not_exported="derived: when store insights were refreshed"),
     # Each store's own record of its migrations (a copy's destination has applied them itself).
     TableSpec("schema_migrations", None, False, why_not_exported="the store's own migration record"),
 )

@@ -44,7 +44,17 @@ class StoreUpkeep:
                 self._b.index.delete(kind, [r.id for r in records])  # duplicates too; a crash here is journalled
                 self._index_records(kind, module, records, progress)
             done[kind] = len(records)
+        if self.semantic.keys.enabled:  # the vectors' delete took the items' keys too (vectors/keys.py)
+            self.semantic.keys.rebuild()
         return done
+
+    def build_keys(
+        self, user_id: str | None = None, progress: Callable[[str, int, int], None] | None = None
+    ) -> dict[str, Any]:
+        """Build the semantic memories' extra keys (engine/memory/memory_keys.py) of every user, or one, again from
+        DuckDB: a store written before keys existed, or with ``memory_keys_write`` off. Returns users, items and
+        keys counted."""
+        return self.semantic.keys.rebuild(user_id, progress)
 
     def _index_records(
         self,
@@ -106,6 +116,10 @@ class StoreUpkeep:
                 kind, found["without_row"] + found["without_vector"] + found["duplicated"], progress
             )
             done[kind]["table_rebuilt"] = rebuilt
+        if not self._b.index.keys_readable("semantic"):  # the items' keys (vectors/keys.py): built again from DuckDB
+            self._b.index.drop_keys("semantic")
+            if self.semantic.keys.enabled:
+                self.semantic.keys.rebuild()
         return done
 
     def repair_ids(

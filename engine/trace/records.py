@@ -21,6 +21,8 @@ from ..retrieval.scores import SCORE_KEYS, CandidateScores, StageRanks, Verdict
 from ..vocab import ForgetMode, Kind, Reason
 from .entity_links import EntityLinks, EntityPath, HopEntity
 from .hop_records import HopCounts, HopSimilarity, ProposalDetails, stored_object
+from .key_links import KeyMatch
+from .time_records import TimeWindow
 
 __all__ = [
     "SCORE_KEYS",
@@ -39,6 +41,7 @@ __all__ = [
     "Strategies",
     "Timings",
     "Tombstone",
+    "TimeWindow",
     "TraceSettings",
 ]
 
@@ -54,6 +57,9 @@ OLDER_TRACE_SETTINGS = {
     "decay_floor": 0.0,
     "clamp_future_age": False,
     "entity_strategy": False,  # no entity stage before issue 30
+    "time_window": "off",  # no time stage before issue 34
+    "session_weight": 0.0,  # no session stage before issue 34
+    "hop_protect_top": 0,  # the plain max-score merge of hops before issue 34
 }
 
 
@@ -235,6 +241,7 @@ class CandidateInput:
     llm_relevance: float | None = None  # the LLM judge's 0..1 verdict when it ran
     preceding_text: str = ""  # items: what came right before it, which its vector embeds too
     entity: EntityLinks | None = None  # how the entity stage linked it (None: no entity path)
+    key: KeyMatch | None = None  # which of its extra keys the key search matched (None: none, or the search is off)
 
 
 @dataclass(frozen=True)
@@ -261,11 +268,15 @@ class CandidateTrace:
     forgotten: Tombstone | None = None
     # How the entity stage linked the memory (its score and paths; None: no entity path, or an older trace).
     entity: EntityLinks | None = None
+    # Which of its extra keys the key search matched (key_links.py; None: none, the search was off, an older trace).
+    key: KeyMatch | None = None
 
     def __post_init__(self) -> None:
         # Built from a stored trace (or by hand), these arrive as plain strings and mappings: keep the typed ones.
         if self.entity is not None and not isinstance(self.entity, EntityLinks):
             object.__setattr__(self, "entity", EntityLinks.from_dict(self.entity))
+        if self.key is not None and not isinstance(self.key, KeyMatch):
+            object.__setattr__(self, "key", KeyMatch.from_dict(self.key))
         if type(self.kind) is not Kind:
             object.__setattr__(self, "kind", Kind(self.kind))
         if type(self.context_reason) is not Reason:
@@ -406,9 +417,13 @@ class RetrievalTrace:
     stop_details: dict[str, Any] = field(default_factory=dict)  # the reasoner's last proposal when it stopped the hops
     # memory id -> tombstone, for memories forgotten since the trace ran (redaction.py)
     forgotten: Mapping[str, Tombstone] = field(default_factory=dict)
+    # the date window the question named (time_records.py; None: the time stage was off or it named no time)
+    time_window: TimeWindow | None = None
 
     def __post_init__(self) -> None:
         # Built from a stored trace (or by hand), these arrive as plain mappings: keep the typed records.
+        if self.time_window is not None and not isinstance(self.time_window, TimeWindow):
+            object.__setattr__(self, "time_window", TimeWindow.from_dict(self.time_window))
         if not isinstance(self.settings, TraceSettings):
             object.__setattr__(self, "settings", TraceSettings.from_dict(self.settings))
         if not isinstance(self.strategies, Strategies):
@@ -422,7 +437,7 @@ class RetrievalTrace:
 
     def plain_fields(self) -> dict[str, Any]:
         """The fields as they are written out: every typed part as the JSON object traces have always held."""
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "time_window"}
         return {
             **fields,
             "settings": self.settings.to_dict(),
@@ -430,6 +445,7 @@ class RetrievalTrace:
             "ranking": [r.to_dict() for r in self.ranking],
             "timings_ms": self.timings_ms.as_dict(),
             "forgotten": {i: t.to_dict() for i, t in self.forgotten.items()},
+            **({"time_window": self.time_window.to_dict()} if self.time_window is not None else {}),
         }
 
     def to_dict(self) -> dict[str, Any]:

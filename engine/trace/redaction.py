@@ -35,6 +35,9 @@ def redact_trace(trace: RetrievalTrace, ids: Collection[str], tombstone: Tombsto
     forgotten = dict(trace.forgotten)
 
     def mark(c: CandidateTrace) -> CandidateTrace:
+        # A key's text is the memory's own or (a ``next`` key) the text of the memory that answered it.
+        if tombstone.hard and c.key is not None and (c.id in ids or c.key.sources() & set(ids)):
+            c = dataclasses.replace(c, key=c.key.redacted())
         if c.id not in ids or (c.forgotten is not None and c.forgotten.hard):
             return c
         forgotten[c.id] = tombstone

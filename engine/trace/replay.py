@@ -14,7 +14,9 @@ from ..errors import InvalidInput
 from ..retrieval.hop_run import HopRun
 from ..retrieval.stages import score_hop
 from ..vocab import FoundBy, Reason
+from .key_links import KEY_FOUND_BY
 from .records import CandidateInput, CandidateTrace, HopEntity, HopTrace, RankedMemory, RetrievalTrace, Tombstone
+from .time_records import TimeWindow
 
 
 def tombstones(
@@ -51,6 +53,7 @@ def replay_runs(
     now: datetime,
     gone: Mapping[str, Tombstone],
     relink: Relink | None = None,
+    window: TimeWindow | None = None,
 ) -> list[HopRun]:
     """The trace's hops (up to ``settings.hops``) scored again from their recorded candidates, in search order,
     without the forgotten ones; with ``relink``, each hop's entity links as the current graph gives them."""
@@ -59,14 +62,19 @@ def replay_runs(
         ordered = sorted(hop.candidates, key=lambda c: c.search_order)
         # Without the entity stage, what it alone brought in was never a candidate (and the rest lose its part).
         entity_on = bool(settings.entity_strategy)
+        keys_on = settings.memory_keys != "off"  # likewise what only the key search found (key_links.py)
         inputs = tuple(
-            candidate_input(c) for c in ordered if c.id not in gone and (entity_on or c.found_by != FoundBy.ENTITY)
+            candidate_input(c)
+            for c in ordered
+            if c.id not in gone
+            and (entity_on or c.found_by != FoundBy.ENTITY)
+            and (keys_on or c.found_by != KEY_FOUND_BY)
         )
         entities = hop.entities
         if relink is not None and entity_on:
             entities, again = relink(hop, runs[-1] if runs else None)
             inputs = tuple(i for i in (again(i) for i in inputs) if i is not None)
-        scored = score_hop(inputs, hop.query, hop.relevance_text, settings, now, hop.hop)
+        scored = score_hop(inputs, hop.query, hop.relevance_text, settings, now, hop.hop, window=window)
         runs.append(
             HopRun(
                 hop=hop.hop,
@@ -102,6 +110,7 @@ def candidate_input(c: CandidateTrace) -> CandidateInput:
         llm_relevance=c.scores.llm_relevance,
         preceding_text=c.preceding_text,
         entity=c.entity,
+        key=c.key,
     )
 
 

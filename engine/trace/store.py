@@ -3,6 +3,7 @@ before migration 0003) around the JSON form of codec.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import zlib
@@ -17,12 +18,13 @@ from .. import validation
 from ..clock import parse_time, utcnow
 from ..errors import InvalidInput, NotFound, StoreCorrupt
 from ..ids import check_id
-from ..memory.base import Backends, page_args
+from ..memory.base import Backends
 from ..records import Page, TracePrunePlan
 from ..store.sql.database import Connection, one_row
 from .codec import trace_from_dict, trace_json_bytes
 from .records import RetrievalTrace, Tombstone
 from .redaction import graph_ids, redact_graph, redact_quotes, redact_trace
+from .trace_index import TraceFilter, check_origin, current_origin, list_trace_rows
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +80,10 @@ class TraceStore:
     def __init__(self, b: Backends) -> None:
         self.b = b
 
-    def save(self, trace: RetrievalTrace, conn: Connection | None = None) -> None:
+    def save(self, trace: RetrievalTrace, conn: Connection | None = None, origin: str | None = None) -> None:
+        """Store a trace; ``origin`` says where it came from (vocab.TraceOrigin), by default the one the caller's
+        :func:`~engine.trace.trace_index.recording_origin` block set (``agent`` outside any)."""
+        recorded = check_origin(origin) if origin is not None else current_origin()
         body = pack_body(trace_json_bytes(trace))
         args = [
             trace.trace_id,
@@ -94,10 +99,13 @@ class TraceStore:
             body,
             trace.created_at,
             _memory_ids(trace),
+            recorded.value,
+            trace.settings.preset,
         ]
         sql = (
             "INSERT INTO traces (id, user_id, session_id, question, hops, stop_reason, embedder, strategy, "
-            "total_ms, context_ids, body_packed, created_at, memory_ids) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+            "total_ms, context_ids, body_packed, created_at, memory_ids, origin, preset) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
         )
         if conn is not None:
             conn.execute(sql, args)
@@ -182,39 +190,35 @@ class TraceStore:
             )
         return len(traces)
 
-    def list_traces(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> Page[dict[str, Any]]:
-        """Trace summaries (no bodies) newest first, paginated in the database."""
-        limit, offset = page_args(limit, offset)
-        where, params = "", []
+    def list_traces(
+        self,
+        user_id: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        filters: TraceFilter | None = None,
+        sort: str = "created_at",
+        descending: bool = True,
+    ) -> Page[dict[str, Any]]:
+        """Trace summaries (no bodies), newest first unless ``sort`` (created_at, latency, hops, user, question,
+        origin, labels) says otherwise, paginated in the database. ``filters`` narrows them (user, text of the
+        question, dates, preset, hops, latency, labelled or not, origin: :class:`TraceFilter`); ``user_id``, when
+        given, wins over the filter's. Each row carries its ``origin``, ``preset`` (None before migration 0011) and
+        number of feedback ``labels``."""
+        flt = filters if filters is not None else TraceFilter()
+        if not isinstance(flt, TraceFilter):
+            raise InvalidInput(f"filters must be a TraceFilter, got {type(flt).__name__}")
         if user_id is not None:
-            where = "WHERE user_id = ?"
-            params.append(check_id(user_id, "user id"))
+            flt = dataclasses.replace(flt, user_id=user_id)
         with self.b.db.read() as conn:
-            total = one_row(conn.execute(f"SELECT count(*) FROM traces {where}", params))[0]
-            rows = conn.execute(
-                "SELECT id, user_id, session_id, question, hops, stop_reason, embedder, strategy, total_ms, "
-                f"context_ids, created_at FROM traces {where} ORDER BY created_at DESC, id LIMIT ? OFFSET ?",
-                params + [int(limit), int(offset)],
-            ).fetchall()
-        keys = (
-            "trace_id",
-            "user_id",
-            "session_id",
-            "question",
-            "hops",
-            "stop_reason",
-            "embedder",
-            "reasoner",
-            "total_ms",
-            "context_ids",
-            "created_at",
-        )
-        out: list[dict[str, Any]] = []
-        for r in rows:
-            d = dict(zip(keys, r))
+            page = list_trace_rows(conn, flt, sort, bool(descending), limit, offset)
+        for d in page.rows:
             d["context_ids"] = json.loads(d["context_ids"] or "[]")
-            out.append(d)
-        return Page(tuple(out), total, int(limit), int(offset))
+        return page
+
+    def users(self) -> list[str]:
+        """The users with at least one stored trace, in order (a user may have traces and no session)."""
+        with self.b.db.read() as conn:
+            return [r[0] for r in conn.execute("SELECT DISTINCT user_id FROM traces ORDER BY user_id").fetchall()]
 
     def delete(self, trace_id: str, user_id: str | None = None) -> None:
         # Checks existence without reading the body, so an unreadable trace can still be deleted.

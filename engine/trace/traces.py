@@ -9,7 +9,9 @@ from collections.abc import Sequence
 from ..errors import InvalidInput
 from ..ids import check_id
 from ..validation import parse_json
+from ..vocab import TraceOrigin
 from .codec import trace_from_dict
+from .embedding_map import TraceMap, case_of_trace, trace_map
 from .memory_state import memory_states
 from .records import RetrievalTrace
 from .store import TraceStore
@@ -35,6 +37,16 @@ class Traces(TraceStore):
             raise InvalidInput(f"not a memlens trace: {exc}") from None
         return trace_from_dict(data)
 
+    def import_json(self, text: str) -> RetrievalTrace:
+        """Store a trace read from its JSON (e.g. exported from another store) with origin ``import``; a trace id
+        this store already holds is refused."""
+        trace = self.from_json(text)
+        with self.b.db.write() as conn:
+            if conn.execute("SELECT 1 FROM traces WHERE id=?", [trace.trace_id]).fetchall():
+                raise InvalidInput(f"this store already holds a trace {trace.trace_id!r}")
+            self.save(trace, conn, origin=TraceOrigin.IMPORT)
+        return trace
+
     def memory_states(self, user_id: str, ids: Sequence[str]) -> dict[str, MemoryState]:
         """Whether each memory id of a user is active, archived, hard-forgotten (with the forget log's date and
         reason) or not in the store."""
@@ -48,3 +60,11 @@ class Traces(TraceStore):
         # The store's word even on a memory the trace saw: it may have been forgotten since (trace/why_not.py).
         state = self.memory_states(trace.user_id, [item_id])[item_id]
         return why_not(trace, item_id, state)
+
+    def embedding_map(self, trace: RetrievalTrace | str) -> TraceMap:
+        """The trace as space: its question, each hop's query and its candidates projected to 2-D (PCA of the
+        stored vectors and of the queries embedded again), with each candidate's verdict and hops, and the expected
+        memories marked when the trace was an evaluation case (trace/embedding_map.py)."""
+        trace = self.get(trace) if isinstance(trace, str) else trace
+        case, gold = case_of_trace(self.b, trace.trace_id)
+        return trace_map(self.b, trace, gold, case)

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..retrieval.session_stage import session_keys
 from ..vocab import (
     GONE,
     HOP_STAGE_LABELS,
@@ -33,6 +34,7 @@ from ..vocab import (
     loss_label,
 )
 from .records import CandidateTrace, HopTrace, RetrievalTrace, Tombstone
+from .time_records import time_words
 
 # The display words of every status (vocab.LOSS_LABELS, the one mapping), under the name pages have used.
 STAGE_NAMES = LOSS_LABELS
@@ -152,6 +154,9 @@ def _hop_rows(
             continue
         rank_h = c.ranks.hybrid
         found = f"{c.found_by} (via {c.entity.describe()})" if c.entity is not None else c.found_by
+        found += _session_words(trace, hop, c)
+        found += f" (matched keys: {_shorten(c.key.describe(), 160)})" if c.key is not None else ""
+        found += time_words(trace.time_window, trace.settings.retrieval.time_window, c.created_at, c.scores.time_factor)
         if c.verdicts.relevance == Relevance.DROPPED:
             stage, rule = HopStage.FILTER, c.verdicts.rule
             what = f"found by {found} (hybrid rank {rank_h}), dropped: {rule}"
@@ -167,6 +172,17 @@ def _hop_rows(
             what = f"found by {found}, final rank {c.ranks.final}{detail}"
         rows.append((stage, {**row, "stage": label, "rule": rule, "what happened": what}))
     return rows
+
+
+def _session_words(trace: RetrievalTrace, hop: HopTrace, c: CandidateTrace) -> str:
+    """What the session stage made of a candidate: "; its session ranked 3 of 12 (score 0.62, +0.124)" ("" when
+    the stage was off)."""
+    rank = c.scores.session_rank
+    if rank is None:
+        return ""
+    sessions = len(set(session_keys(hop.candidates, trace.settings.retrieval.session_window_minutes)))
+    score, part = c.scores.session_score or 0.0, c.scores.hybrid_session_part or 0.0
+    return f"; its session ranked {rank} of {sessions} (score {score:.2f}, +{part:.3f})"
 
 
 def _entities_followed(hop: HopTrace) -> str:

@@ -40,6 +40,7 @@ LIBRARIES = {
 }
 SMOKE_TESTED = {
     "duckdb_handover.py",
+    "embedders.py",
     "eval_speed.py",
     "graph_extraction.py",
     "ingest.py",
@@ -305,6 +306,28 @@ def test_multihop(runner: ScriptRunner, tmp_path: Path):
     assert all(0 <= float(r["recall@2"]) <= 1 and r["recall@5"] == "1.000" for r in rows)
 
 
+def test_embedders(runner: ScriptRunner, tmp_path: Path):
+    locomo, lme, musique = write_locomo(tmp_path), write_longmemeval(tmp_path), write_multihop(tmp_path)
+    args = ("--models", "all-MiniLM-L6-v2", "--cache-dir", str(tmp_path / "cache"), "--json", str(tmp_path / "r.json"))
+    data = ("--locomo", str(locomo), "--longmemeval", str(lme), "--lme-per-type", "1", "--multihop", str(musique))
+    run = runner.run("embedders.py", *args, *data, "--encode-sample", "5").ok()
+    (model,) = table_with(run.out, "model", "dim", "weights MB", "encode s/1k turns")
+    assert (model["model"], model["dim"]) == ("all-MiniLM-L6-v2", "384") and float(model["weights MB"]) > 50
+    locomo_rows = table_with(run.out, "model", "method", "overall", "multi-hop")
+    lme_rows = table_with(run.out, "model", "method", "overall", "single-session-user")
+    assert [r["method"] for r in locomo_rows] == [r["method"] for r in lme_rows] == ["vector", "memlens"]
+    musique_rows = table_with(run.out, "model", "method", "all@5", "recall@5")
+    assert [r["method"] for r in musique_rows] == ["vector", "memlens-1hop"]
+    (result,) = json.loads((tmp_path / "r.json").read_text())
+    assert result["lme_questions"] == 2 and result["multihop_questions"] == 2  # one question per LongMemEval type
+    # every dataset's vectors were kept in the model's own cache file, for the next run
+    assert {p.name for p in (tmp_path / "cache").iterdir()} == {
+        "locomo-all-minilm-l6-v2.pkl",
+        "lme-all-minilm-l6-v2.pkl",
+        f"{musique.stem}-all-minilm-l6-v2.pkl",
+    }
+
+
 def test_eval_speed(runner: ScriptRunner, tmp_path: Path):
     data = write_locomo(tmp_path)
     run = runner.run("eval_speed.py", str(data)).ok()
@@ -312,6 +335,8 @@ def test_eval_speed(runner: ScriptRunner, tmp_path: Path):
     by_step = {r["step"]: r for r in rows}
     assert by_step["import (embed + write)"]["n"] == "7"  # the tiny file's seven turns
     assert by_step["run, 1 hop (traces stored)"]["n"] == "3"  # and its three answerable questions
+    assert by_step["hop attribution of the 2-hop run"]["n"] == "3"  # issue 32: each case's trace replayed
+    assert by_step["calibration: signals and threshold sweep"]["n"] == "30"  # 3 traces at 10 thresholds
     assert "recall@10 1 hop" in run.out
 
 

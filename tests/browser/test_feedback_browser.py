@@ -25,6 +25,7 @@ def test_labelling_a_candidate_shows_it_in_the_ledger(page, app_url: str, screen
     page.get_by_role("link", name=re.compile("Feedback labelling")).first.click()
     page.get_by_role("heading", name="Feedback labelling", exact=True).wait_for(timeout=60_000)
     settle(page, started=True)
+    click_tab(page, "Label a trace")  # the page opens on the queue
     expect(page.get_by_text(f"Question: {QUESTION}")).to_be_visible()  # the trace just asked is the one offered
     screenshot("feedback_label_a_trace")
     no_markup_rendered(page)  # the lab user's hostile memory is listed as plain text
@@ -44,6 +45,8 @@ def test_labelling_a_candidate_shows_it_in_the_ledger(page, app_url: str, screen
 
     click_tab(page, "Label ledger")
     expect(page.get_by_text(re.compile(rf"^{re.escape(item_id)}: 1 label\(s\), net \+1"))).to_be_visible()
-    line = page.get_by_text(re.compile(r"useful \(\+1\) · trace tr_\w+ · hop 1 · note: " + re.escape(NOTE)))
+    # No name given on this page: the dashboard's labels are recorded as "dashboard".
+    event = r"useful \(\+1\) · by dashboard · trace tr_\w+ · hop 1 · note: "
+    line = page.get_by_text(re.compile(event + re.escape(NOTE)))
     expect(line).to_be_visible()
     screenshot("feedback_ledger")

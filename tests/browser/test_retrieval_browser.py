@@ -54,7 +54,7 @@ def test_asking_a_two_hop_question_shows_both_hops_queries(page, app_url: str, s
     assert QUESTION["question"] in codes  # hop 1 searches with the question itself
     hop2 = [c for c in codes if QUESTION["bridge"] in c and c != QUESTION["question"]]
     assert hop2, f"no hop-2 query naming the bridge {QUESTION['bridge']!r}: {codes[:3]}"
-    expect(page.get_by_text("offline:bridge_entities").first).to_be_visible()  # who proposed it
+    expect(page.get_by_text("the offline bridge").first).to_be_visible()  # who proposed it, in words
     screenshot("retrieval_two_hops")
 
     # What-if with the trace's own settings: a person sees that no rank changed.

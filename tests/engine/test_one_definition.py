@@ -121,7 +121,7 @@ def test_the_pages_hops_inputs_take_the_range_from_the_engine():
             ):
                 inputs.append(path.name)
                 assert "HOPS_RANGE" in ast.unparse(node), f"{path.name}: {ast.unparse(node)}"
-    assert sorted(inputs) == ["evaluations.py", "trace_ask.py"]
+    assert sorted(inputs) == ["evaluations.py", "trace_ask.py", "trace_table.py"]
 
 
 # -- the demo -------------------------------------------------------------------------------------------------------

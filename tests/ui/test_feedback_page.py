@@ -1,5 +1,6 @@
-"""The Feedback labelling page in AppTest: one-click labels from a trace (pointing at its trace and hop), the queue of
-unlabelled memories, the ledger per memory, and the effect of labels on the next retrieval.
+"""The Feedback labelling page in AppTest: the labeller's queue (a name asked once, n of N, useful / harmful / skip /
+undo), one-click labels from a trace that toggle (pointing at its trace and hop), agreement between labellers and
+their labels made an expectation set, the ledger per memory, and the effect of labels on the next retrieval.
 
 Traces are made through the engine the page uses; every label the page writes is checked through the engine.
 """
@@ -87,21 +88,99 @@ def test_a_harmful_label_counts_minus_one(demo_app: MemoryEngine, two_hop_trace:
     assert (event.label, event.trace_id, event.hop) == ("harmful", two_hop_trace.trace_id, item.hop)
 
 
-def test_the_queue_offers_unlabelled_context_memories_and_drops_one_once_labelled(
+def progress(at) -> str:
+    """The queue's "n of N"."""
+    return at.get("progress")[0].proto.text
+
+
+def test_the_queue_asks_a_name_once_then_labels_skips_and_undoes_with_n_of_n(
     demo_app: MemoryEngine, two_hop_trace: RetrievalTrace
 ):
     user = two_hop_trace.user_id
-    at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
-    queue_keys = [b.key for b in at.button if b.key and b.key.startswith("fb_u_q")]
-    assert queue_keys
-    labelled = demo_app.feedback.net(user, list(two_hop_trace.context_ids))
-    queued = [k.split("_", 3)[3] for k in queue_keys]
-    assert not set(queued) & set(labelled)  # only memories without any label
-    first = queued[0]
-    at.button(key=queue_keys[0]).click().run()
+    at = open_page(PAGE, user=user)
+    assert at.session_state["fb_tab"] == "Queue" and not at.get("progress")  # no queue before a name
+    at.text_input(key="fb_labeller_name").input("queue tester")
+    at.button(key="fb_labeller_go").click().run()
     no_errors(at)
-    assert demo_app.feedback.events(user, item_id=first)[0].trace_id is not None
-    assert first not in [b.key.split("_", 3)[3] for b in at.button if b.key and b.key.startswith("fb_u_q")]
+    expected = demo_app.feedback.queue(user, "queue tester")
+    assert len(expected) > 15  # every unlabelled memory of every trace: no "15+" cap
+    assert progress(at) == f"1 of {len(expected)}"
+    first, second, third = expected[:3]
+    assert first.trace_id == two_hop_trace.trace_id  # the newest trace first
+    at.button(key="fbq_useful").click().run()  # U
+    no_errors(at)
+    assert progress(at) == f"2 of {len(expected)}"
+    at.button(key="fbq_harmful").click().run()  # H
+    at.button(key="fbq_skip").click().run()  # S
+    assert progress(at) == f"4 of {len(expected)}"
+    mine = demo_app.feedback.events(user, labeller="queue tester", current_only=True)
+    assert {(e.trace_id, e.item_id, e.label) for e in mine} == {
+        (first.trace_id, first.item_id, "useful"),
+        (second.trace_id, second.item_id, "harmful"),
+    }
+    assert {e.hop for e in mine} <= {1, 2} and None not in {e.hop for e in mine}  # the hop each came from
+    at.button(key="fbq_undo_go").click().run()  # Z: back to the skipped one, nothing to take back
+    assert progress(at) == f"3 of {len(expected)}"
+    at.button(key="fbq_undo_go").click().run()  # Z: the harmful label comes off
+    assert progress(at) == f"2 of {len(expected)}"
+    assert [e.item_id for e in demo_app.feedback.events(user, labeller="queue tester", current_only=True)] == [
+        first.item_id
+    ]
+    assert any("your label: **none yet**" in c for c in values(at, "caption"))
+    at.button(key="fbq_prev").click().run()  # ←: the first one shows its label, and the queue keeps its count
+    assert progress(at) == f"1 of {len(expected)}"
+    assert any("your label: **useful**" in c for c in values(at, "caption"))
+    shortcuts = {b.key: b.proto.shortcut for b in at.button if b.key and b.key.startswith("fbq_")}
+    assert {k: shortcuts[k] for k in ("fbq_useful", "fbq_harmful", "fbq_skip", "fbq_undo_go")} == {
+        "fbq_useful": "u",
+        "fbq_harmful": "h",
+        "fbq_skip": "s",
+        "fbq_undo_go": "z",
+    }
+    at.button(key="fbq_rebuild").click().run()  # unlabelled only: what this labeller labelled is gone
+    assert progress(at) == f"1 of {len(expected) - 1}"
+
+
+def test_clicking_useful_twice_counts_once(demo_app: MemoryEngine, two_hop_trace: RetrievalTrace):
+    user = two_hop_trace.user_id
+    item = next(r for r in two_hop_trace.ranking if r.in_context)
+    net_before = demo_app.feedback.net(user, [item.id]).get(item.id, 0)
+    at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id, "labeller": "twice"})
+    label_button(at, two_hop_trace, item.id).click().run()
+    assert demo_app.feedback.net(user, [item.id])[item.id] == net_before + 1
+    label_button(at, two_hop_trace, item.id).click().run()  # the same button again takes the label off
+    no_errors(at)
+    assert demo_app.feedback.net(user, [item.id])[item.id] == net_before
+    assert any("Took the useful label off" in v for v in values(at, "success"))
+    label_button(at, two_hop_trace, item.id, "harmful").click().run()
+    label_button(at, two_hop_trace, item.id).click().run()  # a change of mind replaces the harmful label
+    assert demo_app.feedback.net(user, [item.id])[item.id] == net_before + 1
+    [current] = demo_app.feedback.events(user, item_id=item.id, trace_id=two_hop_trace.trace_id, current_only=True)
+    assert (current.label, current.labeller) == ("useful", "twice")
+
+
+def test_agreement_of_two_labellers_then_their_labels_become_an_expectation_set(
+    demo_app: MemoryEngine, two_hop_trace: RetrievalTrace
+):
+    user, t = two_hop_trace.user_id, two_hop_trace
+    for item, (a, b) in zip(
+        t.context_ids[:4], [("useful",) * 2, ("useful", "harmful"), ("harmful",) * 2, ("harmful", "useful")]
+    ):
+        demo_app.feedback.label(user, item, a, trace_id=t.trace_id, labeller="kim")
+        demo_app.feedback.label(user, item, b, trace_id=t.trace_id, labeller="lee")
+    at = open_link(PAGE, {"user": user, "tab": "agreement-and-export"})
+    no_errors(at)
+    # 2 of 4 agreed; each said useful half the time: p_e = 0.5, kappa = (0.5 - 0.5) / 0.5 = 0
+    assert "kim and lee: agreed on 2 of 4 shared items; Cohen's kappa 0.00 (less than chance)" in values(at, "text")
+    at.selectbox(key="fb_export_labeller").set_value("kim").run()
+    download = at.get("download_button")[0]
+    assert download.proto.label == "Download 4 labels as JSONL"
+    at.text_input(key="fb_export_set").input("kim-labels")
+    button(at, "Make the expectation set").click().run()
+    no_errors(at)
+    assert any("Set kim-labels holds 1 case from these labels." in v.replace("\\", "") for v in values(at, "success"))
+    [case] = demo_app.evals.cases("kim-labels")
+    assert (case.question, set(case.expected)) == (t.question, set(t.context_ids[:2]))
 
 
 def test_a_fresh_retrieval_shows_a_useful_label_raising_the_score(
@@ -147,19 +226,6 @@ def test_stored_markup_in_labelled_memories_renders_as_text(demo_app: MemoryEngi
     assert any("<script>alert(1)</script> **bold**" in v for v in plain_texts(at))  # shown, as text
     for text in markdown_texts(at):
         assert "<script>" not in text and "**bold**" not in text and "[link](" not in text and ":red[" not in text
-
-
-def test_labelling_from_the_queue_stays_on_the_queue_tab(demo_app: MemoryEngine, two_hop_trace: RetrievalTrace):
-    user = two_hop_trace.user_id
-    at = open_page(PAGE, user=user, state={"trace_current_id": two_hop_trace.trace_id})
-    at.session_state["fb_tab"] = "Unlabelled queue"  # what clicking the tab does
-    at.run()
-    assert at.query_params["tab"] == "unlabelled-queue"
-    queue_keys = [b.key for b in at.button if b.key and b.key.startswith("fb_u_q")]
-    at.button(key=queue_keys[0]).click().run()
-    no_errors(at)
-    assert any("Labelled" in v for v in values(at, "success"))  # the message above the tabs appeared
-    assert at.session_state["fb_tab"] == "Unlabelled queue" and at.query_params["tab"] == "unlabelled-queue"
 
 
 def test_the_ledger_shows_each_memory_s_text_and_all_labels_newest_first_with_a_link_to_their_trace(

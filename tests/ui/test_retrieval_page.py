@@ -60,7 +60,7 @@ def test_asking_a_two_hop_question_shows_each_hop_with_its_query_and_candidates(
     codes = values(at, "code")
     assert trace.hops[0].query in codes and trace.hops[1].query in codes
     assert trace.hops[1].proposed_by == "offline:bridge_entities"
-    assert any(md_escape("offline:bridge_entities") in v for v in values(at, "caption"))  # who proposed hop 2
+    assert any("the offline bridge" in v for v in values(at, "caption"))  # who proposed hop 2, in words
     shown_ids = set(at.dataframe[0].value["id"])
     assert shown_ids == {c.id for c in trace.hops[0].candidates}  # every hop-1 candidate, with its scores
     assert len(at.get("plotly_chart")) >= 2  # a score breakdown per hop

@@ -20,9 +20,10 @@ import pyarrow as pa
 
 from ...errors import InvalidInput
 from ...ids import lance_literal
+from .keys import KEYS_SUFFIX, KeyTables
 from .maintenance import COMPACT_AFTER_WRITES, REINDEX_AFTER_ROWS
 from .rows import check_vectors
-from .search import ANN_MIN_EF, SOLE_OWNER_MIN_ROWS, VectorSearch
+from .search import ANN_MIN_EF, SOLE_OWNER_MIN_ROWS
 from .tables import _COMMIT_CONFLICT, table_name
 
 __all__ = [
@@ -39,7 +40,7 @@ _COMMIT_ATTEMPTS = 6
 log = logging.getLogger(__name__)
 
 
-class VectorIndex(VectorSearch):
+class VectorIndex(KeyTables):
     # -- writes -----------------------------------------------------------------------------------------------------
     def add(
         self,
@@ -87,13 +88,21 @@ class VectorIndex(VectorSearch):
 
     def delete(self, kind: str, ids: Sequence[str], every_model: bool = False) -> None:
         """Delete the rows of ``ids``; with ``every_model`` from the kind's tables of other embedding models too
-        (a forget: the text is in each of them)."""
+        (a forget: the text is in each of them), and then the memories' keys and the keys drawn from their texts
+        go too (keys.py). Without it (reindex, repair, undoing a failed write) the keys stay: they still index the
+        same memories, and a failed write undoes its keys itself."""
         self._refuse_if_read_only()
         if not ids:
             return
+        if every_model:
+            self.delete_keys(kind, ids, every_model=True)
         tables = [self.table(kind, create=False)]
         if every_model:
-            tables += [self.db.open_table(n) for n in self.kind_tables(kind) if n != table_name(kind, self.model)]
+            tables += [
+                self.db.open_table(n)
+                for n in self.kind_tables(kind)
+                if n != table_name(kind, self.model) and not n.endswith(KEYS_SUFFIX)
+            ]
         for tb in tables:
             if tb is None:
                 continue

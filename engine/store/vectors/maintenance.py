@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ...vocab import KINDS
-from .tables import VectorTables
+from .tables import VectorTables, table_name
 from .versions import prune_versions
 
 if TYPE_CHECKING:
@@ -141,6 +141,9 @@ class VectorMaintenance(VectorTables):
         ``version_retention_s``). Another process may commit meanwhile: refresh and retry."""
         self._refuse_if_read_only()
         tables = [tb] if tb is not None else [t for t in (self.table(k, create=False) for k in KINDS) if t is not None]
+        if tb is None:  # the memories' keys tables (keys.py), named after their kind's table
+            listed = set(self.table_names())
+            tables += [self.db.open_table(n) for k in KINDS if (n := f"{table_name(k, self.model)}--keys") in listed]
         for t in tables:
             for attempt in range(3):
                 try:

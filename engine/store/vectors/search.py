@@ -231,6 +231,19 @@ class VectorSearch(VectorMaintenance):
             tb, lambda: tb.search().select(["id"]).limit(max(tb.count_rows(), 1)).to_arrow().column("id").to_pylist()
         )
 
+    def user_vectors(self, kind: str, user_id: str) -> tuple[list[str], np.ndarray]:
+        """Every row of one user in the kind's table: ids and stored vectors (the store insights' all-pairs
+        comparison reads them once per refresh)."""
+        tb = self.table(kind, create=False)
+        if tb is None:
+            return [], np.zeros((0, self.dim), np.float32)
+        where = f"user_id = {lance_literal(user_id)}"
+        rows = self._read(
+            tb,
+            lambda: tb.search().where(where).select(["id", "vector"]).limit(max(tb.count_rows(where), 1)).to_arrow(),
+        )
+        return rows.column("id").to_pylist(), _vectors(rows)
+
     def check_readable(self, kind: str) -> None:
         """Read every column of every row of the kind's table once; StoreCorrupt naming the table if any part of
         it cannot be read."""

@@ -150,7 +150,7 @@ class VectorTables:
 
     def other_models(self) -> dict[str, int]:
         """Tables in this store made by other models, with their row counts (for a clear message)."""
-        mine = {table_name(k, self.model) for k in KINDS}
+        mine = {table_name(k, self.model) for k in KINDS} | {table_name(k, self.model) + "--keys" for k in KINDS}
         out: dict[str, int] = {}
         for name in self.table_names():
             if name not in mine:

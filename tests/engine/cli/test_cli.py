@@ -345,6 +345,10 @@ def test_reindex_rebuilds_vectors_for_every_active_memory(tmp_path):
     assert cli(store, "--json", "stats").json()["warnings"] == []
     hits = cli(store, "--json", "search", "--user", "zed", "--kind", "semantic", "--limit", "3", "tea").json()
     assert {h["id"] for h in hits} == {"zed-item-0", "zed-item-1", "zed-item-2"}
+    # the items' extra keys (engine/memory/memory_keys.py), built on demand: one facts key each
+    run = cli(store, "--json", "keys", "--user", "zed")
+    assert run.code == 0 and run.json() == {"users": 1, "items": 3, "keys": 3}
+    assert cli(store, "keys").out.strip() == "Built 3 key(s) of 3 item(s) of 1 user(s)."
 
 
 # -- global options and plain-text output ----------------------------------------------------------------------------

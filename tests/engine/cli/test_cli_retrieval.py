@@ -78,6 +78,15 @@ def test_traces_lists_stored_traces_newest_first(store, trace):
     assert trace["trace_id"] not in {r["trace_id"] for r in cli(store, "--json", "traces", "--user", "tomas").json()}
 
 
+def test_a_cli_retrieval_is_an_agents_trace_and_traces_filters_by_origin_and_text(store, trace):
+    words = Q["question"].split()[1].upper()  # any case
+    rows = cli(store, "--json", "traces", "--origin", "agent", "--text", words).json()
+    assert trace["trace_id"] in {r["trace_id"] for r in rows} and {r["origin"] for r in rows} == {"agent"}
+    assert cli(store, "--json", "traces", "--origin", "dashboard", "--origin", "import").json() == []
+    run = cli(store, "traces", "--origin", "robot")
+    assert run.code == 2 and "robot" in run.err and run.out == ""
+
+
 def test_replay_with_the_original_settings_gives_the_same_context_and_ranks(store, trace):
     replay = cli(store, "replay", "--id", trace["trace_id"]).json()
     assert replay["replay_of"] == trace["trace_id"]
@@ -186,6 +195,7 @@ def test_feedback_from_a_trace_changes_the_next_retrieval(private_store):
         (Q["fact_a"], "harmful", -1),
     ]
     assert {e["trace_id"] for e in events} == {first["trace_id"]}
+    assert {e["labeller"] for e in events} == {"cli"}  # the default labeller of the command line
     again = cli(private_store, "retrieve", "--user", "ada", "--hops", "2", Q["question"]).json()
     factors = {c["id"]: c["scores"]["feedback_factor"] for h in again["hops"] for c in h["candidates"]}
     assert factors[Q["fact_b"]] > 1.0 and factors[Q["fact_a"]] < 1.0
@@ -199,6 +209,7 @@ def test_feedback_from_a_trace_changes_the_next_retrieval(private_store):
         (("--note", "why"), "at least one"),
         (("--useful", "ada-item-026", "--note", "x" * 5000), "note"),
         (("--useful", "ada-item-026", "--harmful", "it' OR '1'='1"), "invalid id"),
+        (("--useful", "ada-item-026", "--labeller", "  "), "labeller is empty"),
     ],
 )
 def test_feedback_with_bad_input_writes_nothing(private_store, embedder, argv, words):

@@ -50,6 +50,7 @@ WRITE_COMMANDS = {
     "forget",
     "reflect",
     "reindex",
+    "keys",
     "repair",
     "optimize",
     "retrieve",

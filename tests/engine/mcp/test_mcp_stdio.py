@@ -98,6 +98,9 @@ def test_save_then_search_and_retrieve_find_the_fact_and_return_a_stored_trace(c
     fb = ok(client, "memory_feedback", user_id=USER, useful=[item_id], trace_id=data["trace_id"])
     assert fb == "Feedback recorded: 1 useful, 0 harmful."
     assert reader.feedback.net(USER, [item_id]) == {item_id: 1}
+    ok(client, "memory_feedback", user_id=USER, useful=[item_id], trace_id=data["trace_id"])  # reported again
+    assert reader.feedback.net(USER, [item_id]) == {item_id: 1}  # one label per labeller, trace and memory
+    assert {e.labeller for e in reader.feedback.events(USER, item_id=item_id)} == {"mcp"}
 
 
 def test_save_keeps_the_text_a_fact_was_said_after(client, reader):

@@ -38,13 +38,20 @@ def test_a_label_is_an_event_with_its_delta_note_and_time(store):
     assert [e.label for e in engine.feedback.events(U, item_id=items[0])] == ["harmful", "useful"]
 
 
-def test_net_is_derived_from_the_events_and_ids_without_events_are_absent(store):
+def test_net_counts_each_labellers_current_label_once_and_ids_without_events_are_absent(store):
     engine, items, *_ = store
-    for label in ("useful", "useful", "harmful", "useful"):
+    for label in ("useful", "useful", "harmful", "useful"):  # one labeller changing their mind: the last one counts
         engine.feedback.label(U, items[1], label)
+    engine.feedback.label(U, items[1], "useful", labeller="grace")  # a second labeller counts on their own
     engine.feedback.label(U, items[2], "harmful")
     assert engine.feedback.net(U, [items[1], items[2], items[3]]) == {items[1]: 2, items[2]: -1}
     assert engine.feedback.net(U, []) == {}
+    history = engine.feedback.events(U, item_id=items[1], labeller="api")
+    assert [(e.label, e.delta, e.replaced_at is None) for e in history] == [
+        ("useful", 1, True),  # the same label twice in a row is one label
+        ("harmful", 0, False),
+        ("useful", 0, False),
+    ]
 
 
 def test_every_kind_of_memory_can_be_labelled(store):
@@ -113,15 +120,15 @@ def test_report_feedback_without_ids_is_refused(store):
         engine.feedback.report(U)
 
 
-def test_unlabel_deletes_that_event_and_the_net_goes_back(store):
+def test_retract_deletes_that_event_and_the_label_it_replaced_counts_again(store):
     engine, items, episode, skill, trace = store
     before = engine.feedback.net(U, [items[5]]).get(items[5], 0)
     earlier = [e.id for e in engine.feedback.events(U, item_id=items[5])]
     kept = engine.feedback.label(U, items[5], "useful", trace_id=trace.trace_id, hop=1)
     undone = engine.feedback.label(U, items[5], "harmful", trace_id=trace.trace_id, hop=1)
-    assert engine.feedback.net(U, [items[5]]) == {items[5]: before}  # +1 -1
+    assert engine.feedback.net(U, [items[5]]) == {items[5]: before - 1}  # harmful replaced useful
     assert engine.feedback.retract(U, undone.id) == undone
-    assert engine.feedback.net(U, [items[5]]) == {items[5]: before + 1}
+    assert engine.feedback.net(U, [items[5]]) == {items[5]: before + 1}  # the useful label it replaced is back
     assert [e.id for e in engine.feedback.events(U, item_id=items[5])] == [kept.id, *earlier]
     with pytest.raises(NotFound):
         engine.feedback.retract(U, undone.id)  # already gone

@@ -61,7 +61,8 @@ def world(tmp_path_factory, embedder):
         summary="Made masala chai for Priya in the morning",
     )
     engine.skills.register(USER, "brew-chai", "Boil water, add tea leaves, milk and spices.", "Brew masala chai")
-    engine.feedback.report(USER, harmful=[ids["harmful"]] * 5)
+    for n in range(5):  # five labellers: a label counts once per (labeller, trace, memory)
+        engine.feedback.report(USER, harmful=[ids["harmful"]], labeller=f"labeller-{n}")
     now = utcnow() + timedelta(minutes=1)
     # llmemory's formulas (the `llmemory` preset): the replays below are checked against them by hand.
     traces = {

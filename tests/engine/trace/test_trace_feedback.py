@@ -68,8 +68,8 @@ def test_harmful_labels_lower_the_memory_in_the_next_retrieval(world):
     top, second = before.ranking[0].id, before.ranking[1].id
     old = ranked(before)
     assert old[top]["final"] * 0.5 < old[second]["final"], "the two chai facts should score close to each other"
-    for _ in range(5):
-        engine.feedback.label(user, top, "harmful", trace_id=before.trace_id, hop=1)
+    for n in range(5):  # five labellers: one labeller's label on one trace counts once
+        engine.feedback.label(user, top, "harmful", trace_id=before.trace_id, hop=1, labeller=f"reviewer {n}")
     after = ranked(retrieve(world, user))
     assert (after[top]["feedback_net"], after[top]["feedback_factor"]) == (-5, 0.5)
     assert after[top]["final"] == pytest.approx(old[top]["final"] * 0.5)
@@ -84,7 +84,8 @@ def test_useful_labels_raise_the_memory_in_the_next_retrieval(world):
     before = retrieve(world, user)
     top, second = before.ranking[0].id, before.ranking[1].id
     old = ranked(before)
-    engine.feedback.report(user, useful=[second, second], trace_id=before.trace_id)
+    for who in ("ana", "ben"):
+        engine.feedback.report(user, useful=[second], trace_id=before.trace_id, labeller=who)
     after = ranked(retrieve(world, user))
     assert (after[second]["feedback_net"], after[second]["feedback_factor"]) == (2, pytest.approx(1.2))
     assert after[second]["final"] == pytest.approx(old[second]["final"] * 1.2)
@@ -96,7 +97,8 @@ def test_feedback_weight_0_ignores_labels(world):
     user = "fb-weight"
     before = retrieve(world, user)
     item = before.ranking[0].id
-    engine.feedback.report(user, harmful=[item] * 3)
+    for who in ("ana", "ben", "cy"):
+        engine.feedback.report(user, harmful=[item], labeller=who)
     after = ranked(engine.retrieval.retrieve(user, QUESTION, now=now, overrides={"feedback_weight": 0}))
     assert (after[item]["feedback_net"], after[item]["feedback_factor"]) == (-3, 1.0)
     assert after[item]["final"] == pytest.approx(ranked(before)[item]["final"])
