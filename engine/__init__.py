@@ -19,6 +19,8 @@ from .evaluation import CaseResult, Comparison, EvalCase, EvalRun, EvalSet
 from .evaluation.attribution import GoldFinding, HopAttribution
 from .evaluation.calibration import SWEEP_THRESHOLDS, Calibration, SignalValues, SweepPoint
 from .evaluation.metrics import TABLE_METRICS, all_losses, rule_family
+from .interop.import_run import ImportReport
+from .interop.import_source import ImportSkip, imported_origin, session_origin
 from .memory.insight_records import (
     BlastCase,
     BlastRadius,
@@ -183,6 +185,10 @@ __all__ = [
     "RecentActivity",
     "TimelineEntry",
     "ItemsAround",
+    "ImportReport",
+    "ImportSkip",
+    "imported_origin",
+    "session_origin",
     "STAGE_NAMES",
     # the vocabulary (vocab.py) and the trace's typed metadata
     "GONE",

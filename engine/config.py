@@ -212,6 +212,22 @@ class _CoreSettings:
         lo=0.5,
         hi=1.0,
     )
+    # --- OpenTelemetry export (engine/interop/otel_export.py) ----------------------------------------------------
+    otel_export: bool = _s(
+        False,
+        "[memlens] Export every retrieval (search_memory, with its hops and stages), write (create_memory, "
+        "update_memory) and forget (delete_memory) as OpenTelemetry spans over OTLP/HTTP, batched off the "
+        "retrieval's path. Where to: the standard OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT, "
+        "..._HEADERS) variables, default http://localhost:4318. Needs opentelemetry-sdk and "
+        "opentelemetry-exporter-otlp-proto-http (README, OpenTelemetry and Phoenix).",
+        env="MEMLENS_OTEL_EXPORT",
+    )
+    otel_capture_content: bool = _s(
+        True,
+        "[memlens] Exported spans carry texts: the question, hop queries and the memories' contents (a "
+        "hard-forgotten memory's never). Off: ids, scores and ranks only (the GenAI conventions' default).",
+        env="MEMLENS_OTEL_CAPTURE_CONTENT",
+    )
 
 
 @dataclass(frozen=True)

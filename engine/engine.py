@@ -16,6 +16,7 @@ each operation is defined once, in its part:
     engine.traces      stored traces: get, list_traces, export, why_not, from_json ...   (trace/traces.py)
     engine.evals       expectation sets, runs, comparisons                               (evaluation/)
     engine.admin       ingest, export, demo, stats, usage, reindex, repair ...           (store/admin.py)
+    engine.imports     mem0, Letta and llmemory stores imported: mem0, letta, llmemory   (interop/imports.py)
 
 Only records, plain data and named errors leave it."""
 
@@ -27,6 +28,8 @@ from pathlib import Path
 
 from .config import Settings
 from .evaluation import Evaluations
+from .interop.imports import Imports
+from .interop.otel_export import live_export_for
 from .memory.base import Backends
 from .memory.episodic import EpisodicMemory
 from .memory.feedback import FeedbackLog
@@ -106,6 +109,9 @@ class MemoryEngine:
             b, self.path, llm, self.sessions, self.items, self.episodes, self.skills, transfer, purges, self.evals
         )
         self.admin.display = self.location.display
+        self.imports = Imports(self)  # mem0, Letta and llmemory stores imported (engine/interop/imports.py)
+        # Retrievals, writes and forgets as OpenTelemetry spans when the otel_export setting is on (else None).
+        self.otel_export = live_export_for(self)
         self.admin._recover_at_open()
 
     @classmethod

@@ -19,6 +19,7 @@ PROCESS_ENV_DEFAULTS = {
     "TRANSFORMERS_VERBOSITY": "error",
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",
     "OMP_WAIT_POLICY": "PASSIVE",
+    "MEM0_TELEMETRY": "False",  # mem0 (the mem0 importer, engine/interop/mem0_import.py) reads it at its import
 }
 
 

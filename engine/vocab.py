@@ -151,10 +151,12 @@ def loss_label(status: str) -> str:
 class TraceOrigin(StrEnum):
     """Where a stored trace came from (the ``origin`` column of ``traces``, migration 0011): an agent's retrieval
     (the Python API, MCP or the CLI), a question asked on the dashboard, an evaluation run's case, a trace imported
-    from its JSON; ``unknown`` for traces stored before origins were recorded that no evaluation result names."""
+    from its JSON, a LangGraph agent's search through memlens's store (engine/interop/langgraph_store.py);
+    ``unknown`` for traces stored before origins were recorded that no evaluation result names."""
 
     AGENT = "agent"
     DASHBOARD = "dashboard"
     EVALUATION = "evaluation"
     IMPORT = "import"
+    LANGGRAPH = "langgraph"
     UNKNOWN = "unknown"

@@ -8,6 +8,7 @@ import streamlit as st
 from engine import Episode, Item, MemoryEngine
 from ui.components import can_edit, fetch_page, need_user, pager, reset_page_on_change, show_flash
 from ui.error_display import engine_errors
+from ui.memory_sources import show_origin
 from ui.nav import page_file
 from ui.resources import get_engine
 from ui.text import counted, label, md_escape, when
@@ -52,6 +53,7 @@ def episode_header(ep: Episode) -> None:
         f"{md_escape(ep.id)} · {when(ep.created_at)}{session} · outcome {md_escape(ep.outcome or 'none')} · "
         f"importance {ep.importance:.2f} · {len(ep.steps)} step{'' if len(ep.steps) == 1 else 's'}"
     )
+    show_origin(ep.provenance)  # an imported episode: its source system and id (engine.imports)
     st.text(ep.summary)
 
 

@@ -20,7 +20,7 @@ from ui.components import (
     show_flash,
 )
 from ui.error_display import engine_errors
-from ui.memory_sources import show_message_sources
+from ui.memory_sources import show_message_sources, show_origin
 from ui.resources import get_engine
 from ui.text import counted, md_escape, one_line, when
 from ui.url_state import incoming, url_tabs, write
@@ -100,6 +100,7 @@ def item_detail(item: Item) -> None:
                 "Preceding text (what came right before it; its vector embeds this too, full-text search does not)"
             )
             st.text(item.preceding_text)
+        show_origin(item.provenance)  # an imported memory: its source system and id (engine.imports)
         show_message_sources(item.user_id, item.provenance)  # each a link to the Sessions page at that message
         st.caption("Provenance")
         st.json(item.provenance, expanded=True)

@@ -21,7 +21,7 @@ from ui.pin_expectation import pin_expectation
 from ui.resources import get_engine
 from ui.sidebar import open_session
 from ui.span_tree import span_tree
-from ui.text import md_escape
+from ui.text import counted, md_escape
 from ui.trace_ask import question_form
 from ui.trace_compare_tab import compare_tab
 from ui.trace_data import candidate_texts, shorten, trace_label
@@ -100,6 +100,11 @@ with open_col:
             )
         elif choices.narrows():
             st.info("No stored trace of this user matches the filters.")
+        elif runs_only := engine.traces.list_traces(user, limit=1).total:  # every origin: the runs' traces only
+            st.info(
+                f"{md_escape(user)} has {counted(runs_only, 'evaluation run trace')} and no other: evaluation runs "
+                'are left out here unless asked (pick "evaluation run" under Origin in "Filter the stored traces").'
+            )
         else:
             st.info(f"No stored traces for {md_escape(user)} yet: ask a question to create one.")
         typed = st.text_input("…or open a trace by id", key="trace_open_id", placeholder="tr_…")

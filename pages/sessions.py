@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, time
 
 import streamlit as st
 
-from engine import MemoryEngine, Message, SessionInfo
+from engine import MemoryEngine, Message, SessionInfo, session_origin
 from ui.components import can_edit, confirmed, fetch_page, flash, need_user, pager, reset_page_on_change, show_flash
 from ui.error_display import engine_errors
 from ui.resources import get_engine
@@ -135,6 +135,10 @@ def show_messages(engine: MemoryEngine, s: SessionInfo, linked: tuple[str, str, 
         f"user {md_escape(s.user_id)} · created {when(s.created_at)} · last active "
         f"{when(s.last_activity_at)} · {s.message_count:,} messages · {s.token_count:,} tokens"
     )
+    origin = session_origin(s.session_id)
+    if origin is not None:  # an importer's session id is "<origin>:<the source's session or agent>"
+        source = md_escape(s.session_id.partition(":")[2])
+        st.caption(f":material/input: Imported from {md_escape(origin)} · source session {source}")
     if st.button("Make this the current session on every page", key="sessions_make_current"):
         open_session(s.user_id, s.session_id)
         st.rerun()

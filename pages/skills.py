@@ -9,6 +9,7 @@ from engine import MemoryEngine, RankedSkill, Skill, to_plain
 from ui.components import can_edit, flash, need_user, show_flash
 from ui.error_display import engine_errors
 from ui.figures import cumulative_rate_figure, skill_interval_figure
+from ui.memory_sources import show_origin
 from ui.resources import get_engine
 from ui.text import counted, label, md_escape, one_line, when
 from ui.url_state import incoming, write
@@ -85,6 +86,7 @@ def version_card(skill: Skill, ranked: RankedSkill | None, selected: bool) -> No
         st.caption(
             f"{skill.success_count} of {skill.trials} trials succeeded{interval} · created {when(skill.created_at)}"
         )
+        show_origin(skill.provenance)  # an imported skill version: its source system and id (engine.imports)
         if skill.description:
             st.text(skill.description)
         st.code(skill.body, language=None, wrap_lines=True)

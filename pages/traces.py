@@ -19,8 +19,8 @@ PAGE_SIZE = 25
 engine = get_engine()
 st.title("Traces")
 st.caption(
-    "Every retrieval the store traced: by agents (API, MCP, CLI), on this dashboard, by evaluation runs, or "
-    "imported. Filter, sort, then open one."
+    "Every retrieval the store traced: by agents (API, MCP, CLI), by LangGraph agents through memlens's store, on "
+    "this dashboard, by evaluation runs, or imported. Filter, sort, then open one."
 )
 choices = trace_filters(engine, "traces", in_url=True)
 sort, descending = sort_controls("traces")

@@ -42,6 +42,26 @@ SLOW_MODULES = {
     # serially, 2026-12-03, the machine also busy with other work: 90 s (65 CPU s), of which team.py 26 s and the
     # demo store (shared with other modules in a full run) ~10 s
     "tests/bench/test_bench_scripts.py": 80,
+    # serially, 2026-12-04, the machine busy with other work (load 8-12), so about as inflated as a full run's numbers;
+    # without an entry each would be guessed at 0.5 s a test and handed out last, a worker finishing it alone
+    "tests/bench/test_peer_mem0_script.py": 120,  # mem0 and memlens worker processes, each loading a model
+    "tests/engine/memory/test_maintenance_concurrency.py": 80,  # 3 processes per store kind, forked from a server
+    "tests/engine/evaluation/test_demo_loads_its_set.py": 60,  # the demo loaded three times
+    "tests/ui/test_dashboard_guard_page.py": 45,  # its first AppTest imports every page
+    "tests/ui/test_evaluation_views_page.py": 25,
+    "tests/bench/test_mutation_script.py": 20,  # pytest runs of the mutants, forked
+    "tests/engine/mcp/test_mcp_timeline.py": 55,  # MCP server processes (stdio), each loading the model
+    "tests/engine/mcp/test_mcp_stdio.py": 50,
+    "tests/engine/mcp/test_mcp_team_store.py": 45,
+    "tests/engine/memory/test_ingest_export.py": 45,
+    "tests/engine/mcp/test_mcp_maintenance.py": 30,
+    "tests/engine/mcp/test_mcp_http.py": 27,
+    # the interop modules, serially under load, 2026-12-04 (their engineers' runs)
+    "tests/engine/interop/test_otel_phoenix.py": 60,  # a real Phoenix server started (~30 s under load)
+    "tests/engine/interop/test_mem0_import.py": 55,  # a real mem0 store built with its own embedder
+    "tests/engine/interop/test_llmemory_import.py": 30,
+    "tests/engine/interop/test_letta_import.py": 20,
+    "tests/engine/interop/test_langgraph_store.py": 20,
 }
 BROWSER_DIR = "tests/browser/"
 BROWSER_SECONDS_PER_TEST = 21  # the 18 browser tests took 383 s on one worker in the same full run

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from engine import MemoryEngine
+from engine import MemoryEngine, imported_origin
 
 from .nav import page_file
 from .text import md_escape, one_line
@@ -130,9 +130,19 @@ def show_message_sources(user_id: str, provenance: Mapping[str, Any] | None) -> 
 
 def show_item_message_sources(engine: MemoryEngine, user_id: str, memory_id: str) -> None:
     """The source messages of the semantic item ``memory_id`` if it is one and has any (other kinds keep no message
-    sources): for pages that know a memory only by its id, such as the Retrieval trace."""
+    sources), and where it was imported from if an importer wrote it: for pages that know a memory only by its id,
+    such as the Retrieval trace."""
     try:
         item = engine.items.get(user_id, memory_id)
     except (KeyError, ValueError):  # NotFound (another kind, or hard-forgotten) / InvalidInput
         return
+    show_origin(item.provenance)
     show_message_sources(user_id, item.provenance)
+
+
+def show_origin(provenance: Mapping[str, Any] | None) -> None:
+    """The line "Imported from Letta · source id ..." for a memory an importer wrote (engine.imports), else nothing."""
+    found = imported_origin(dict(provenance or {}))
+    if found is not None:
+        system, source_id = md_escape(found[0]), md_escape(one_line(found[1], 80))
+        st.caption(f":material/input: Imported from {system} · source id {source_id}")

@@ -18,6 +18,7 @@ ORIGIN_WORDS: dict[str, str] = {
     TraceOrigin.DASHBOARD: "dashboard",
     TraceOrigin.EVALUATION: "evaluation run",
     TraceOrigin.IMPORT: "imported",
+    TraceOrigin.LANGGRAPH: "LangGraph agent (memlens store)",
     TraceOrigin.UNKNOWN: "unknown (stored before origins were kept)",
 }
 ORIGINS: tuple[str, ...] = tuple(o.value for o in TraceOrigin)

@@ -1,10 +1,10 @@
 """Where a retrieval's time went: the stage timings a trace records, laid out as a span tree (like Phoenix's or
 LangSmith's run view). Plain data, no streamlit or plotly.
 
-A trace records each stage's duration, not its start: query generation, then per hop embed -> search ->
-candidates -> (LLM judge) -> scoring, the reasoner between hops, then merge and assembly. Stages ran one after the
-other in that order, so starts are the running sum; whatever the pipeline's total has beyond the timed stages is
-shown as its own "untimed" span, so nothing is hidden.
+A trace records each stage's duration, not its start: the question's date window, query generation, then per hop
+embed -> search -> (entity stage) -> (key search) -> candidates -> (LLM judge) -> scoring, the reasoner between hops,
+then merge and assembly. Stages ran one after the other in that order, so starts are the running sum; whatever the
+pipeline's total has beyond the timed stages is shown as its own "untimed" span, so nothing is hidden.
 """
 
 from __future__ import annotations
@@ -14,15 +14,20 @@ from typing import Any
 
 from engine import RetrievalTrace
 
-HOP_STAGES = ("embed_query", "search", "candidates", "llm_judge", "scoring")
+HOP_STAGES = ("embed_query", "search", "entities", "keys", "candidates", "llm_judge", "scoring")
+FIRST_STAGES = ("time_window", "query_generation")  # before the first hop, in this order
+INSIDE_STAGES = {"sessions": "scoring"}  # a hop's stages timed inside another of its stages (stages.score_hop)
 STAGE_LABELS = {
+    "time_window": "read the question's date window",
     "query_generation": "query generation",
     "embed_query": "embed the query",
     "search": "search",
+    "entities": "entity stage",
     "keys": "search the extra keys",
     "candidates": "load candidates",
     "llm_judge": "LLM relevance judge",
     "scoring": "scoring",
+    "sessions": "session stage",
     "merge_and_assembly": "merge and assembly",
     "trace_write": "write the trace",
 }
@@ -38,6 +43,11 @@ class Span:
     duration_ms: float
 
 
+def stage_words(key: str) -> str:
+    """A stage's name in words; a stage this module does not know yet keeps its key, without underscores."""
+    return STAGE_LABELS.get(key, key.replace("_", " "))
+
+
 def timing_spans(trace: RetrievalTrace) -> list[Span]:
     """The trace's timings as spans in the order they ran; the first span is the whole retrieval."""
     top: dict[str, Any] = trace.timings_ms.as_dict()
@@ -49,22 +59,28 @@ def timing_spans(trace: RetrievalTrace) -> list[Span]:
         children.append(Span(name, key, depth, clock, float(ms)))
         clock += float(ms)
 
-    if "query_generation" in top:
-        add(STAGE_LABELS["query_generation"], "query_generation", 1, top["query_generation"])
+    for key in FIRST_STAGES:
+        if isinstance(top.get(key), (int, float)):
+            add(STAGE_LABELS[key], key, 1, top[key])
     for hop in trace.hops:
-        stages = {k: float(v) for k, v in hop.timings_ms.as_dict().items() if isinstance(v, (int, float))}
+        timed = {k: float(v) for k, v in hop.timings_ms.as_dict().items() if isinstance(v, (int, float))}
+        stages = {k: ms for k, ms in timed.items() if k not in INSIDE_STAGES}
         ordered = [k for k in HOP_STAGES if k in stages] + [k for k in stages if k not in HOP_STAGES]
-        hop_start = clock
-        children.append(Span(f"hop {hop.hop}", f"hop{hop.hop}", 1, hop_start, sum(stages.values())))
+        children.append(Span(f"hop {hop.hop}", f"hop{hop.hop}", 1, clock, sum(stages.values())))
         for key in ordered:
-            add(f"{STAGE_LABELS.get(key, key)} (hop {hop.hop})", f"hop{hop.hop}.{key}", 2, stages[key])
+            start = clock
+            add(f"{stage_words(key)} (hop {hop.hop})", f"hop{hop.hop}.{key}", 2, stages[key])
+            for inner, outer in INSIDE_STAGES.items():  # part of this stage's time: nested, the clock not moved
+                if outer == key and inner in timed:
+                    name = f"{stage_words(inner)} (hop {hop.hop})"
+                    children.append(Span(name, f"hop{hop.hop}.{inner}", 3, start, timed[inner]))
         reasoner = top.get(f"reasoner_hop{hop.hop}")
         if isinstance(reasoner, (int, float)):
             add(f"reasoner after hop {hop.hop}", f"reasoner_hop{hop.hop}", 1, reasoner)
-    known = {"query_generation", *TOTAL_KEYS, *(f"reasoner_hop{h.hop}" for h in trace.hops)}
+    known = {*FIRST_STAGES, *TOTAL_KEYS, *(f"reasoner_hop{h.hop}" for h in trace.hops)}
     for key in ("merge_and_assembly", *sorted(k for k in top if k not in known and k != "merge_and_assembly")):
         if isinstance(top.get(key), (int, float)):
-            add(STAGE_LABELS.get(key, key), key, 1, top[key])
+            add(stage_words(key), key, 1, top[key])
     total = next((float(top[k]) for k in TOTAL_KEYS if isinstance(top.get(k), (int, float))), clock)
     if total - clock > 0.05:  # e.g. opening the store, the reasoner's set-up: the gap between timed stages
         children.append(Span("untimed (between stages)", "untimed", 1, clock, total - clock))
@@ -196,6 +212,10 @@ def span_io(trace: RetrievalTrace, key: str) -> tuple[Rows, Rows]:
                 ("ranked but left out", str(len(left))),
             ],
         )
+    if key == "time_window":
+        w = trace.time_window
+        read = f"{w.label}, read from {_short(repr(w.phrase))}" if w is not None else "none named"
+        return [("question", _short(trace.question))], [("date window", read)]
     if key == "trace_write":
         return [], [("stored as", trace.trace_id)]
     return [], []

@@ -18,9 +18,11 @@ from . import (
     dashboard_cmd,
     eval_cmds,
     graph_cmds,
+    import_cmds,
     lifecycle_cmds,
     maintenance_cmds,
     mcp_cmd,
+    otel_cmds,
     retrieval_cmds,
     store_cmds,
     transfer_cmds,
@@ -87,12 +89,14 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     # Registration order is the order of `memlens --help` and docs/cli.md.
     transfer_cmds.register(sub, common)
+    import_cmds.register(sub, common)
     browse_cmds.register(sub, common)
     lifecycle_cmds.register(sub, common)
     cycle_cmds.register(sub, common)
     graph_cmds.register(sub, common)
     maintenance_cmds.register(sub, common)
     retrieval_cmds.register(sub, common)
+    otel_cmds.register(sub, common)
     mcp_cmd.register(sub, common)
     dashboard_cmd.register(sub, common)
     eval_cmds.register(sub, common)

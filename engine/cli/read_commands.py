@@ -23,6 +23,7 @@ READ_COMMANDS = frozenset(
         "export",
         "trace",
         "traces",
+        "export-otel",
         "replay",
         "eval-sets",
         "eval-runs",

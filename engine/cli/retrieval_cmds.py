@@ -196,7 +196,8 @@ def register(sub: Subcommands, common: Parser) -> None:
         "--origin",
         action="append",
         choices=[o.value for o in TraceOrigin],
-        help="only traces of this origin (repeatable): agent (API, MCP, CLI), dashboard, evaluation, import, unknown",
+        help="only traces of this origin (repeatable): agent (API, MCP, CLI), dashboard, evaluation, import, "
+        "langgraph (a LangGraph agent's search through MemlensStore), unknown",
     )
     p.add_argument("--text", metavar="WORDS", help="only traces whose question contains these words (any case)")
     p.add_argument("--limit", type=bounded_int(1, 10_000), default=20, metavar="N", help="rows (default 20)")

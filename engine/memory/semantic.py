@@ -72,11 +72,13 @@ def normalise_provenance(value: Any, method: str, confidence: float | None, at: 
         conf = min(max(float(conf), 0.0), 1.0)
     else:
         conf = None
+    origin = value.get("origin")  # an imported memory's source system and id (engine/interop/import_source.py)
     return {
         "sources": sources,
         "method": str(value.get("method") or method),
         "confidence": conf,
         "created_at": str(value.get("created_at") or at.isoformat()),
+        **({"origin": dict(origin)} if isinstance(origin, Mapping) else {}),
     }
 
 

@@ -34,6 +34,7 @@ RECORDED_ORIGINS: tuple[TraceOrigin, ...] = (
     TraceOrigin.DASHBOARD,
     TraceOrigin.EVALUATION,
     TraceOrigin.IMPORT,
+    TraceOrigin.LANGGRAPH,
 )
 
 

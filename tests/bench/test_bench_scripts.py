@@ -36,6 +36,8 @@ LIBRARIES = {
     "synthetic.py": "ingest.py and latency.py",
     "process_sampler.py": "suite_cpu.py",
     "mutation.py": "tests/bench/test_mutation_script.py (its own smoke test)",
+    "peer_mem0.py": "tests/bench/test_peer_mem0_script.py (its own smoke test: mem0 and memlens workers)",
+    "otel_overhead.py": "tests/bench/test_otel_overhead_script.py (its own smoke test: the script and its OTLP sink)",
     "_mutants.py": "mutation.py (how its mutants are made)",
 }
 SMOKE_TESTED = {

@@ -3,7 +3,8 @@
 Usage: python agent_writer.py STORE READY_FILE GO_FILE RESULT_FILE SECONDS [PACE]. Any error (a lock error included)
 ends the process with a traceback and a non-zero exit code; the result file lists exactly what was written. PACE
 (seconds, default 0) is a pause after each round of writes, as an agent thinks between its calls: the run is then
-mostly waiting instead of burning a shared machine's CPU for its whole length.
+mostly waiting instead of burning a shared machine's CPU for its whole length. It writes at least two rounds, however
+slow the machine: the first memory is the beacon, the second the first "Agent observation" the dashboard may forget.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def main() -> None:
     }
     end = time.monotonic() + seconds
     i = 0
-    while time.monotonic() < end:
+    while time.monotonic() < end or i < 2:
         text = f"The {BEACON} beacon was planted by the agent" if i == 0 else f"Agent observation number {i}"
         written["items"].append(engine.items.remember(USER, text, category="agent").id)
         engine.sessions.add_message(USER, SESSION, "assistant", f"working on step {i}")

@@ -27,6 +27,7 @@ TOKEN = "guard-token-5x9q-long-enough"
 
 def test_a_trace_opened_before_a_hard_forget_loses_the_memorys_text_on_the_next_run(empty_app: MemoryEngine):
     engine = empty_app
+    engine.admin.purges.grace_s = 0.5  # only this process reads the store: purge soon, not after the default 10 s
     secret = engine.items.remember("forgetful", SECRET)
     engine.items.remember("forgetful", "The spare key for the office is with the receptionist")
     trace = engine.retrieval.retrieve("forgetful", "where is the spare key")

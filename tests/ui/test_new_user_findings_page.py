@@ -141,3 +141,15 @@ def test_times_are_shown_to_the_second_and_tombstones_without_internal_names(dem
     no_errors(at)
     events = next(d.value for d in at.dataframe if "when" in d.value.columns)
     assert len(events) and all(SECOND.match(str(t)) for t in events["when"]), list(events["when"])[:3]
+
+
+def test_the_hop_tables_rank_columns_are_headed_in_words(demo_app: MemoryEngine):
+    q = TWO_HOP[4]
+    trace = demo_app.retrieval.retrieve(q["user_id"], q["question"])
+    at = open_link(TRACE_PAGE, {"trace": trace.trace_id, "tab": "hops"})
+    no_errors(at)
+    hop_table = next(d for d in at.dataframe if "rank_final" in d.value.columns)  # the key stays the record's field
+    headers = {key: shown.get("label") for key, shown in json.loads(hop_table.proto.columns).items()}
+    assert headers["rank_final"] == "final rank"  # the new user read "rank_final"
+    ranks = [c for c in hop_table.value.columns if c.startswith("rank_") and c in headers]
+    assert ranks and all(headers[c] and "_" not in headers[c] for c in ranks), headers

@@ -16,6 +16,7 @@ TRACE_PAGE = "pages/retrieval.py"
 
 def test_why_not_on_a_memory_forgotten_after_the_trace_shows_its_tombstone(empty_app: MemoryEngine):
     engine = empty_app
+    engine.admin.purges.grace_s = 0.5  # only this process reads the store: purge soon, not after the default 10 s
     gone = engine.items.remember("wren", "Wren keeps the allotment key under the blue bucket")
     engine.items.remember("wren", "Wren's allotment is plot 14 by the canal")
     trace = engine.retrieval.retrieve("wren", "where is the allotment key")

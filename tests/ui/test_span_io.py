@@ -3,6 +3,7 @@ span of the tree says in words what went in and what came out, as the trace reco
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from engine.trace.traces import Traces
@@ -28,3 +29,37 @@ def test_every_span_of_a_two_hop_trace_opens_onto_its_inputs_and_outputs():
     assert dict(opened["pipeline"][1])["context"] == f"{len(TRACE.context_ids)} memories, {TRACE.context_tokens} tokens"
     assert dict(opened["hop1.search"][1])["found"].endswith(("search", "searches", "graph"))
     assert span_io(TRACE, "hop9") == ([], []) and span_io(TRACE, "something_new") == ([], [])
+
+
+def test_the_date_window_entity_and_key_stages_sit_where_they_ran_and_are_named_in_words():
+    """The time window is read before the first query is made; a hop's entity stage and key search run between its
+    search and the loading of its candidates, and the session stage inside its scoring (engine/retrieval/pipeline.py).
+    Each span is named in words."""
+    hop1, hop2 = TRACE.hops
+    stages = {"embed_query": 1, "search": 2, "entities": 3, "keys": 4, "candidates": 5, "scoring": 6, "sessions": 0.5}
+    timed = dataclasses.replace(
+        TRACE,
+        timings_ms={"time_window": 0.5, "query_generation": 1.0, "reasoner_hop1": 2.0, "pipeline": 50.0},
+        hops=(dataclasses.replace(hop1, timings_ms=stages), dataclasses.replace(hop2, timings_ms=stages)),
+    )
+    spans = timing_spans(timed)
+    assert [s.key for s in spans][:9] == [
+        "pipeline",
+        "time_window",
+        "query_generation",
+        "hop1",
+        "hop1.embed_query",
+        "hop1.search",
+        "hop1.entities",
+        "hop1.keys",
+        "hop1.candidates",
+    ]
+    assert [s.start_ms for s in spans[1:4]] == [0.0, 0.5, 1.5]
+    by_key = {s.key: s for s in spans}
+    assert by_key["hop1"].duration_ms == 21.0  # the session stage's time is part of scoring's, not added to it
+    sessions, scoring = by_key["hop1.sessions"], by_key["hop1.scoring"]
+    assert (sessions.depth, sessions.start_ms, sessions.duration_ms) == (3, scoring.start_ms, 0.5)
+    assert by_key["reasoner_hop1"].start_ms == scoring.start_ms + scoring.duration_ms
+    assert not [s.name for s in spans if "_" in s.name]  # "time_window", "entities" were shown as the engine's keys
+    inputs, outputs = span_io(TRACE, "time_window")
+    assert dict(inputs)["question"] == TRACE.question and outputs

@@ -101,3 +101,16 @@ def test_the_overviews_recent_traces_leave_evaluation_runs_out_unless_asked(demo
     assert "agent (API, MCP, CLI)" in set(recent["origin"])
     at.toggle(key="overview_trace_runs").set_value(True).run()
     assert run in set(at.dataframe(key="overview_traces").value["trace id"])
+
+
+def test_a_user_with_only_evaluation_traces_is_told_they_are_left_out_not_that_there_are_none(empty_app):
+    e = empty_app
+    item = e.items.remember("eve", "The evaluation-only user keeps her notes in the blue binder.")
+    e.evals.add_case("only-runs", "eve", "Where are the notes kept?", [item.id], create_set=True)
+    run = e.evals.results(e.evals.evaluate("only-runs").run_id)[0].trace_id
+    at = open_link("pages/retrieval.py", {"trace": run})  # the way a run's case opens it
+    no_errors(at)
+    assert at.session_state["trace_current_id"] == run
+    notes = values(at, "info")
+    assert not any("No stored traces" in v for v in notes), notes  # eve has one: the picker left it out
+    assert any("1 evaluation run trace" in v and "left out" in v for v in notes), notes

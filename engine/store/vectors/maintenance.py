@@ -34,12 +34,13 @@ log = logging.getLogger(__name__)
 
 class VectorMaintenance(VectorTables):
     # -- purging forgotten rows -------------------------------------------------------------------------------------
-    def materialize_deletions(self, name: str) -> int:
+    def materialize_deletions(self, name: str, versions_kept: bool = True) -> int:
         """Rewrite every data file of table ``name`` that still holds deleted rows, and rebuild its full-text index
         (its token dictionary would keep a deleted text's words); return the version that no longer holds them.
         Readers are unaffected: this commits a new version, the old files stay until prune_versions removes them.
         LanceDB's own optimize() rewrites a file only once a tenth of its rows are deleted, so this goes through
-        Lance directly (pylance) with a threshold of 0."""
+        Lance directly (pylance) with a threshold of 0. ``versions_kept=False``: the caller prunes without a grace
+        (prune_versions then keeps the latest version only, whatever the times), so no gap between the commits."""
         tb = self.db.open_table(name)
         if any(f.metadata.deletion_file is not None for f in tb.to_lance().get_fragments()):
             for attempt in range(3):
@@ -57,7 +58,8 @@ class VectorMaintenance(VectorTables):
         clean = tb.version
         # The next commit comes more than prune_versions' slack (1 s) later, so once it is the first version to keep,
         # every version up to the compaction is old enough to go.
-        time.sleep(_PURGE_GAP_S)
+        if versions_kept:
+            time.sleep(_PURGE_GAP_S)
         from lancedb.index import FTS, BTree
 
         if any(tuple(ix.columns) == ("text",) for ix in tb.list_indices()):

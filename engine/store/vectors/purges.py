@@ -113,7 +113,10 @@ class VectorPurges:
         if row is None:
             return
         requested = row[0]
-        clean = {name: self.index.materialize_deletions(name) for name in self.index.kind_tables(kind)}
+        kept = self.grace_s > 0  # with no grace, pruning keeps only the latest version: no gap needed between commits
+        clean = {
+            name: self.index.materialize_deletions(name, versions_kept=kept) for name in self.index.kind_tables(kind)
+        }
         pending = dict(clean)
         deadline = time.monotonic() + self.grace_s + 60.0
         time.sleep(self.grace_s)

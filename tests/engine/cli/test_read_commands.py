@@ -32,6 +32,7 @@ READ_INVOCATIONS = {
     "export": ["--user", U],
     "trace": ["--id", "tr-1"],
     "traces": [],
+    "export-otel": ["--user", U],
     "replay": ["--id", "tr-1"],
     "eval-sets": [],
     "eval-runs": [],
@@ -60,6 +61,7 @@ WRITE_COMMANDS = {
     "copy-store",
     "eval",
     "import-benchmark",
+    "import",  # import letta|llmemory|mem0; its --dry-run writes nothing but opens (so creates) the store
 }
 
 

@@ -3,6 +3,7 @@ and one run of it (issue 32: after the documented CLI demo, `eval-sets` listed n
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from engine import MemoryEngine, Settings
@@ -21,9 +22,13 @@ def test_the_cli_demo_loads_the_expectation_set_and_its_run(tmp_path: Path):
     assert cli(store, "--json", "eval-sets").json()[0]["runs"] == 1
 
 
-def test_reset_reloads_the_set_with_the_dataset(tmp_path: Path, embedder):
-    engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(tmp_path / "store")), embedder=embedder)
-    engine.admin.load_demo(evaluation=False)  # as `demo` loaded it before (and as the test suite's template does)
+def test_reset_reloads_the_set_with_the_dataset(tmp_path: Path, demo_store_template: Path, embedder):
+    # The dataset as `demo` loaded it before: the suite's template is built by load_demo(evaluation=False).
+    shutil.copytree(demo_store_template, tmp_path / "store")
+    # A reset hard-forgets the old memories; only this process uses the store, so their purge may run soon (the test
+    # waits for it at the end), not after the default 10 s.
+    settings = Settings.from_env({}, store=str(tmp_path / "store"), forget_purge_grace_s=0.5)
+    engine = MemoryEngine.open(settings=settings, embedder=embedder)
     assert engine.evals.sets() == []
     assert engine.admin.load_demo() == {}  # loaded already: nothing changes; `demo --reset` brings the set
     counts = engine.admin.load_demo(reset=True)

@@ -80,6 +80,19 @@ def test_hard_forget_redacts_every_trace_and_replay_leaves_it_out(engine):
     assert _versions_holding(engine, secret.id) == []
 
 
+def test_a_purge_without_a_grace_leaves_no_version_holding_the_memory(tmp_path, embedder):
+    """``forget_purge_grace_s=0`` (one process uses the store): the purge skips the pause a grace needs between its
+    commits (engine/store/vectors/maintenance.py), and still no version of the table holds the memory."""
+    settings = Settings.from_env({}, store=str(tmp_path / "store"), lock_timeout_s=30, forget_purge_grace_s=0)
+    engine = MemoryEngine.open(settings=settings, embedder=embedder)
+    secret, _, _ = _setup(engine)
+    assert _versions_holding(engine, secret.id)
+    engine.forgetting.forget("u1", "semantic", [secret.id], reason="privacy request", mode="hard", actor="tester")
+    assert engine.admin.purges.wait(60)
+    assert engine.admin.purges.owed() == []
+    assert _versions_holding(engine, secret.id) == []
+
+
 def test_soft_forget_marks_traces_without_redacting_and_replay_leaves_it_out(engine):
     secret, policy, trace = _setup(engine)
     engine.forgetting.forget("u1", "semantic", [policy.id], reason="outdated", mode="soft")

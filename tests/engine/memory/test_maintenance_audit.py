@@ -28,8 +28,14 @@ TRAMS = "Lisbon suits you; the trams are lovely."
 
 @pytest.fixture(scope="module")
 def engine(module_settings: Settings, embedder) -> Iterator[MemoryEngine]:
-    """One store for the module, each test with users of its own."""
-    overrides = {"graph_extraction": "off", "episodic_ttl_days": 30.0, "skill_mining_enabled": True}
+    """One store for the module, each test with users of its own. Only this process uses it, so a hard forget's
+    purge may run soon (the teardown waits for them), not after the default 10 s."""
+    overrides = {
+        "graph_extraction": "off",
+        "episodic_ttl_days": 30.0,
+        "skill_mining_enabled": True,
+        "forget_purge_grace_s": 0.5,
+    }
     e = MemoryEngine.open(settings=module_settings.with_overrides(overrides), embedder=embedder)
     yield e
     e.admin.purges.wait(60)  # the hard forgets' vector purges, before the team store's servers go

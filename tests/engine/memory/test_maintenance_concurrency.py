@@ -5,30 +5,27 @@ it), each memory has exactly one vector, and every applied change has its one au
 runs inside the writing transaction, under the store's write lock (engine/memory/maintenance_apply.py).
 
 The processes are real (tests/support/maintenance_applier.py), each with its own engine, released together once all
-have loaded the model. Assertions are on the store's state, never on timing."""
+have loaded the model. They are forked from one server that loaded the model (tests/support/fork_server.py): real
+processes, each with its own pid and store handles, that skip ~10 s of imports each. Assertions are on the store's
+state, never on timing."""
 
 from __future__ import annotations
 
 import json
-import os
 import pickle
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from engine import MemoryEngine, Settings
+from tests.support.fork_server import ForkServer
 
 pytestmark = [pytest.mark.both_stores, pytest.mark.subprocess, pytest.mark.slow]
 
 U = "dana"
 SESSION = "s-race"
-SUPPORT = Path(__file__).resolve().parents[2] / "support"
-ROOT = Path(__file__).resolve().parents[3]
 # Long messages, so the session is consolidated in several chunks: several units, each its own transaction.
 TOPICS = ["Lisbon", "the bakery", "the marathon", "her sister", "the garden", "the new job", "chess", "the boat"]
 MODES = {"a": "apply", "b": "apply", "c": "consolidate"}
@@ -50,15 +47,14 @@ def race(module_settings: Settings, embedder, tmp_path_factory) -> Iterator[dict
     assert preview.change_count > 3 and not preview.errors
     flags = tmp_path_factory.mktemp("maintenance-race")
     (flags / "preview.pkl").write_bytes(pickle.dumps(preview))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    # Started here, after the team store's servers set the environment its children inherit (the S3 variables).
+    server = ForkServer(flags / "fork-server")
     procs = {
-        name: subprocess.Popen(
-            [sys.executable, str(SUPPORT / "maintenance_applier.py"), *store_args(settings), mode]
-            + [str(flags / p) for p in ("preview.pkl", f"{name}.ready", "go", f"{name}.json")],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
+        name: server.start(
+            "maintenance_applier.py",
+            *store_args(settings),
+            mode,
+            *(flags / p for p in ("preview.pkl", f"{name}.ready", "go", f"{name}.json")),
         )
         for name, mode in MODES.items()
     }
@@ -67,20 +63,18 @@ def race(module_settings: Settings, embedder, tmp_path_factory) -> Iterator[dict
         while not all((flags / f"{name}.ready").exists() for name in procs):
             for name, p in procs.items():
                 if p.poll() is not None:
-                    pytest.fail(
-                        f"process {name} exited before the start: {p.stderr.read()[-3000:] if p.stderr else ''}"
-                    )
+                    pytest.fail(f"process {name} exited before the start: {p.stderr()[-3000:]}")
             assert time.monotonic() < deadline, "the processes did not get ready in time"
             time.sleep(0.05)
         (flags / "go").write_text("go")
-        errors = {name: p.communicate(timeout=600)[1] for name, p in procs.items()}
+        codes = {name: p.wait(timeout=600) for name, p in procs.items()}
     finally:
         for p in procs.values():
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    codes = {name: p.returncode for name, p in procs.items()}
-    assert codes == dict.fromkeys(MODES, 0), {n: errors[n][-3000:] for n in MODES if codes[n]}
+        server.stop()
+    assert codes == dict.fromkeys(MODES, 0), {n: procs[n].stderr()[-3000:] for n in MODES if codes[n]}
     results = {name: json.loads((flags / f"{name}.json").read_text()) for name in MODES}
     yield {"engine": engine, "preview": preview, "results": results}
     engine.close()

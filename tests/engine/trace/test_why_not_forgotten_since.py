@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from engine import MemoryEngine, why_not
+from engine import MemoryEngine, Settings, why_not
 
 
 @pytest.fixture
-def store(empty_engine: MemoryEngine) -> MemoryEngine:
-    e = empty_engine
+def store(settings: Settings, embedder) -> MemoryEngine:
+    # Only this process uses the store: a hard forget's purge may run soon (the test waits for it), not after 10 s.
+    e = MemoryEngine.open(settings=settings.with_overrides({"forget_purge_grace_s": 0.5}), embedder=embedder)
     e.items.remember_many(
         [
             {"user_id": "wren", "id": "w-tea", "content": "Wren drinks green tea every morning at seven."},
