@@ -49,7 +49,8 @@ def cmd_import_llmemory(ctx: Context) -> Result:
 
 def cmd_import_mem0(ctx: Context) -> Result:
     a = ctx.args
-    options = {"user_ids": a.user} if a.user else {}
+    scopes = {"user_ids": a.user, "agent_ids": a.agent, "run_ids": a.run}
+    options = {name: ids for name, ids in scopes.items() if ids}
     return _result(ctx.engine.imports.mem0(a.source, dry_run=a.dry_run, **options))
 
 
@@ -94,3 +95,5 @@ def register(sub: Subcommands, common: Parser) -> None:
         "the mem0 configuration (what mem0.Memory.from_config takes) as a JSON file",
     )
     p.add_argument("--user", action="append", help="import only this mem0 user (repeat for several)")
+    p.add_argument("--agent", action="append", help="import only this mem0 agent's memories (repeat for several)")
+    p.add_argument("--run", action="append", help="import only this mem0 run's memories (repeat for several)")

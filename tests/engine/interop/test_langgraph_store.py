@@ -17,6 +17,7 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp,
 
 from engine import InvalidInput, MemoryEngine, Settings, TraceFilter, TraceOrigin
 from engine.interop.langgraph_store import DELETED_REASON, REPLACED_REASON, MemlensSearchItem, MemlensStore
+from tests.support.own_loop import run_on_own_loop
 from tests.support.storecheck import snapshot
 from ui.trace_table_data import USUAL_ORIGINS, origin_words
 
@@ -124,7 +125,7 @@ def test_the_async_graph_and_the_async_forms_go_through_abatch(engine):
     graph = compiled(store, run_async=True)
     facts = {"pet": "Grace keeps two goldfish named Bubbles and Dot", "sport": "Grace plays volleyball on Sundays"}
     state = {"user": "grace", "facts": facts, "question": "What pets does Grace have?", "recalled": [], "trace_ids": []}
-    out = asyncio.run(graph.ainvoke(state))
+    out = run_on_own_loop(graph.ainvoke(state))
     assert out["recalled"] == ["pet"] and len(out["trace_ids"]) == 1
 
     async def direct() -> None:
@@ -142,7 +143,7 @@ def test_the_async_graph_and_the_async_forms_go_through_abatch(engine):
         await asyncio.gather(*(store.aput(("grace", "burst"), k, {"text": f"burst note {k}"}) for k in keys))
         assert sorted(h.key for h in await store.asearch(("grace", "burst"))) == keys
 
-    asyncio.run(direct())
+    run_on_own_loop(direct())
 
 
 # -- get / put / delete ---------------------------------------------------------------------------------------------
@@ -271,7 +272,7 @@ def test_a_batch_with_a_bad_op_writes_nothing_not_even_a_search_trace(engine, st
     with pytest.raises(InvalidInput):
         store.batch(ops)  # type: ignore[arg-type]
     with pytest.raises(InvalidInput):
-        asyncio.run(store.abatch(ops))  # type: ignore[arg-type]
+        run_on_own_loop(store.abatch(ops))  # type: ignore[arg-type]
     assert snapshot(engine) == before
     assert store.get(("ok", "ns"), "new") is None and store.get(("ok", "ns"), "existing") is not None
 

@@ -15,13 +15,12 @@ does differently said where it does:
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from langgraph.store.base import InvalidNamespaceError, PutOp
 
 from engine import MemoryEngine, Settings
 from engine.interop.langgraph_store import MemlensStore
+from tests.support.own_loop import run_on_own_loop
 
 FILTER_DOCS = [
     ("doc1", {"text": "red apple", "color": "red", "score": 4.5}),
@@ -117,7 +116,7 @@ def test_namespaces_langgraph_refuses_and_the_reserved_root_through_batch(new_st
         with pytest.raises(InvalidNamespaceError):
             store.put(namespace, "foo", doc)
         with pytest.raises(InvalidNamespaceError):
-            asyncio.run(store.aput(namespace, "foo", doc))
+            run_on_own_loop(store.aput(namespace, "foo", doc))
 
     async def async_round_trip() -> None:
         await store.aput(("foo", "langgraph", "foo"), "bar", doc)
@@ -132,7 +131,7 @@ def test_namespaces_langgraph_refuses_and_the_reserved_root_through_batch(new_st
         await store.adelete(("langgraph", "foo"), "bar")
         assert await store.aget(("langgraph", "foo"), "bar") is None
 
-    asyncio.run(async_round_trip())
+    run_on_own_loop(async_round_trip())
     store.put(("foo", "langgraph", "foo"), "bar", doc)
     assert store.search(("foo", "langgraph", "foo"), query="bar")[0].value == doc
     store.batch([PutOp(("langgraph", "foo"), "bar", doc)])
@@ -180,7 +179,7 @@ def test_search_with_filters(new_store, run_async):
 
     def search(query: str, flt: dict) -> list:
         if run_async:
-            return asyncio.run(store.asearch(("test",), query=query, filter=flt))
+            return run_on_own_loop(store.asearch(("test",), query=query, filter=flt))
         return store.search(("test",), query=query, filter=flt)
 
     for key, value in FILTER_DOCS:

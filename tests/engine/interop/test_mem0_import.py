@@ -376,3 +376,14 @@ def test_the_command_imports_reports_and_says_a_repeat_wrote_nothing(store, tmp_
     assert "Already in the store (from an earlier import)" in out
     code, out, err = run(target, "import", "mem0", str(tmp_path / "nowhere.json"))
     assert code != 0 and out == "" and err.startswith("error: ") and err.count("\n") == 1 and "nowhere.json" in err
+
+
+def test_the_command_limits_the_import_to_agents_and_runs(store, tmp_path):
+    from engine.interop.mem0_import import read_mem0
+
+    code, out, err = run(
+        tmp_path / "memlens", "--json", "import", "mem0", str(store["path"]), "--agent", "travel-bot", "--run",
+        "session-7", "--dry-run",
+    )  # fmt: skip
+    expected = len(read_mem0(store["config"], agent_ids=["travel-bot"], run_ids=["session-7"]).records)
+    assert (code, err) == (0, "") and 0 < expected < 8 and json.loads(out)["written"] == {"item": expected}
