@@ -9,6 +9,8 @@
     ep = memory.episode([{"observation": "...", "action": "...", "result": "..."}], outcome="success")
     memory.skill_outcome(skill_id, success=True, episode_id=ep.id)
     memory.feedback(useful=ctx.context_ids[:1], trace_id=ctx.trace_id)
+    memory.consolidate()                                    # this session's new messages -> semantic memories
+    memory.maintain()                                       # consolidate, reflect, mine skills, expire
 
 Everything is stored at once in the shared store, so the dashboard (another process) shows it on its next rerun and
 the agent sees the dashboard's edits (working memory, feedback, forgetting) on its next call.
@@ -21,7 +23,7 @@ from typing import Any
 
 from .engine import MemoryEngine
 from .ids import check_id
-from .records import Episode, FeedbackEvent, Item, Message, Skill
+from .records import Episode, FeedbackEvent, Item, MaintenanceReport, Message, Skill
 from .trace.records import RetrievalTrace
 
 
@@ -93,3 +95,19 @@ class AgentMemory:
     ) -> list[FeedbackEvent]:
         """Label memories useful/harmful, tied to the trace that surfaced them."""
         return self.engine.feedback.report(self.user_id, useful, harmful, trace_id, note)
+
+    def consolidate(self, clear_session: bool = False) -> MaintenanceReport:
+        """Turn this session's messages that no earlier consolidation covered into semantic memories, each naming
+        the message it came from (llmemory's ``consolidate!``); ``clear_session`` then deletes the session's messages.
+        Applied at once, by actor ``agent``, in the maintenance log."""
+        return self.engine.maintenance.consolidate(
+            self.user_id, self.session_id, apply=True, clear_session=clear_session, actor="agent"
+        )
+
+    def maintain(self, reflect: bool = True, mine_skills: bool | None = None, expire: bool = True) -> MaintenanceReport:
+        """The maintenance cycle for this user (llmemory's ``maintain!``): consolidate every session's new messages,
+        reflect over recent episodes, mine skills (default: the ``skill_mining_enabled`` setting), expire by the TTL
+        settings. Applied at once, by actor ``agent``; a second call changes nothing new."""
+        return self.engine.maintenance.maintain(
+            self.user_id, reflect=reflect, mine_skills=mine_skills, expire=expire, apply=True, actor="agent"
+        )

@@ -41,3 +41,20 @@ def test_hostile_ids_are_refused_when_the_agent_memory_is_made(empty_engine, use
 def test_reporting_an_unknown_skill_is_not_found(empty_engine):
     with pytest.raises(NotFound):
         AgentMemory(empty_engine, "agent-1").skill_outcome("skill_missing", True)
+
+
+def test_the_agent_consolidates_its_session_and_runs_the_maintenance_cycle(empty_engine: MemoryEngine):
+    memory = AgentMemory(empty_engine, "agent-1", "run-3")
+    memory.message("user", "I moved to Lisbon last spring.")
+    memory.message("assistant", "Lisbon suits you; the trams are lovely.")
+    report = memory.consolidate()
+    assert report.applied and report.actor == "agent" and report.change_count > 0
+    items = {i.content: i for i in empty_engine.items.list_items("agent-1").rows}
+    assert items["I moved to Lisbon last spring."].provenance["sources"] == [{"type": "message", "id": "run-3#1"}]
+    assert empty_engine.maintenance.log("agent-1", run_id=report.run_id)[0].actor == "agent"
+    assert memory.consolidate().change_count == 0  # those messages are consolidated already
+    memory.episode([{"observation": "new release", "action": "deploy", "result": "ok"}], outcome="success")
+    first = memory.maintain()
+    assert first.applied and not first.errors
+    assert [s.name for s in first.steps] == ["consolidate", "reflect", "mine_skills", "expire"]
+    assert memory.maintain().change_count == 0  # idempotent
