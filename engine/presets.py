@@ -42,6 +42,7 @@ LLMEMORY: dict[str, Any] = {
     "reasoner_query": "terms",
     "query_condense_words": 15,
     "time_window": "off",  # [memlens] the time stage (issue 34) is no llmemory rule
+    "adaptive_bm25": False,  # [memlens] llmemory blends at bm25_weight in every search
 }
 
 PRESETS: dict[str, dict[str, Any]] = {

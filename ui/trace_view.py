@@ -178,6 +178,8 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int, labels: Any =
                 for e in hop.entities
             )
             st.caption(f"Entities followed: {named}")
+        if hop.fusion is not None:  # the BM25 weight this hop's fusion used (engine/retrieval/lexical_weight.py)
+            st.caption(f"Fusion: {md_escape(hop.fusion.describe())}")
         ranked_sessions = [r for r in (c.scores.session_rank for c in hop.candidates) if r is not None]
         if ranked_sessions:  # the session stage ran: its columns are session_score, session_rank, hybrid_session_part
             st.caption(

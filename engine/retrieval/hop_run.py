@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from ..trace.records import (
     CandidateInput,
     CandidateTrace,
+    FusionWeight,
     HopCounts,
     HopEntity,
     HopSimilarity,
@@ -79,6 +80,7 @@ class HopRun:
     similarity: HopSimilarity = field(default_factory=HopSimilarity)
     timings: StageTimings = StageTimings()
     entities: tuple[HopEntity, ...] = ()  # what the entity stage started from
+    fusion: FusionWeight | None = None  # the BM25 weight its fusion used (lexical_weight.py)
 
 
 def placement_key(s: Scored) -> tuple[int, str]:
@@ -128,6 +130,7 @@ def hop_trace(run: HopRun, ranked: Mapping[tuple[int, str], tuple[Scored, Placem
         timings_ms=run.timings,
         similarity=run.similarity,
         entities=run.entities,
+        fusion=run.fusion,
     )
 
 

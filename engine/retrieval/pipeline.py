@@ -46,7 +46,7 @@ from .key_search import find_keys, keys_on
 from .query_vectors import QueryVectors
 from .reasoners import DONE, CallableReasoner, LLMReasoner, OfflineBridgeReasoner, Proposal, Reasoner
 from .similarity import CandidateCosines, cosine_lookup
-from .stages import Scored, score_hop
+from .stages import Scored, hop_lexical_weight, score_hop
 from .text import condense_offline
 from .time_stage import replay_window
 from .time_window import question_window
@@ -268,6 +268,7 @@ class Retriever:
             pairs,
             timer.timings(),
             finding.seeds,
+            hop_lexical_weight(inputs, req.settings) if inputs else None,
         )
 
     def _entities(

@@ -21,10 +21,12 @@ from datetime import datetime
 from ..clock import parse_time
 from ..config import Settings
 from ..memory.procedural import wilson_interval
+from ..trace.hop_records import FusionWeight
 from ..trace.records import CandidateInput
 from ..trace.time_records import TimeWindow
 from ..vocab import Relevance
 from .key_search import key_cosines, key_lexical, keys_on
+from .lexical_weight import lexical_weight
 from .scores import CandidateScores, StageRanks, Verdict
 from .session_stage import SessionScores, session_stage
 from .text import bm25_scores
@@ -262,17 +264,26 @@ def fuse(inputs: Sequence[CandidateInput], lexical: LexicalScores, settings: Set
     ``rrf`` ([memlens]): see :func:`_fuse_rrf`. Without ``hybrid_enabled``: the cosine alone. Both parts are
     recorded (``hybrid_vector_part``, ``hybrid_bm25_part``) so the breakdown adds up exactly.
     """
-    w = float(settings.bm25_weight)
     cosines = key_cosines(inputs, settings)  # [memlens] its own, or its best key's when better (key_search.py)
     nothing = (None,) * len(inputs)
     if not settings.hybrid_enabled:
         return FusionScores(tuple(cosines), tuple(cosines), (0.0,) * len(inputs), nothing, nothing, nothing, nothing)
+    w = lexical_weight(cosines, settings).weight  # [memlens] less when the cosines have a clear head
     if settings.fusion == "weighted":
         vector, bm25, hybrid = weighted_fusion(cosines, lexical.norm, w)
         return FusionScores(hybrid, vector, bm25, nothing, nothing, nothing, nothing)
     if settings.fusion == "zscore":
         return _fuse_zscores(cosines, lexical.combined, w)
     return _fuse_rrf(cosines, lexical.combined, w, float(settings.rrf_k))
+
+
+def hop_lexical_weight(inputs: Sequence[CandidateInput], settings: Settings) -> FusionWeight | None:
+    """The BM25 weight a hop's fusion uses, with its reason (lexical_weight.py); None when the hybrid or
+    adaptive_bm25 is off (the weight is then bm25_weight, as in every trace before it). The pipeline and replay
+    record it in the hop's trace from the same inputs, so the record is the weight used."""
+    if not settings.hybrid_enabled or not settings.adaptive_bm25:
+        return None
+    return lexical_weight(key_cosines(inputs, settings), settings)
 
 
 def with_entity_part(inputs: Sequence[CandidateInput], fusion: FusionScores, settings: Settings) -> FusionScores:

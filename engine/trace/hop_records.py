@@ -3,7 +3,8 @@ between the candidates it saw first (:class:`HopSimilarity`) and its counts (:cl
 
 Each record is written as the JSON object hops have always held (``to_dict``) and read back from every earlier
 stored form (``from_dict``): a stored hop without ``similarity``, a flat ``{"a|b": cosine}`` mapping from before
-the compact format, a proposal with keys of another version or a custom reasoner's own keys.
+the compact format, a proposal with keys of another version or a custom reasoner's own keys. A hop's BM25 weight
+(:class:`FusionWeight`) is written only by traces since ``adaptive_bm25``; an older hop has none.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-__all__ = ["PROPOSAL_KEYS", "HopCounts", "HopSimilarity", "ProposalDetails", "SIMILARITY_FORMAT"]
+__all__ = ["PROPOSAL_KEYS", "FusionWeight", "HopCounts", "HopSimilarity", "ProposalDetails", "SIMILARITY_FORMAT"]
 
 # The keys the query generator and the reasoners write, in the order they write them (so a proposal is written
 # back with its keys in the order it was stored).
@@ -148,3 +149,62 @@ class HopCounts:
 
     def to_dict(self) -> dict[str, int]:
         return {"found": self.found, "kept": self.kept, "dropped": self.dropped}
+
+
+@dataclass(frozen=True)
+class FusionWeight:
+    """The BM25 weight a hop's fusion used (``weight``) against the one set (``set_weight``), and why
+    (engine/retrieval/lexical_weight.py): ``rule`` is fixed, few candidates, no positive cosine, clear head, flat or
+    between; ``ratio`` the ``rank``-th best cosine over the best when it was measured."""
+
+    set_weight: float
+    weight: float
+    rule: str
+    rank: int | None = None
+    ratio: float | None = None
+
+    @property
+    def lowered(self) -> bool:
+        return self.weight < self.set_weight
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | Self | None) -> Self | None:
+        if isinstance(data, cls) or data is None:
+            return data
+        data = stored_object(cls, data)
+        return cls(
+            set_weight=float(data["set_weight"]),
+            weight=float(data["weight"]),
+            rule=str(data["rule"]),
+            rank=data.get("rank"),
+            ratio=data.get("ratio"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"set_weight": self.set_weight, "weight": self.weight, "rule": self.rule}
+        if self.rank is not None:
+            out["rank"] = self.rank
+        if self.ratio is not None:
+            out["ratio"] = self.ratio
+        return out
+
+    def describe(self) -> str:
+        """In words, for the trace page and why-not: 'BM25 weight 0.05 of 0.5: the cosine ranking has a clear head
+        (5th best / best = 0.58)'."""
+        head = f"BM25 weight {self.weight:.3g}" + (f" of {self.set_weight:.3g}" if self.lowered else "")
+        measured = f" ({_ordinal(self.rank)} best cosine / best = {self.ratio:.2f})" if self.ratio is not None else ""
+        why = {
+            "fixed": "as set (adaptive_bm25 off)",
+            "few candidates": f"as set: {self.rank} candidates or fewer",
+            "no positive cosine": "as set: no candidate has a positive cosine",
+            "clear head": "the cosine ranking has a clear head, so BM25 does not count" + measured,
+            "flat": "the cosines are flat, so BM25 counts fully" + measured,
+            "between": "the cosine ranking has a head, so BM25 counts less" + measured,
+        }.get(self.rule, self.rule + measured)
+        return f"{head}: {why}"
+
+
+def _ordinal(n: int | None) -> str:
+    if n is None:
+        return "k-th"
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"

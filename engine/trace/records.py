@@ -20,7 +20,7 @@ from ..records import to_plain
 from ..retrieval.scores import SCORE_KEYS, CandidateScores, StageRanks, Verdict
 from ..vocab import ForgetMode, Kind, Reason
 from .entity_links import EntityLinks, EntityPath, HopEntity
-from .hop_records import HopCounts, HopSimilarity, ProposalDetails, stored_object
+from .hop_records import FusionWeight, HopCounts, HopSimilarity, ProposalDetails, stored_object
 from .key_links import KeyMatch
 from .time_records import TimeWindow
 
@@ -30,6 +30,7 @@ __all__ = [
     "CandidateTrace",
     "EntityLinks",
     "EntityPath",
+    "FusionWeight",
     "HopEntity",
     "HopTrace",
     "RankedMemory",
@@ -60,6 +61,7 @@ OLDER_TRACE_SETTINGS = {
     "time_window": "off",  # no time stage before issue 34
     "session_weight": 0.0,  # no session stage before issue 34
     "hop_protect_top": 0,  # the plain max-score merge of hops before issue 34
+    "adaptive_bm25": False,  # the set bm25_weight in every hop before round three's fusion change
 }
 
 
@@ -305,9 +307,13 @@ class HopTrace:
     similarity: HopSimilarity = field(default_factory=HopSimilarity)
     # the entities the hop's entity stage started from (none: the stage was off, named none, or an older trace)
     entities: tuple[HopEntity, ...] = ()
+    # the BM25 weight the hop's fusion used and why (none: hybrid off, or a trace from before adaptive_bm25)
+    fusion: FusionWeight | None = None
 
     def __post_init__(self) -> None:
         # Built from a stored trace (or by hand), these arrive as plain mappings: keep the typed records.
+        if self.fusion is not None and not isinstance(self.fusion, FusionWeight):
+            object.__setattr__(self, "fusion", FusionWeight.from_dict(self.fusion))
         if any(not isinstance(e, HopEntity) for e in self.entities):
             object.__setattr__(self, "entities", tuple(HopEntity.from_dict(e) for e in self.entities))
         if not isinstance(self.proposal, ProposalDetails):
@@ -333,6 +339,10 @@ class HopTrace:
         }
         if not self.entities:  # a hop without an entity stage is written as hops were before it
             del plain["entities"]
+        if self.fusion is None:  # likewise a hop without a recorded BM25 weight
+            del plain["fusion"]
+        else:
+            plain["fusion"] = self.fusion.to_dict()
         return plain
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from ..config import Settings
 from ..errors import InvalidInput
 from ..retrieval.hop_run import HopRun
-from ..retrieval.stages import score_hop
+from ..retrieval.stages import hop_lexical_weight, score_hop
 from ..vocab import FoundBy, Reason
 from .key_links import KEY_FOUND_BY
 from .records import CandidateInput, CandidateTrace, HopEntity, HopTrace, RankedMemory, RetrievalTrace, Tombstone
@@ -86,6 +86,7 @@ def replay_runs(
                 scored=tuple(scored),
                 similarity=hop.similarity,
                 entities=entities,
+                fusion=hop_lexical_weight(inputs, settings) if inputs else None,
             )
         )
     return runs

@@ -155,6 +155,7 @@ def _hop_rows(
         rank_h = c.ranks.hybrid
         found = f"{c.found_by} (via {c.entity.describe()})" if c.entity is not None else c.found_by
         found += _session_words(trace, hop, c)
+        found += f"; this hop's {hop.fusion.describe()}" if hop.fusion is not None and hop.fusion.lowered else ""
         found += f" (matched keys: {_shorten(c.key.describe(), 160)})" if c.key is not None else ""
         found += time_words(trace.time_window, trace.settings.retrieval.time_window, c.created_at, c.scores.time_factor)
         if c.verdicts.relevance == Relevance.DROPPED:

@@ -143,13 +143,17 @@ def test_every_candidate_has_all_scores_ranks_verdicts_and_a_context_reason(base
 def test_the_default_preset_composes_the_hybrid_from_z_scores(world):
     trace = run(world, preset=None)
     assert trace.settings.retrieval.fusion == "zscore" and trace.settings.preset == "default"
-    w = 0.5  # the default bm25_weight, written here rather than read back from the trace
     for hop in trace.hops:
         # Standardised by hand from the raw inputs (cosine, BM25; no preceding texts here, so BM25 is the lexical
         # score), population standard deviation over the hop's candidates: never from the z-scores the trace holds.
         cosines = [c.scores.vector_similarity for c in hop.candidates]
         bm25 = [c.scores.bm25_raw for c in hop.candidates]
-        assert len(cosines) >= 5 and statistics.pstdev(cosines) > 0 and statistics.pstdev(bm25) > 0
+        assert len(cosines) > 5 and statistics.pstdev(cosines) > 0 and statistics.pstdev(bm25) > 0
+        # The BM25 weight by the defaults written here (bm25_weight 0.5, adaptive_bm25 with the 5th best cosine
+        # over the best between 0.6 and 0.85), not read back from the trace
+        best = sorted(cosines, reverse=True)
+        w = 0.5 * min(1.0, max(0.0, (best[4] / best[0] - 0.6) / 0.25))
+        assert hop.fusion.weight == pytest.approx(w, rel=1e-12)
         for c, cos, lex in zip(hop.candidates, cosines, bm25, strict=True):
             z_vector = (cos - statistics.fmean(cosines)) / statistics.pstdev(cosines)
             z_bm25 = (lex - statistics.fmean(bm25)) / statistics.pstdev(bm25)
