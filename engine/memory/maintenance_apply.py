@@ -206,15 +206,9 @@ class ChangeWriter:
         if items:
             kept = {u: [e for e in batch if e.memory and e.memory[1] in keep] for u, batch in graph.items()}
             self.items.insert(conn, items, kept)
-        skills = []
-        for s in records:
-            if isinstance(s, Skill):  # the next version of its name, read under the lock
-                (top,) = conn.execute(
-                    "SELECT coalesce(max(version), 0) FROM skills WHERE user_id=? AND name=?", [user_id, s.name]
-                ).fetchall()[0]
-                skills.append(replace(s, version=int(top) + 1))
-        if skills:
-            self.skills.insert(conn, skills)
+        skills = [s for s in records if isinstance(s, Skill)]
+        if skills:  # each the next version of its name, read under the lock
+            self.skills.insert(conn, self.skills.number(conn, skills, [True] * len(skills)))
         for c in done:
             if c.action == "summarise":
                 self.items.set_category_summary(user_id, c.target_ids[0], c.detail["summary"], conn)

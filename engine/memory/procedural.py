@@ -6,6 +6,7 @@ outrank one with 95/100; the raw ``success_rate`` (parity: s/(s+f), 0.5 with no 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -162,7 +163,30 @@ class SkillLibrary:
         """Register skills; a skill without a version gets max(existing versions of its name) + 1 (parity)."""
         if not skills:
             return []
-        return self.b.store_records(self.kind, self.resolve(skills), self.index_text, self.insert)
+        versionless = [not s.version for s in skills]
+
+        def insert_numbered(conn: Connection, checked: Sequence[Skill]) -> list[Skill]:
+            # The next version is read again under the store's write lock: resolve() read it before embedding, and
+            # another writer registering the same name meanwhile would otherwise get the same number.
+            return self.insert(conn, self.number(conn, checked, versionless))
+
+        return self.b.store_records(self.kind, self.resolve(skills), self.index_text, insert_numbered)
+
+    @staticmethod
+    def number(conn: Connection, skills: Sequence[Skill], versionless: Sequence[bool]) -> list[Skill]:
+        """Each versionless skill (``versionless``) numbered max(versions of its name in ``conn``) + 1, in order; a
+        skill with its own version keeps it. Run inside the write transaction, so the numbers are the store's."""
+        top: dict[tuple[str, str], int] = {}
+        out = []
+        for s, auto in zip(skills, versionless, strict=True):
+            key = (s.user_id, s.name)
+            if key not in top:
+                sql = "SELECT coalesce(max(version), 0) FROM skills WHERE user_id=? AND name=?"
+                top[key] = int(conn.execute(sql, [s.user_id, s.name]).fetchall()[0][0])
+            version = top[key] + 1 if auto else s.version
+            top[key] = max(top[key], version)
+            out.append(dataclasses.replace(s, version=version))
+        return out
 
     @staticmethod
     def index_text(skill: Skill) -> str:

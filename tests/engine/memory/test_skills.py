@@ -89,6 +89,36 @@ def test_registering_a_name_again_creates_the_next_version_with_fresh_counters(e
     assert empty_engine.skills.register("bo", "triage-bug", "bo's own").version == 1
 
 
+class RegistersMeanwhile:
+    """The real model, which registers another version of the same skill while it embeds the first text that
+    names ``marker``: another writer getting in between a register's read of the versions and its write."""
+
+    def __init__(self, model, marker: str) -> None:
+        self.model, self.marker, self.engine = model, marker, None
+        self.name, self.dim = model.name, model.dim
+
+    def embed(self, texts):
+        if self.engine is not None and any(self.marker in t for t in texts):
+            engine, self.engine = self.engine, None
+            engine.skills.register(U, "deploy", "meanwhile, from another writer")
+        return self.model.embed(texts)
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
+def test_two_writers_registering_one_name_at_once_get_two_versions(settings, embedder):
+    model = RegistersMeanwhile(embedder, "from this writer")
+    engine = MemoryEngine.open(settings=settings, embedder=model)
+    engine.skills.register(U, "deploy", "the first version")
+    model.engine = engine  # the next register's embedding lets the other writer in
+    mine = engine.skills.register(U, "deploy", "from this writer")
+    versions = {s.body: s.version for s in engine.skills.versions(U, "deploy")}
+    # The other writer read version 1 and wrote 2; this one read 1 too, before embedding, but numbers under the lock
+    assert versions == {"the first version": 1, "meanwhile, from another writer": 2, "from this writer": 3}
+    assert mine.version == 3
+
+
 def test_a_skill_round_trips_its_fields(empty_engine):
     s = empty_engine.skills.register(
         U,
