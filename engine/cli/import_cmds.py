@@ -4,13 +4,18 @@ idempotent: importing the same source again writes nothing and says so; engine/i
 from __future__ import annotations
 
 import argparse
+import tempfile
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .output import Result
 from .transfer_cmds import counts_line
 
 if TYPE_CHECKING:
+    from ..engine import MemoryEngine
     from ..interop.import_run import ImportReport
     from .main import Context, Parser, Subcommands
 
@@ -30,28 +35,56 @@ def _human(data: dict[str, Any]) -> str:
             lines.append(f"  … and {len(reasons) - SHOWN_SKIPS} more reasons (--json lists every one)")
     if data["dry_run"]:
         lines.append("Nothing was written (--dry-run).")
+    if data.get("store_created") is False:
+        lines.append("The store does not exist yet, and the dry run did not create it.")
     return "\n".join(lines)
 
 
-def _result(report: ImportReport) -> Result:
-    return Result(report.to_dict(), _human)
+def _result(report: ImportReport, new_store: bool) -> Result:
+    data = report.to_dict()
+    if new_store:
+        data["store_created"] = False
+    return Result(data, _human)
+
+
+@contextmanager
+def _store(ctx: Context) -> Iterator[tuple[MemoryEngine, bool]]:
+    """The store to import into, and whether it is new. A dry run into an embedded store that does not exist yet runs
+    against an empty scratch store that is removed afterwards: a dry run writes nothing, not even the folder."""
+    from ..engine import DB_FILE, MemoryEngine
+    from ..store.location import store_location
+
+    settings = ctx.settings()
+    folder = store_location(settings.store, settings.vectors).folder
+    if not ctx.args.dry_run or folder is None or (folder / DB_FILE).is_file():
+        yield ctx.engine, False
+        return
+    with tempfile.TemporaryDirectory(prefix="memlens-dry-run-") as scratch:
+        engine = MemoryEngine.open(settings=settings.with_overrides({"store": str(Path(scratch) / "store")}))
+        try:
+            yield engine, True
+        finally:
+            engine.close()
 
 
 def cmd_import_letta(ctx: Context) -> Result:
     a = ctx.args
-    return _result(ctx.engine.imports.letta(a.source, user_id=a.user, dry_run=a.dry_run))
+    with _store(ctx) as (engine, new):
+        return _result(engine.imports.letta(a.source, user_id=a.user, dry_run=a.dry_run), new)
 
 
 def cmd_import_llmemory(ctx: Context) -> Result:
     a = ctx.args
-    return _result(ctx.engine.imports.llmemory(a.source, user_ids=a.user or None, dry_run=a.dry_run))
+    with _store(ctx) as (engine, new):
+        return _result(engine.imports.llmemory(a.source, user_ids=a.user or None, dry_run=a.dry_run), new)
 
 
 def cmd_import_mem0(ctx: Context) -> Result:
     a = ctx.args
     scopes = {"user_ids": a.user, "agent_ids": a.agent, "run_ids": a.run}
     options = {name: ids for name, ids in scopes.items() if ids}
-    return _result(ctx.engine.imports.mem0(a.source, dry_run=a.dry_run, **options))
+    with _store(ctx) as (engine, new):
+        return _result(engine.imports.mem0(a.source, dry_run=a.dry_run, **options), new)
 
 
 def register(sub: Subcommands, common: Parser) -> None:

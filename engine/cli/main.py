@@ -30,6 +30,7 @@ from . import (
 from .output import Result, dumps, one_line
 
 if TYPE_CHECKING:
+    from ..config import Settings
     from ..engine import MemoryEngine
 
 PROG = "memlens"
@@ -117,21 +118,27 @@ class Context:
     @property
     def engine(self) -> MemoryEngine:
         if self._engine is None:
-            from ..config import Settings
             from ..engine import DB_FILE, MemoryEngine
             from ..store.location import require_existing_store, store_location
             from .read_commands import reads_only
 
-            explicit = {"store": self.args.store} if getattr(self.args, "store", None) is not None else {}
-            if getattr(self.args, "vectors", None) is not None:
-                explicit["vectors"] = self.args.vectors
-            if getattr(self.args, "version_retention", None) is not None:
-                explicit["vector_version_retention_s"] = self.args.version_retention
-            settings = Settings.from_env(self.environ, **explicit)
+            settings = self.settings()
             if reads_only(self.args):  # a read never creates the store it was pointed at
                 require_existing_store(store_location(settings.store, settings.vectors), DB_FILE)
             self._engine = MemoryEngine.open(settings=settings)
         return self._engine
+
+    def settings(self) -> Settings:
+        """The settings the command's store opens with: the environment's, with --store, --vectors and
+        --version-retention on top."""
+        from ..config import Settings
+
+        explicit = {"store": self.args.store} if getattr(self.args, "store", None) is not None else {}
+        if getattr(self.args, "vectors", None) is not None:
+            explicit["vectors"] = self.args.vectors
+        if getattr(self.args, "version_retention", None) is not None:
+            explicit["vector_version_retention_s"] = self.args.version_retention
+        return Settings.from_env(self.environ, **explicit)
 
 
 def _os_message(exc: OSError) -> str:

@@ -45,6 +45,17 @@ def test_letta_dry_run_reports_and_writes_nothing_then_the_import_writes_it(stor
     assert messages.code == 0 and len(messages.json()) == 6
 
 
+def test_a_dry_run_into_a_store_that_does_not_exist_reports_and_creates_nothing(tmp_path):
+    target = tmp_path / "not-yet"
+    dry = cli(target, "import", "letta", str(LETTA), "--user", "brad", "--dry-run")
+    assert dry.code == 0, dry.err
+    assert "Would import from letta" in dry.out and "did not create it" in dry.out
+    assert not target.exists()
+    planned = cli(target, "--json", "import", "letta", str(LETTA), "--user", "brad", "--dry-run").json()
+    assert planned["store_created"] is False and planned["written"] == {"item": 2, "message": 6, "working": 2}
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_second_letta_import_says_everything_was_already_there(store):
     again = cli(store, "import", "letta", str(LETTA), "--user", "brad")
     assert again.code == 0, again.err

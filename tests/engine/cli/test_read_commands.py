@@ -61,7 +61,7 @@ WRITE_COMMANDS = {
     "copy-store",
     "eval",
     "import-benchmark",
-    "import",  # import letta|llmemory|mem0; its --dry-run writes nothing but opens (so creates) the store
+    "import",  # import letta|llmemory|mem0 writes; its --dry-run into a store not there yet uses a scratch store
 }
 
 
