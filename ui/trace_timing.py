@@ -165,9 +165,25 @@ def _hop_io(trace: RetrievalTrace, number: int, stage: str | None) -> tuple[Rows
     if stage == "llm_judge":
         judged = [c for c in cands if c.scores.llm_relevance is not None]
         return [("candidates", str(len(cands)))], [("judged by the LLM", str(len(judged)))]
+    if stage == "entities":
+        named = ", ".join(f"{e.name} ({e.mentions} memories)" for e in hop.entities) or "none named"
+        linked = sum(1 for c in cands if c.entity is not None)
+        alone = sum(1 for c in cands if c.found_by == "entity")
+        return [("entities followed", _short(named))], [
+            ("candidates it linked", str(linked)),
+            ("found by it alone", str(alone)),
+        ]
+    if stage == "keys":
+        matched = sum(1 for c in cands if c.key is not None)
+        alone = sum(1 for c in cands if c.found_by == "key")
+        return query[:1] + [("keys", str(trace.settings.retrieval.memory_keys))], [
+            ("candidates a key matched", str(matched)),
+            ("found by a key alone", str(alone)),
+        ]
     if stage == "scoring":
+        fusion = [("BM25 weight", hop.fusion.describe())] if hop.fusion is not None else []
         return (
-            [("candidates", str(len(cands))), ("fusion", str(trace.settings.retrieval.fusion))],
+            [("candidates", str(len(cands))), ("fusion", str(trace.settings.retrieval.fusion)), *fusion],
             [
                 ("kept / dropped by the relevance filter", f"{hop.counts.kept} / {hop.counts.dropped}"),
                 ("best final scores", _top(cands)),

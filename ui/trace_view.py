@@ -290,6 +290,12 @@ def whatif_controls(trace: RetrievalTrace) -> dict[str, Any]:
             help=specs["bm25_weight"]["help"],
             key="trace_wi_bm25_weight",
         )
+        values["adaptive_bm25"] = st.toggle(
+            "adaptive_bm25 (less BM25 under a clear cosine head)",
+            bool(s["adaptive_bm25"]),
+            help=specs["adaptive_bm25"]["help"],
+            key="trace_wi_adaptive_bm25",
+        )
         hl = float(s["half_life_days"])
         values["half_life_days"] = st.slider(
             "half_life_days",

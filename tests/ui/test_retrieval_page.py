@@ -327,3 +327,20 @@ def test_whatif_offers_the_fusion_the_decay_floor_and_the_filters_protection(dem
     assert at.radio(key="trace_wi_fusion").value == demo_app.settings.fusion
     assert at.slider(key="trace_wi_decay_floor").value == demo_app.settings.decay_floor
     assert expected.settings.retrieval.relevance_protect_top == 0
+
+
+def test_each_hop_says_its_bm25_weight_and_the_whatif_can_turn_the_adaptive_weight_off(demo_app: MemoryEngine):
+    q = TWO_HOP[2]
+    at = ask(open_page(PAGE, user=q["user_id"]), q["question"], hops=2)
+    trace_id = at.session_state["trace_current_id"]
+    trace = demo_app.traces.get(trace_id)
+    for hop in trace.hops:  # the hop header, in words (engine/trace/hop_records.py FusionWeight.describe)
+        assert "Fusion: " + md_escape(hop.fusion.describe()) in values(at, "caption")
+    toggle = at.toggle(key="trace_wi_adaptive_bm25")
+    assert toggle.value is True
+    toggle.set_value(False)
+    button(at, "Replay with these settings").click().run()
+    no_errors(at)
+    expected = demo_app.retrieval.replay(trace_id, {"adaptive_bm25": False})
+    assert "Changed settings: adaptive_bm25=False" in values(at, "text")
+    assert metric(at, "Rank changes") == str(sum(1 for r in expected.ranking if r.rank_change))

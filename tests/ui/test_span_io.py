@@ -63,3 +63,22 @@ def test_the_date_window_entity_and_key_stages_sit_where_they_ran_and_are_named_
     assert not [s.name for s in spans if "_" in s.name]  # "time_window", "entities" were shown as the engine's keys
     inputs, outputs = span_io(TRACE, "time_window")
     assert dict(inputs)["question"] == TRACE.question and outputs
+
+
+def test_the_scoring_span_says_the_bm25_weight_and_the_entity_and_key_spans_what_they_linked():
+    from engine.trace.hop_records import FusionWeight
+
+    hop1 = TRACE.hops[0]
+    linked = [c for c in hop1.candidates if c.entity is not None]
+    keyed = [c for c in hop1.candidates if c.key is not None]
+    weight = FusionWeight(set_weight=0.5, weight=0.1, rule="between", rank=5, ratio=0.65)
+    trace = dataclasses.replace(TRACE, hops=(dataclasses.replace(hop1, fusion=weight), *TRACE.hops[1:]))
+    inputs, _ = span_io(trace, "hop1.scoring")
+    assert dict(inputs)["BM25 weight"] == (
+        "BM25 weight 0.1 of 0.5: the cosine ranking has a head, so BM25 counts less (5th best cosine / best = 0.65)"
+    )
+    assert "BM25 weight" not in dict(span_io(TRACE, "hop1.scoring")[0])  # a trace from before the adaptive weight
+    _, out = span_io(TRACE, "hop1.entities")
+    assert dict(out)["candidates it linked"] == str(len(linked))
+    _, out = span_io(TRACE, "hop1.keys")
+    assert dict(out)["candidates a key matched"] == str(len(keyed))
