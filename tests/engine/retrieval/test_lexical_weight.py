@@ -15,9 +15,9 @@ from engine.retrieval.lexical_weight import lexical_weight
 from engine.retrieval.stages import score_hop
 from engine.trace.codec import trace_json
 from engine.trace.hop_records import FusionWeight
-from engine.trace.traces import Traces
 from engine.trace.why_not import why_not
 from tests.engine.retrieval.test_retrieval_fusion import inp
+from tests.support.stored_trace import empty_trace
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 ON = Settings().with_overrides({"adaptive_bm25": True, "bm25_weight": 0.5, "adaptive_bm25_rank": 5})
@@ -93,26 +93,7 @@ def test_under_zscore_fusion_a_clear_head_ranks_by_the_cosine_alone():
 def test_the_llmemory_preset_and_older_traces_keep_the_set_weight():
     assert Settings().with_overrides(PRESETS["llmemory"]).adaptive_bm25 is False
     assert Settings().adaptive_bm25 is True
-    old = Traces.from_json(
-        json.dumps(
-            {
-                "trace_id": "t",
-                "user_id": "u",
-                "session_id": None,
-                "question": "q",
-                "created_at": NOW.isoformat(),
-                "settings": {"top_k": 10, "now": NOW.isoformat()},
-                "strategies": {},
-                "hops": [],
-                "stop_reason": "max_hops",
-                "context": "",
-                "context_ids": [],
-                "context_tokens": 0,
-                "ranking": [],
-                "timings_ms": {},
-            }
-        )
-    )
+    old = empty_trace({"top_k": 10, "now": NOW.isoformat()}, NOW)
     assert old.settings.retrieval.adaptive_bm25 is False and "adaptive_bm25" not in old.settings.absent
 
 

@@ -19,8 +19,8 @@ from engine.retrieval.session_stage import session_keys, session_stage
 from engine.retrieval.stages import score_hop
 from engine.trace.codec import trace_json
 from engine.trace.records import CandidateInput
-from engine.trace.traces import Traces
 from engine.trace.why_not import why_not
+from tests.support.stored_trace import empty_trace
 
 T1 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 T2 = datetime(2024, 5, 8, 9, 0, tzinfo=UTC)
@@ -161,26 +161,7 @@ def test_why_not_says_where_a_candidates_session_ranked(engine, ids):
 
 def test_traces_from_before_the_stage_read_as_run_without_it():
     old = {"top_k": 10, "now": NOW.isoformat()}
-    settings = Traces.from_json(
-        json.dumps(
-            {
-                "trace_id": "t",
-                "user_id": "u",
-                "session_id": None,
-                "question": "q",
-                "created_at": NOW.isoformat(),
-                "settings": old,
-                "strategies": {},
-                "hops": [],
-                "stop_reason": "max_hops",
-                "context": "",
-                "context_ids": [],
-                "context_tokens": 0,
-                "ranking": [],
-                "timings_ms": {},
-            }
-        )
-    ).settings
+    settings = empty_trace(old, NOW).settings
     assert settings.retrieval.session_weight == 0.0 and "session_weight" not in settings.absent
 
 
