@@ -296,6 +296,12 @@ def whatif_controls(trace: RetrievalTrace) -> dict[str, Any]:
             help=specs["adaptive_bm25"]["help"],
             key="trace_wi_adaptive_bm25",
         )
+        values["adaptive_bm25_events"] = st.toggle(
+            "adaptive_bm25_events (the set weight for a question comparing events)",
+            bool(s["adaptive_bm25_events"]),
+            help=specs["adaptive_bm25_events"]["help"],
+            key="trace_wi_adaptive_bm25_events",
+        )
         hl = float(s["half_life_days"])
         values["half_life_days"] = st.slider(
             "half_life_days",

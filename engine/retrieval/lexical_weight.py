@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from ..config import Settings
 from ..trace.hop_records import FusionWeight
+from .event_comparison import compared_events
 
 # FusionWeight.rule values
 FIXED = "fixed"  # adaptive_bm25 off: bm25_weight as set
@@ -27,15 +28,20 @@ NO_COSINE = "no positive cosine"  # nothing to compare with: the best cosine is 
 CLEAR = "clear head"
 FLAT = "flat"
 BETWEEN = "between"
+EVENTS = "compares events"  # adaptive_bm25_events: the question compares events in time (event_comparison.py)
 
 
-def lexical_weight(cosines: Sequence[float], settings: Settings) -> FusionWeight:
+def lexical_weight(cosines: Sequence[float], settings: Settings, question: str = "") -> FusionWeight:
     """The BM25 weight one hop's fusion uses, with what decided it. ``cosines`` are the hop's candidates' (their
-    own or their best key's: key_search.key_cosines), in any order."""
+    own or their best key's: key_search.key_cosines), in any order; ``question`` is the text the hop answers (its
+    relevance text), read only by ``adaptive_bm25_events``."""
     w = float(settings.bm25_weight)
     k = int(settings.adaptive_bm25_rank)
     if not settings.adaptive_bm25:
         return FusionWeight(set_weight=w, weight=w, rule=FIXED)
+    cue = compared_events(question) if settings.adaptive_bm25_events and question else None
+    if cue is not None:
+        return FusionWeight(set_weight=w, weight=w, rule=EVENTS, cue=cue)
     if len(cosines) <= k:
         return FusionWeight(set_weight=w, weight=w, rule=FEW, rank=k)
     top = sorted(cosines, reverse=True)

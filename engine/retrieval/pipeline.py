@@ -270,7 +270,7 @@ class Retriever:
             pairs,
             timer.timings(),
             finding.seeds,
-            hop_lexical_weight(inputs, req.settings) if inputs else None,
+            hop_lexical_weight(inputs, req.settings, relevance_text) if inputs else None,
         )
 
     def _entities(

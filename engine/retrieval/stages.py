@@ -122,7 +122,7 @@ def score_hop(
     if not inputs:
         return []
     lexical = lexical_scores(inputs, query, settings)
-    fusion = with_entity_part(inputs, fuse(inputs, lexical, settings), settings)
+    fusion = with_entity_part(inputs, fuse(inputs, lexical, settings, relevance_text), settings)
     start = time.perf_counter()
     sessions = session_stage(
         inputs,
@@ -257,7 +257,9 @@ def lexical_scores(inputs: Sequence[CandidateInput], query: str, settings: Setti
 
 
 # -- 2. fusion ------------------------------------------------------------------------------------------------------
-def fuse(inputs: Sequence[CandidateInput], lexical: LexicalScores, settings: Settings) -> FusionScores:
+def fuse(
+    inputs: Sequence[CandidateInput], lexical: LexicalScores, settings: Settings, question: str = ""
+) -> FusionScores:
     """The hybrid score from the cosine and the lexical score (BM25 plus the preceding text's share).
 
     ``weighted`` (llmemory): ``w*bm25_norm + (1-w)*cosine``. ``zscore`` ([memlens]): see :func:`_fuse_zscores`.
@@ -268,7 +270,7 @@ def fuse(inputs: Sequence[CandidateInput], lexical: LexicalScores, settings: Set
     nothing = (None,) * len(inputs)
     if not settings.hybrid_enabled:
         return FusionScores(tuple(cosines), tuple(cosines), (0.0,) * len(inputs), nothing, nothing, nothing, nothing)
-    w = lexical_weight(cosines, settings).weight  # [memlens] less when the cosines have a clear head
+    w = lexical_weight(cosines, settings, question).weight  # [memlens] less when the cosines have a clear head
     if settings.fusion == "weighted":
         vector, bm25, hybrid = weighted_fusion(cosines, lexical.norm, w)
         return FusionScores(hybrid, vector, bm25, nothing, nothing, nothing, nothing)
@@ -277,13 +279,13 @@ def fuse(inputs: Sequence[CandidateInput], lexical: LexicalScores, settings: Set
     return _fuse_rrf(cosines, lexical.combined, w, float(settings.rrf_k))
 
 
-def hop_lexical_weight(inputs: Sequence[CandidateInput], settings: Settings) -> FusionWeight | None:
+def hop_lexical_weight(inputs: Sequence[CandidateInput], settings: Settings, question: str = "") -> FusionWeight | None:
     """The BM25 weight a hop's fusion uses, with its reason (lexical_weight.py); None when the hybrid or
     adaptive_bm25 is off (the weight is then bm25_weight, as in every trace before it). The pipeline and replay
     record it in the hop's trace from the same inputs, so the record is the weight used."""
     if not settings.hybrid_enabled or not settings.adaptive_bm25:
         return None
-    return lexical_weight(key_cosines(inputs, settings), settings)
+    return lexical_weight(key_cosines(inputs, settings), settings, question)
 
 
 def with_entity_part(inputs: Sequence[CandidateInput], fusion: FusionScores, settings: Settings) -> FusionScores:

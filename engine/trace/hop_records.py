@@ -154,14 +154,16 @@ class HopCounts:
 @dataclass(frozen=True)
 class FusionWeight:
     """The BM25 weight a hop's fusion used (``weight``) against the one set (``set_weight``), and why
-    (engine/retrieval/lexical_weight.py): ``rule`` is fixed, few candidates, no positive cosine, clear head, flat or
-    between; ``ratio`` the ``rank``-th best cosine over the best when it was measured."""
+    (engine/retrieval/lexical_weight.py): ``rule`` is fixed, few candidates, no positive cosine, clear head, flat,
+    between or compares events (with its ``cue``); ``ratio`` the ``rank``-th best cosine over the best when it was
+    measured."""
 
     set_weight: float
     weight: float
     rule: str
     rank: int | None = None
     ratio: float | None = None
+    cue: str | None = None  # rule "compares events": how the question compares them (event_comparison.py)
 
     @property
     def lowered(self) -> bool:
@@ -178,6 +180,7 @@ class FusionWeight:
             rule=str(data["rule"]),
             rank=data.get("rank"),
             ratio=data.get("ratio"),
+            cue=data.get("cue"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -186,6 +189,8 @@ class FusionWeight:
             out["rank"] = self.rank
         if self.ratio is not None:
             out["ratio"] = self.ratio
+        if self.cue is not None:
+            out["cue"] = self.cue
         return out
 
     def describe(self) -> str:
@@ -200,6 +205,8 @@ class FusionWeight:
             "clear head": "the cosine ranking has a clear head, so BM25 does not count" + measured,
             "flat": "the cosines are flat, so BM25 counts fully" + measured,
             "between": "the cosine ranking has a head, so BM25 counts less" + measured,
+            "compares events": f"as set: the question compares events ({self.cue}), so a clear cosine head may "
+            "hold only one of them",
         }.get(self.rule, self.rule + measured)
         return f"{head}: {why}"
 

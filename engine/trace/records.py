@@ -62,6 +62,7 @@ OLDER_TRACE_SETTINGS = {
     "session_weight": 0.0,  # no session stage before issue 34
     "hop_protect_top": 0,  # the plain max-score merge of hops before issue 34
     "adaptive_bm25": False,  # the set bm25_weight in every hop before round three's fusion change
+    "adaptive_bm25_events": False,  # a question comparing events was weighted by its cosines like any other
 }
 
 

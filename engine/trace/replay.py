@@ -86,7 +86,7 @@ def replay_runs(
                 scored=tuple(scored),
                 similarity=hop.similarity,
                 entities=entities,
-                fusion=hop_lexical_weight(inputs, settings) if inputs else None,
+                fusion=hop_lexical_weight(inputs, settings, hop.relevance_text) if inputs else None,
             )
         )
     return runs

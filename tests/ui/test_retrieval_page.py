@@ -336,6 +336,7 @@ def test_each_hop_says_its_bm25_weight_and_the_whatif_can_turn_the_adaptive_weig
     trace = demo_app.traces.get(trace_id)
     for hop in trace.hops:  # the hop header, in words (engine/trace/hop_records.py FusionWeight.describe)
         assert "Fusion: " + md_escape(hop.fusion.describe()) in values(at, "caption")
+    assert at.toggle(key="trace_wi_adaptive_bm25_events").value is demo_app.settings.adaptive_bm25_events
     toggle = at.toggle(key="trace_wi_adaptive_bm25")
     assert toggle.value is True
     toggle.set_value(False)

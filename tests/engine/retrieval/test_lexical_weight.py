@@ -65,6 +65,27 @@ def test_the_weight_stays_as_set_when_nothing_can_be_read():
     assert weight([0.9, 0.5, 0.3, 0.1, -0.2, -0.3]).ratio == 0.0
 
 
+def test_a_question_that_compares_events_keeps_the_set_weight_whatever_the_cosines():
+    head = [0.9, 0.8, 0.7, 0.6, 0.45, 0.3]  # 0.45 / 0.9 = 0.5: a clear head, weight 0 for any other question
+    question = "How many days passed between the day I sold the car and the day I bought the bike?"
+    on = lexical_weight(head, ON.with_overrides({"adaptive_bm25_events": True}), question)
+    assert (on.weight, on.rule, on.cue, on.ratio) == (0.5, "compares events", "time between events", None)
+    assert not on.lowered
+    assert on.describe() == (
+        "BM25 weight 0.5: as set: the question compares events (time between events), so a clear cosine head may "
+        "hold only one of them"
+    )
+    assert FusionWeight.from_dict(json.loads(json.dumps(on.to_dict()))) == on
+    assert on.to_dict()["cue"] == "time between events"
+    # the rule off, or a question about one event: the cosines decide
+    assert lexical_weight(head, ON.with_overrides({"adaptive_bm25_events": False}), question).rule == "clear head"
+    one = lexical_weight(head, ON.with_overrides({"adaptive_bm25_events": True}), "When did I buy the bike?")
+    assert (one.weight, one.rule, one.cue) == (0.0, "clear head", None)
+    # adaptive_bm25 off wins: the set weight, as every hop before round three
+    fixed = ON.with_overrides({"adaptive_bm25": False, "adaptive_bm25_events": True})
+    assert lexical_weight(head, fixed, question).rule == "fixed"
+
+
 def test_the_record_reads_back_from_its_stored_form():
     w = weight([0.2, 0.725, 1.0, 0.9, 0.8, 0.75])
     assert FusionWeight.from_dict(json.loads(json.dumps(w.to_dict()))) == w
@@ -95,6 +116,7 @@ def test_the_llmemory_preset_and_older_traces_keep_the_set_weight():
     assert Settings().adaptive_bm25 is True
     old = empty_trace({"top_k": 10, "now": NOW.isoformat()}, NOW)
     assert old.settings.retrieval.adaptive_bm25 is False and "adaptive_bm25" not in old.settings.absent
+    assert old.settings.retrieval.adaptive_bm25_events is False  # a trace from before the rule replays without it
 
 
 # -- on a store -------------------------------------------------------------------------------------------------
@@ -152,3 +174,25 @@ def test_why_not_names_a_lowered_weight(engine):
     kept = engine.retrieval.retrieve("orchestra", QUESTION, overrides={"top_k": 10, **flat}, now=NOW, save=False)
     assert kept.hops[0].fusion.rule == "flat"
     assert "BM25 weight" not in why_not(kept, last.id).rows[0]["what happened"]
+
+
+def test_a_question_comparing_events_records_its_cue_and_replays_with_it(engine):
+    question = "How many days passed between the day Priya joined the orchestra and the day the hall closed?"
+    rule = {**HEAD, "adaptive_bm25_events": True, "top_k": 10}
+    trace = engine.retrieval.retrieve("orchestra", question, overrides=rule, now=NOW)
+    fusion = trace.hops[0].fusion
+    assert (fusion.rule, fusion.cue, fusion.weight) == ("compares events", "time between events", 0.5)
+    stored = engine.traces.get(trace.trace_id)
+    assert stored.hops[0].fusion == fusion
+    replayed = engine.retrieval.replay_trace(stored)
+    assert replayed.hops[0].fusion == fusion
+    assert [(r.id, r.final) for r in replayed.ranking] == [(r.id, r.final) for r in trace.ranking]
+    # What if the rule were off: the clear head lowers BM25 to 0, as a live retrieval without it does
+    off = engine.retrieval.replay_trace(stored, overrides={"adaptive_bm25_events": False})
+    live = engine.retrieval.retrieve(
+        "orchestra", question, overrides={**rule, "adaptive_bm25_events": False}, now=NOW, save=False
+    )
+    assert off.hops[0].fusion.rule == live.hops[0].fusion.rule == "clear head"
+    assert [(r.id, r.final) for r in off.ranking] == [(r.id, r.final) for r in live.ranking]
+    last = trace.hops[0].candidates[-1]
+    assert "BM25 weight" not in why_not(trace, last.id).rows[0]["what happened"]  # the weight was not lowered
