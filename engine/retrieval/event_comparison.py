@@ -20,38 +20,53 @@ from __future__ import annotations
 
 import re
 
-_UNIT = r"(?:seconds?|minutes?|hours?|days?|nights?|weeks?|weekends?|months?|years?|times?)"
-# A clause joiner that puts a second event beside the first.
-_JOIN = r"\b(?:between|since|before|after|when|while|until)\b"
-
-# (cue name, pattern); the first that matches names the cue. Matched case-insensitively on the whole question.
-_CUES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (name, re.compile(pattern, re.IGNORECASE))
-    for name, pattern in (
-        # "How many days passed between X and Y", "How many weeks had passed since X when Y",
-        # "How many days before X did I Y"
-        (
-            "time between events",
-            rf"\bhow\s+(?:many|much)\s+(?:\w+\s+)?{_UNIT}\b.*{_JOIN}"
-            r".*\b(?:and|when|did|was|were|had)\b",
-        ),
-        # "How long had I been X when I Y", "How long after X did Y"
-        ("time between events", rf"\bhow\s+long\b.*{_JOIN}.*\b(?:did|was|were|had|I|we|you|he|she|they)\b"),
-        # "What is the order of ...", "in order from first to last", "from earliest to latest"
-        (
-            "order of events",
-            r"\border\s+of\b|\bin\s+(?:the\s+)?order\b(?!\s+to\b)"
-            r"|\bfrom\s+(?:first|earliest)\s+to\s+(?:last|latest)\b",
-        ),
-    )
+_UNITS = frozenset(
+    "second seconds minute minutes hour hours day days night nights week weeks weekend weekends month months year "
+    "years time times".split()
 )
+# A clause joiner that puts a second event beside the first.
+_JOINERS = frozenset("between since before after when while until".split())
+# After the joiner, a word that starts or links the second event ("... and the day I", "... when I", "... did I").
+_SECOND = {
+    "how many": frozenset("and when did was were had".split()),
+    "how long": frozenset("did was were had i we you he she they".split()),
+}
+_WORD = re.compile(r"[a-z0-9']+")
+# Local patterns (no unbounded gap between two parts): linear in the question's length.
+_ORDER = re.compile(
+    r"\border\s+of\b|\bin\s+(?:the\s+)?order\b(?!\s+to\b)|\bfrom\s+(?:first|earliest)\s+to\s+(?:last|latest)\b",
+    re.IGNORECASE,
+)
+
+
+def _time_between(words: list[str]) -> bool:
+    """ "How many days passed between X and Y", "How many weeks had passed since X when Y", "How many days before X
+    did I Y", "How long had I been X when I Y": the lead, then a joiner, then a word of the second event. One pass
+    over the words (a regular expression with two open gaps backtracks quadratically on a long question)."""
+    state, lead = 0, ""
+    for n, w in enumerate(words):
+        if state == 0:
+            if w == "how" and n + 1 < len(words):
+                nxt = words[n + 1]
+                if nxt == "long":
+                    state, lead = 1, "how long"
+                elif nxt in ("many", "much") and (
+                    words[n + 2 : n + 3] and words[n + 2] in _UNITS or words[n + 3 : n + 4] and words[n + 3] in _UNITS
+                ):
+                    state, lead = 1, "how many"
+        elif state == 1:
+            if w in _JOINERS:
+                state = 2
+        elif w in _SECOND[lead]:
+            return True
+    return False
 
 
 def compared_events(question: str) -> str | None:
     """The cue by which ``question`` compares events in time ("time between events" or "order of events"), or
     None."""
-    text = " ".join(question.split())
-    for name, pattern in _CUES:
-        if pattern.search(text):
-            return name
+    if _time_between(_WORD.findall(question.lower())):
+        return "time between events"
+    if _ORDER.search(question):
+        return "order of events"
     return None

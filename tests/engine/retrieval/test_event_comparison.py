@@ -42,3 +42,15 @@ def test_a_question_that_compares_events_names_its_cue(question, cue):
 @pytest.mark.parametrize("question", NOT_COMPARING)
 def test_a_question_about_one_event_or_about_none_has_no_cue(question):
     assert compared_events(question) is None
+
+
+def test_a_question_as_long_as_the_store_accepts_is_read_in_one_pass():
+    # 32,000 characters (max_text_chars): the words are scanned once, so the cue is found however far apart its
+    # parts are, and a long question without one is told apart as well (no regular expression with two open gaps).
+    filler = "the long and winding day " * 1200
+    assert compared_events(f"How many days passed between {filler}and the next morning?") == "time between events"
+    assert compared_events("how many days " + "between " * 4000) is None  # no second event after the joiner
+    assert compared_events("How long had I been walking " + "and walking " * 2500 + "when I fell?") == (
+        "time between events"
+    )
+    assert compared_events("order " * 5000) is None
