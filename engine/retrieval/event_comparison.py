@@ -50,9 +50,7 @@ def _time_between(words: list[str]) -> bool:
                 nxt = words[n + 1]
                 if nxt == "long":
                     state, lead = 1, "how long"
-                elif nxt in ("many", "much") and (
-                    words[n + 2 : n + 3] and words[n + 2] in _UNITS or words[n + 3 : n + 4] and words[n + 3] in _UNITS
-                ):
+                elif nxt in ("many", "much") and _UNITS.intersection(words[n + 2 : n + 4]):  # "how many (more) days"
                     state, lead = 1, "how many"
         elif state == 1:
             if w in _JOINERS:
