@@ -291,13 +291,13 @@ def whatif_controls(trace: RetrievalTrace) -> dict[str, Any]:
             key="trace_wi_bm25_weight",
         )
         values["adaptive_bm25"] = st.toggle(
-            "adaptive_bm25 (less BM25 under a clear cosine head)",
+            "adaptive_bm25",
             bool(s["adaptive_bm25"]),
             help=specs["adaptive_bm25"]["help"],
             key="trace_wi_adaptive_bm25",
         )
         values["adaptive_bm25_events"] = st.toggle(
-            "adaptive_bm25_events (the set weight for a question comparing events)",
+            "adaptive_bm25_events",
             bool(s["adaptive_bm25_events"]),
             help=specs["adaptive_bm25_events"]["help"],
             key="trace_wi_adaptive_bm25_events",
