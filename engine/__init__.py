@@ -74,6 +74,7 @@ from .records import (
 )
 from .retrieval.reasoners import CallableReasoner, OfflineBridgeReasoner, Proposal
 from .retrieval.scores import RANK_STAGES, SCORE_KEYS, CandidateScores, StageRanks, Verdict
+from .retrieval.speaker_stage import spoken_by_assistant
 from .retrieval.stages import feedback_factor
 from .trace.embedding_map import MapPoint, TraceMap
 from .trace.records import (
@@ -234,6 +235,7 @@ __all__ = [
     "PRESETS",
     "HOPS_RANGE",
     "feedback_factor",
+    "spoken_by_assistant",
     # the trace table (trace/trace_index.py)
     "TraceFilter",
     "TraceOrigin",

@@ -43,6 +43,7 @@ LLMEMORY: dict[str, Any] = {
     "query_condense_words": 15,
     "time_window": "off",  # [memlens] the time stage (issue 34) is no llmemory rule
     "adaptive_bm25": False,  # [memlens] llmemory blends at bm25_weight in every search
+    "assistant_turn_penalty": 0.0,  # [memlens] llmemory scores every memory alike, whoever spoke it
 }
 
 PRESETS: dict[str, dict[str, Any]] = {

@@ -386,6 +386,20 @@ class RetrievalSettings:
         hi=5,
         retrieval=True,
     )
+    assistant_turn_penalty: float = _s(
+        0.4,
+        "[memlens] The speaker stage (engine/retrieval/speaker_stage.py): when the question asks about the user's "
+        'own life (first person, and not about what the assistant said: "you recommended", "our previous '
+        'conversation"), each stored assistant turn (text starting "assistant:") has this subtracted from its '
+        "hybrid score (0 = off). The user's turns hold the evidence for such questions; the assistant's answers "
+        "reuse their words and crowd them out. Measured on the LongMemEval-S dev half (recall@10, 1 hop, 0 -> "
+        "0.15 / 0.25 / 0.4 / 1.0): 0.895 -> 0.911 / 0.924 / 0.927 / 0.927 (multi-session 0.693 -> 0.781, "
+        "single-session-preference 0.750 -> 0.875, no type lower); 2 hops 0.889 -> 0.924. It matches no LoCoMo "
+        "question (they ask in the third person) and no paragraph set holds assistant turns.",
+        lo=0,
+        hi=1,
+        retrieval=True,
+    )
     session_top_n: int = _s(
         2,
         "[memlens] A session's score sums the hybrid scores of this many of its best candidates.",

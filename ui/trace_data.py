@@ -18,6 +18,7 @@ from engine import (
     WhyNot,
     drop_rule,
     loss_label,
+    spoken_by_assistant,
 )
 from engine import feedback_factor as engine_feedback_factor
 from engine import why_not as engine_why_not
@@ -115,6 +116,24 @@ def ranking_rows(trace: RetrievalTrace) -> list[dict[str, Any]]:
 def has_preceding_texts(trace: RetrievalTrace) -> bool:
     """Whether any candidate of the trace has a preceding text (only then do its settings change anything)."""
     return any(c.preceding_text for hop in trace.hops for c in hop.candidates)
+
+
+def has_assistant_turns(trace: RetrievalTrace) -> bool:
+    """Whether any candidate is a stored assistant turn (only then does assistant_turn_penalty change anything)."""
+    return any(spoken_by_assistant(c.text) for hop in trace.hops for c in hop.candidates)
+
+
+def speaker_caption(trace: RetrievalTrace) -> str | None:
+    """What the speaker stage did, in words (None: it did nothing)."""
+    if trace.speaker is None:
+        return None
+    lowered = {c.id for hop in trace.hops for c in hop.candidates if c.scores.hybrid_speaker_part is not None}
+    penalty = trace.settings.retrieval.assistant_turn_penalty
+    return (
+        f"Speaker stage: the question asks about the user ({trace.speaker}), so each assistant turn's hybrid "
+        f"score was lowered by assistant_turn_penalty {penalty:g} ({len(lowered)} candidate(s), "
+        "column hybrid_speaker_part)"
+    )
 
 
 def candidate_texts(trace: RetrievalTrace) -> dict[str, str]:

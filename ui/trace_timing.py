@@ -182,8 +182,10 @@ def _hop_io(trace: RetrievalTrace, number: int, stage: str | None) -> tuple[Rows
         ]
     if stage == "scoring":
         fusion = [("BM25 weight", hop.fusion.describe())] if hop.fusion is not None else []
+        lowered = sum(1 for c in cands if c.scores.hybrid_speaker_part is not None)
+        speaker = [("assistant turns lowered", f"{lowered} ({trace.speaker})")] if trace.speaker else []
         return (
-            [("candidates", str(len(cands))), ("fusion", str(trace.settings.retrieval.fusion)), *fusion],
+            [("candidates", str(len(cands))), ("fusion", str(trace.settings.retrieval.fusion)), *fusion, *speaker],
             [
                 ("kept / dropped by the relevance filter", f"{hop.counts.kept} / {hop.counts.dropped}"),
                 ("best final scores", _top(cands)),

@@ -22,8 +22,10 @@ from .trace_data import (
     candidate_rows,
     dropped_rows,
     forgotten_rows,
+    has_assistant_turns,
     has_preceding_texts,
     ranking_rows,
+    speaker_caption,
     used_score_columns,
 )
 from .trace_figures import score_waterfall
@@ -150,6 +152,9 @@ def trace_header(trace: RetrievalTrace) -> None:
             f"Time window **{w.label}** read from {md_escape(repr(w.phrase))} ({md_escape(how)}); memories "
             f"dated inside it {'score higher' if trace.settings.retrieval.time_window == 'boost' else 'are kept'}."
         )
+    speaker = speaker_caption(trace)
+    if speaker is not None:  # engine/retrieval/speaker_stage.py
+        st.caption(md_escape(speaker))
     st.caption(
         f"Trace {md_escape(trace.trace_id)} · user {md_escape(trace.user_id)} · session "
         f"{md_escape(trace.session_id or '—')} · {when(trace.created_at)} UTC · "
@@ -393,6 +398,16 @@ def whatif_controls(trace: RetrievalTrace) -> dict[str, Any]:
                 0.05,
                 help=specs["preceding_bm25_weight"]["help"],
                 key="trace_wi_preceding_bm25_weight",
+            )
+        if has_assistant_turns(trace):
+            values["assistant_turn_penalty"] = st.slider(
+                "assistant_turn_penalty",
+                0.0,
+                1.0,
+                float(s["assistant_turn_penalty"]),
+                0.05,
+                help=specs["assistant_turn_penalty"]["help"],
+                key="trace_wi_assistant_turn_penalty",
             )
     c4, c5, c6 = st.columns(3)
     with c4:

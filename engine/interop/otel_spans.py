@@ -271,6 +271,8 @@ def _retrieval_attributes(trace: RetrievalTrace, content: _Content) -> dict[str,
         attrs["gen_ai.conversation.id"] = trace.session_id
     if trace.replay_of:
         attrs["memlens.replay_of"] = trace.replay_of
+    if trace.speaker is not None:  # the speaker stage's cue (engine/retrieval/speaker_stage.py)
+        attrs["memlens.speaker"] = trace.speaker
     if content.capture:
         attrs["gen_ai.memory.query.text"] = trace.question
         attrs["input.value"] = trace.question

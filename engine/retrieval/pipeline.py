@@ -46,6 +46,7 @@ from .key_search import find_keys, keys_on
 from .query_vectors import QueryVectors
 from .reasoners import DONE, CallableReasoner, LLMReasoner, OfflineBridgeReasoner, Proposal, Reasoner
 from .similarity import CandidateCosines, cosine_lookup
+from .speaker_stage import asks_about_user
 from .stages import Scored, hop_lexical_weight, score_hop
 from .text import condense_offline
 from .time_stage import replay_window
@@ -74,6 +75,13 @@ class Request:
     now: datetime
     sources: tuple[str, ...] = SOURCES
     time_window: TimeWindow | None = None  # the date window the question names (time_window.py)
+    speaker: str | None = None  # the cue that the question asks about the user (speaker_stage.py)
+
+    def with_speaker(self) -> Request:
+        """The request with its speaker cue read from the question (none while assistant_turn_penalty is 0)."""
+        if self.settings.assistant_turn_penalty <= 0:
+            return dataclasses.replace(self, speaker=None)
+        return dataclasses.replace(self, speaker=asks_about_user(self.question))
 
 
 def stop_reason(query: str, seen: Sequence[str]) -> str | None:
@@ -150,7 +158,7 @@ class Retriever:
             self.b.db.refuse_if_read_only()
         settings = self.settings_for(overrides, hops, budget, preset)
         when = parse_time(now) if now is not None else utcnow()
-        req = Request(user_id, session_id, question, settings, when, tuple(sources))
+        req = Request(user_id, session_id, question, settings, when, tuple(sources)).with_speaker()
         read_by = None
         if settings.time_window != "off":
             with timer.stage("time_window"):
@@ -255,7 +263,15 @@ class Retriever:
         staged: dict[str, float] = {}  # the stages inside scoring that are timed on their own (sessions)
         with timer.stage("scoring"):
             scored = score_hop(
-                inputs, query, relevance_text, req.settings, req.now, hop, staged, window=req.time_window
+                inputs,
+                query,
+                relevance_text,
+                req.settings,
+                req.now,
+                hop,
+                staged,
+                window=req.time_window,
+                speaker=req.speaker,
             )
         for name, ms in staged.items():
             timer.record(name, ms)
@@ -363,6 +379,7 @@ class Retriever:
             timings_ms=timer.timings(),
             replay_of=replay_of,
             time_window=req.time_window,
+            speaker=req.speaker,
         )
 
     def _used_settings(self, req: Request, preset: str | None) -> TraceSettings:
@@ -397,12 +414,14 @@ class Retriever:
         timer = StageTimer()
         settings = replay_settings(self.b.settings, trace, overrides)
         req = Request(trace.user_id, trace.session_id, trace.question, settings, parse_time(trace.settings.now))
+        req = req.with_speaker()
         req = dataclasses.replace(req, time_window=replay_window(trace, settings, req.now))
         if graph:
             with self.b.db.read() as conn:
-                runs = replay_runs(trace, req.settings, req.now, gone, self._relinker(conn, req), req.time_window)
+                relink = self._relinker(conn, req)
+                runs = replay_runs(trace, req.settings, req.now, gone, relink, req.time_window, req.speaker)
         else:
-            runs = replay_runs(trace, req.settings, req.now, gone, window=req.time_window)
+            runs = replay_runs(trace, req.settings, req.now, gone, window=req.time_window, speaker=req.speaker)
         stop = trace.stop_reason if settings.hops >= len(trace.hops) else "max_hops"
         new = self._finish(
             req,

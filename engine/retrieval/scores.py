@@ -68,6 +68,8 @@ class CandidateScores(_StoredRecord):
     session_score: float | None = None
     session_rank: int | None = None
     hybrid_session_part: float | None = None
+    # the speaker stage (when it lowered the memory, an assistant turn): what it added to the hybrid (negative)
+    hybrid_speaker_part: float | None = None
     hybrid: float | None = None
     # temporal stage: decay and importance
     age_days: int | None = None

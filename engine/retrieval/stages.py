@@ -29,6 +29,7 @@ from .key_search import key_cosines, key_lexical, keys_on
 from .lexical_weight import lexical_weight
 from .scores import CandidateScores, StageRanks, Verdict
 from .session_stage import SessionScores, session_stage
+from .speaker_stage import speaker_parts
 from .text import bm25_scores
 from .time_stage import TimeScores, time_scores, time_verdicts, with_time_factor
 
@@ -115,10 +116,12 @@ def score_hop(
     hop: int = 1,
     timings: dict[str, float] | None = None,
     window: TimeWindow | None = None,
+    speaker: str | None = None,
 ) -> list[Scored]:
-    """Hybrid score (with the entity and session stages' parts), relevance filter, temporal and importance,
+    """Hybrid score (with the entity, session and speaker stages' parts), relevance filter, temporal and importance,
     feedback, later-hop discount. Returns kept candidates first, ordered by final score, then the dropped ones
-    (ordered by hybrid score). The session stage's milliseconds go into ``timings`` (as ``sessions``) when given."""
+    (ordered by hybrid score). The session stage's milliseconds go into ``timings`` (as ``sessions``) when given.
+    ``speaker`` is the cue that the question asks about the user (speaker_stage.py; None: the stage adds nothing)."""
     if not inputs:
         return []
     lexical = lexical_scores(inputs, query, settings)
@@ -135,6 +138,9 @@ def score_hop(
         fusion = dataclasses.replace(fusion, hybrid=tuple(h + (p or 0.0) for h, p in zip(fusion.hybrid, sessions.part)))
         if timings is not None:
             timings["sessions"] = round((time.perf_counter() - start) * 1000, 3)
+    spoken = speaker_parts(inputs, speaker, float(settings.assistant_turn_penalty))
+    if any(p is not None for p in spoken):
+        fusion = dataclasses.replace(fusion, hybrid=tuple(h + (p or 0.0) for h, p in zip(fusion.hybrid, spoken)))
     times = time_scores(inputs, window, settings)  # the question's date window (time_stage.py)
     verdicts = time_verdicts(
         relevance_filter(inputs, lexical, fusion, relevance_text, settings), inputs, times, window, settings
@@ -144,7 +150,8 @@ def score_hop(
     feedback = feedback_scores(inputs, temporal, settings, hop)
     ranks, order = hop_ranks(fusion, verdicts, temporal, feedback)
     scores = [
-        candidate_scores(inp, i, lexical, fusion, sessions, temporal, feedback, times) for i, inp in enumerate(inputs)
+        candidate_scores(inp, i, lexical, fusion, sessions, spoken, temporal, feedback, times)
+        for i, inp in enumerate(inputs)
     ]
     return [Scored(inputs[i], hop, scores[i], verdicts[i], ranks[i]) for i in order]
 
@@ -172,6 +179,7 @@ def candidate_scores(
     lexical: LexicalScores,
     fusion: FusionScores,
     sessions: SessionScores,
+    spoken: Sequence[float | None],
     temporal: TemporalScores,
     feedback: FeedbackScores,
     times: TimeScores,
@@ -179,7 +187,7 @@ def candidate_scores(
     """Candidate ``i``'s record of every stage's scores.
 
     In the record's field order, by position: this runs for every candidate of every hop, and a frozen record of
-    31 fields takes about twice as long from keywords (tests/engine/trace/test_trace_records.py checks the order)."""
+    35 fields takes about twice as long from keywords (tests/engine/trace/test_trace_records.py checks the order)."""
     return CandidateScores(
         inp.vector_similarity,  # vector_similarity
         inp.fts_score,  # fts_score
@@ -198,6 +206,7 @@ def candidate_scores(
         sessions.score[i],  # session_score
         sessions.rank[i],  # session_rank
         sessions.part[i],  # hybrid_session_part
+        spoken[i],  # hybrid_speaker_part
         fusion.hybrid[i],  # hybrid
         temporal.age_days[i],  # age_days
         temporal.decay[i],  # decay

@@ -63,6 +63,7 @@ OLDER_TRACE_SETTINGS = {
     "hop_protect_top": 0,  # the plain max-score merge of hops before issue 34
     "adaptive_bm25": False,  # the set bm25_weight in every hop before round three's fusion change
     "adaptive_bm25_events": False,  # a question comparing events was weighted by its cosines like any other
+    "assistant_turn_penalty": 0.0,  # no speaker stage before round three's
 }
 
 
@@ -430,6 +431,8 @@ class RetrievalTrace:
     forgotten: Mapping[str, Tombstone] = field(default_factory=dict)
     # the date window the question named (time_records.py; None: the time stage was off or it named no time)
     time_window: TimeWindow | None = None
+    # the cue that the question asks about the user (speaker_stage.py; None: the speaker stage was off or it did not)
+    speaker: str | None = None
 
     def __post_init__(self) -> None:
         # Built from a stored trace (or by hand), these arrive as plain mappings: keep the typed records.
@@ -448,7 +451,9 @@ class RetrievalTrace:
 
     def plain_fields(self) -> dict[str, Any]:
         """The fields as they are written out: every typed part as the JSON object traces have always held."""
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "time_window"}
+        # The two late fields are written only when set, so an older trace's stored form is unchanged.
+        late = ("time_window", "speaker")
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in late}
         return {
             **fields,
             "settings": self.settings.to_dict(),
@@ -457,6 +462,7 @@ class RetrievalTrace:
             "timings_ms": self.timings_ms.as_dict(),
             "forgotten": {i: t.to_dict() for i, t in self.forgotten.items()},
             **({"time_window": self.time_window.to_dict()} if self.time_window is not None else {}),
+            **({"speaker": self.speaker} if self.speaker is not None else {}),
         }
 
     def to_dict(self) -> dict[str, Any]:

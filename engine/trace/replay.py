@@ -54,9 +54,11 @@ def replay_runs(
     gone: Mapping[str, Tombstone],
     relink: Relink | None = None,
     window: TimeWindow | None = None,
+    speaker: str | None = None,
 ) -> list[HopRun]:
     """The trace's hops (up to ``settings.hops``) scored again from their recorded candidates, in search order,
-    without the forgotten ones; with ``relink``, each hop's entity links as the current graph gives them."""
+    without the forgotten ones; with ``relink``, each hop's entity links as the current graph gives them.
+    ``window`` and ``speaker`` are the question's date window and speaker cue under the replay's settings."""
     runs: list[HopRun] = []
     for hop in trace.hops[: settings.hops]:
         ordered = sorted(hop.candidates, key=lambda c: c.search_order)
@@ -74,7 +76,9 @@ def replay_runs(
         if relink is not None and entity_on:
             entities, again = relink(hop, runs[-1] if runs else None)
             inputs = tuple(i for i in (again(i) for i in inputs) if i is not None)
-        scored = score_hop(inputs, hop.query, hop.relevance_text, settings, now, hop.hop, window=window)
+        scored = score_hop(
+            inputs, hop.query, hop.relevance_text, settings, now, hop.hop, window=window, speaker=speaker
+        )
         runs.append(
             HopRun(
                 hop=hop.hop,

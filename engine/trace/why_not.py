@@ -155,6 +155,7 @@ def _hop_rows(
         rank_h = c.ranks.hybrid
         found = f"{c.found_by} (via {c.entity.describe()})" if c.entity is not None else c.found_by
         found += _session_words(trace, hop, c)
+        found += _speaker_words(trace, c)
         found += f"; this hop's {hop.fusion.describe()}" if hop.fusion is not None and hop.fusion.lowered else ""
         found += f" (matched keys: {_shorten(c.key.describe(), 160)})" if c.key is not None else ""
         found += time_words(trace.time_window, trace.settings.retrieval.time_window, c.created_at, c.scores.time_factor)
@@ -184,6 +185,15 @@ def _session_words(trace: RetrievalTrace, hop: HopTrace, c: CandidateTrace) -> s
     sessions = len(set(session_keys(hop.candidates, trace.settings.retrieval.session_window_minutes)))
     score, part = c.scores.session_score or 0.0, c.scores.hybrid_session_part or 0.0
     return f"; its session ranked {rank} of {sessions} (score {score:.2f}, +{part:.3f})"
+
+
+def _speaker_words(trace: RetrievalTrace, c: CandidateTrace) -> str:
+    """What the speaker stage did to a candidate: "; an assistant turn, while the question asks about the user
+    (first person "my"): hybrid -0.4" ("" when it left the candidate alone)."""
+    part = c.scores.hybrid_speaker_part
+    if part is None:
+        return ""
+    return f"; an assistant turn, while the question asks about the user ({trace.speaker}): hybrid {part:+.3g}"
 
 
 def _entities_followed(hop: HopTrace) -> str:

@@ -13,7 +13,7 @@ from apptest_helpers import button, by_label, markdown_texts, no_errors, open_li
 
 from engine import MemoryEngine
 from ui.text import md_escape
-from ui.trace_data import why_not
+from ui.trace_data import speaker_caption, why_not
 
 PAGE = "pages/retrieval.py"
 TWO_HOP = json.loads((Path(__file__).resolve().parents[2] / "data" / "demo" / "two_hop.json").read_text())
@@ -345,3 +345,36 @@ def test_each_hop_says_its_bm25_weight_and_the_whatif_can_turn_the_adaptive_weig
     expected = demo_app.retrieval.replay(trace_id, {"adaptive_bm25": False})
     assert "Changed settings: adaptive_bm25=False" in values(at, "text")
     assert metric(at, "Rank changes") == str(sum(1 for r in expected.ranking if r.rank_change))
+
+
+def test_a_question_about_the_user_says_which_assistant_turns_it_lowered_and_the_whatif_can_undo_it(
+    demo_app: MemoryEngine,
+):
+    user = "speaker_page"
+    for text in (
+        "user: The bike shop charged me $80 to fix the gears.",
+        "assistant: A gear repair at a bike shop usually costs $50 to $100 for your bike.",
+        "assistant: Bike repair costs vary with the shop and the bike you pay for.",
+    ):
+        demo_app.items.remember(user, text)
+    at = ask(open_page(PAGE, user=user), "How much did I pay for my bike repair?")
+    trace_id = at.session_state["trace_current_id"]
+    trace = demo_app.traces.get(trace_id)
+    lowered = [c.id for c in trace.hops[0].candidates if c.scores.hybrid_speaker_part is not None]
+    assert trace.speaker == 'first person "i"' and len(lowered) == 2
+    caption = speaker_caption(trace)
+    assert caption is not None and "(2 candidate(s)" in caption
+    assert md_escape(caption) in values(at, "caption")
+    slider = at.slider(key="trace_wi_assistant_turn_penalty")
+    assert slider.value == demo_app.settings.assistant_turn_penalty
+    slider.set_value(0.0)
+    button(at, "Replay with these settings").click().run()
+    no_errors(at)
+    expected = demo_app.retrieval.replay(trace_id, {"assistant_turn_penalty": 0.0})
+    assert "Changed settings: assistant_turn_penalty=0.0" in values(at, "text")
+    assert metric(at, "Rank changes") == str(sum(1 for r in expected.ranking if r.rank_change))
+
+
+def test_whatif_has_no_assistant_turn_penalty_without_assistant_turns(demo_app: MemoryEngine):
+    at = ask(open_page(PAGE, user=TWO_HOP[2]["user_id"]), TWO_HOP[2]["question"], hops=1)
+    assert not [s for s in at.slider if s.key == "trace_wi_assistant_turn_penalty"]

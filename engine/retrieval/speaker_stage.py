@@ -1,0 +1,74 @@
+"""[memlens] The speaker stage of a hop: when the question asks about the user's own life, the assistant's turns of
+a stored conversation count less.
+
+An agent's memory of its conversations holds both sides: what the user said ("I got my bike serviced for $80") and
+what the assistant answered. Asked "How much have I spent on my bike this year?", the evidence is in the user's
+turns; the assistant's answers are long, reuse the question's words and topic, and crowd them out of the top of the
+ranking (on the LongMemEval-S dev half, 46 % of the top-10 slots of the multi-session questions were assistant
+turns, while 45 of their 45 evidence turns are the user's). The stage lowers the hybrid score of each assistant
+turn by ``assistant_turn_penalty`` when the question asks about the user, so the filter, decay and feedback that
+follow see it like the other parts of the hybrid (as they see the session stage's part).
+
+**The question asks about the user** when it speaks in the first person (I, me, my, mine, myself, I'm, I've, I'd,
+I'll) and does not ask about the assistant's own words: "you" with a past verb of saying or making ("what you
+recommended", "you mentioned", "the move you made", "the place you helped me find"), "did you say" (tell,
+mention, recommend, ...), "our previous conversation" (or last, earlier, past; chat, discussion, exchange, game,
+session, talk) or "we discussed" (outlined, talked, listed, made, wrote, came up, played). A request in the present
+("Can you suggest something for my commute?") still asks about the user: the answer rests on what the user told.
+The rules are offline and English, read in one pass over the question; the cue that matched (the first-person
+word) is recorded on the trace as ``speaker``.
+
+**An assistant turn** is a memory whose text starts with ``assistant:`` (any case, after spaces): the form a
+transcript's turn takes in memlens (the LongMemEval importer, a session's consolidation, engine/memory/
+maintenance_steps.py). A memory with no speaker (an extracted fact, a note, an episode, a skill) and a user's turn
+are left as they are. Each lowered candidate records what the stage took off (``hybrid_speaker_part``, negative);
+the others record nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ..trace.records import CandidateInput
+
+_FIRST_PERSON = frozenset("i me my mine myself i'm i've i'd i'll".split())
+_SAID = (
+    "recommended mentioned said suggested told gave made provided listed wrote shared explained described named "
+    "proposed showed included called offered found created generated compiled helped"
+).split()
+_CONVERSATION_NOUNS = "conversation conversations chat chats discussion discussions exchange game session talk".split()
+_WE_DID = "discussed outlined talked listed made wrote came played".split()
+_DID_YOU = "say tell mention recommend suggest give make name call write list show".split()
+# Each alternative is a fixed run of at most three words: the scan is linear in the question's length.
+_ABOUT_ASSISTANT = re.compile(
+    rf"\byou (?:\w+ )?(?:{'|'.join(_SAID)})\b"
+    rf"|\b(?:our|the|that) (?:previous|last|earlier|past) (?:{'|'.join(_CONVERSATION_NOUNS)})\b"
+    rf"|\bwe (?:{'|'.join(_WE_DID)})\b"
+    rf"|\bdid you (?:{'|'.join(_DID_YOU)})\b"
+)
+_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
+ASSISTANT_PREFIX = "assistant:"
+
+
+def asks_about_user(question: str) -> str | None:
+    """The cue that the question asks about the user's own life (``first person "my"``), or None: no first-person
+    word, or it asks about what the assistant said or did."""
+    text = question.lower().replace("\u2019", "'")
+    first = next((w for w in _WORD.findall(text) if w in _FIRST_PERSON), None)
+    if first is None or _ABOUT_ASSISTANT.search(text):
+        return None
+    return f'first person "{first}"'
+
+
+def spoken_by_assistant(text: str) -> bool:
+    """A stored conversation turn of the assistant's (its text starts with ``assistant:``)."""
+    return text.lstrip()[: len(ASSISTANT_PREFIX)].lower() == ASSISTANT_PREFIX
+
+
+def speaker_parts(inputs: Sequence[CandidateInput], cue: str | None, penalty: float) -> tuple[float | None, ...]:
+    """What the stage adds to each candidate's hybrid score: ``-penalty`` for an assistant turn when the question
+    asks about the user (``cue``), None (nothing) for every other candidate or when the stage is off."""
+    if cue is None or penalty <= 0:
+        return (None,) * len(inputs)
+    return tuple(-penalty if inp.kind == "semantic" and spoken_by_assistant(inp.text) else None for inp in inputs)

@@ -1,0 +1,192 @@
+"""The speaker stage: when a question asks about the user's own life (first person, not about what the assistant
+said), each stored assistant turn's hybrid score loses assistant_turn_penalty; nothing else changes.
+
+The expected numbers are computed by hand in the comments; on a real store the stage's cue and parts are recorded
+in the trace and its JSON, replayed exactly, switched off by a replay, shown in why-not, and absent from older
+traces and the llmemory preset.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from engine import MemoryEngine, Settings
+from engine.interop.otel_spans import retrieval_spans
+from engine.presets import PRESETS
+from engine.retrieval.speaker_stage import asks_about_user, speaker_parts, spoken_by_assistant
+from engine.retrieval.stages import score_hop
+from engine.trace.codec import trace_json
+from engine.trace.records import CandidateInput
+from engine.trace.why_not import why_not
+from tests.support.stored_trace import empty_trace
+from ui.trace_timing import span_io
+
+T = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
+NOW = datetime(2024, 6, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("question", "cue"),
+    [
+        ("How much total money have I spent on bike-related expenses?", 'first person "i"'),
+        ("What was my previous stance on spirituality?", 'first person "my"'),
+        ("Where did Sophia meet me?", 'first person "me"'),
+        ("I\u2019ve got some free time tonight, any documentary recommendations?", 'first person "i\'ve"'),
+        # A request in the present still rests on what the user told
+        ("Can you suggest some activities I can do during my commute to work?", 'first person "i"'),
+        ("I'm trying to decide whether to buy a NAS device now or wait. What do you think?", 'first person "i\'m"'),
+    ],
+)
+def test_a_first_person_question_asks_about_the_user(question, cue):
+    assert asks_about_user(question) == cue
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        # the assistant's own words: "you" with a past verb of saying or making, an earlier conversation, "we ..."
+        "What was the name of that hiking trail you recommended to me?",
+        "I'm looking back at our previous chess game: what was the move you made after 27. Kg2?",
+        "I was going through our previous conversation about Catalonia. Which singer was it?",
+        "Can you remind me what were the three objectives we outlined for my project?",
+        "Which traditional game did you say was performed by skilled dancers? I forgot.",
+        "Remind me of the name of the restaurant you helped me find in Lisbon.",
+        "In our last session I asked about knots: which one was it?",
+        # no first person at all
+        "What books has Tim read?",
+        "Which event happened first, the meeting with Rachel or the pride parade?",
+        "",
+    ],
+)
+def test_a_question_about_the_assistants_words_or_in_the_third_person_does_not(question):
+    assert asks_about_user(question) is None
+
+
+def test_the_cue_reads_a_long_hostile_question_in_one_pass():
+    hostile = "you " * 8000 + "my"  # "you" runs with no verb after them: the pattern never backtracks far
+    assert asks_about_user(hostile) == 'first person "my"'
+    assert asks_about_user("my " + "you said " * 4000) is None
+
+
+def test_an_assistant_turn_is_a_memory_whose_text_starts_with_assistant():
+    assert spoken_by_assistant("assistant: Here are five trails.")
+    assert spoken_by_assistant("  Assistant: Sure!")
+    assert not spoken_by_assistant("user: I bought a bike.")
+    assert not spoken_by_assistant("The assistant: a short story")
+    assert not spoken_by_assistant("")
+
+
+def inp(id: str, text: str, vec: float, kind: str = "semantic") -> CandidateInput:
+    return CandidateInput(id, kind, text, T.isoformat(), None, True, 0, 0, 0, vec, None, "vector")
+
+
+def test_only_semantic_assistant_turns_are_lowered_and_only_when_the_question_asks_about_the_user():
+    inputs = [
+        inp("u", "user: I bought a bike", 0.5),
+        inp("a", "assistant: bikes are great", 0.8),
+        inp("e", "assistant: an episode's summary", 0.8, kind="episodic"),
+    ]
+    assert speaker_parts(inputs, 'first person "i"', 0.4) == (None, -0.4, None)
+    assert speaker_parts(inputs, None, 0.4) == (None, None, None)
+    assert speaker_parts(inputs, 'first person "i"', 0.0) == (None, None, None)
+
+
+def test_in_score_hop_the_penalty_puts_the_users_turn_above_the_assistants_answer():
+    # The cosine alone is the hybrid (hybrid off), memories are evergreen without importance or feedback, the filter
+    # is off: final = cosine + speaker part. The answer: 0.8 - 0.4 = 0.4, below the user's turn at 0.5.
+    settings = Settings().with_overrides(
+        {**PRESETS["llmemory"], "hybrid_enabled": False, "relevance_filter": "off", "assistant_turn_penalty": 0.4}
+    )
+    inputs = [inp("u", "user: I bought a bike for $80", 0.5), inp("a", "assistant: bikes are great", 0.8)]
+    scored = score_hop(inputs, "q", "q", settings, NOW, speaker='first person "i"')
+    assert [s.inp.id for s in scored] == ["u", "a"]
+    by_id = {s.inp.id: s for s in scored}
+    assert by_id["a"].scores.hybrid == pytest.approx(0.4) and by_id["a"].final == pytest.approx(0.4)
+    assert by_id["a"].scores.hybrid_speaker_part == pytest.approx(-0.4)
+    assert by_id["u"].scores.hybrid_speaker_part is None and by_id["u"].scores.hybrid == pytest.approx(0.5)
+    # No cue (a question about the assistant's words): the answer keeps its cosine and its place
+    plain = score_hop(inputs, "q", "q", settings, NOW, speaker=None)
+    assert [s.inp.id for s in plain] == ["a", "u"] and plain[0].scores.hybrid_speaker_part is None
+
+
+# -- on a store -------------------------------------------------------------------------------------------------
+USER = "speaker"
+QUESTION = "How much did I pay for my bike repair?"
+TURNS = [
+    "user: The bike shop charged me $80 to fix the gears last week.",  # the answer
+    "assistant: Bike repair costs vary; a gear repair at a bike shop usually costs $50 to $100 for your bike.",
+    "assistant: To keep your bike in good repair, clean and oil the chain after every ride you pay attention to.",
+    "user: My sister is visiting in June.",
+]
+ON = {"assistant_turn_penalty": 0.4, "top_k": 10}
+
+
+@pytest.fixture(scope="module")
+def engine(module_settings: Settings, embedder) -> MemoryEngine:
+    return MemoryEngine.open(settings=module_settings, embedder=embedder)
+
+
+@pytest.fixture(scope="module")
+def ids(engine: MemoryEngine) -> list[str]:
+    return [engine.items.remember(USER, t, created_at=T + timedelta(minutes=n)).id for n, t in enumerate(TURNS)]
+
+
+def candidate(trace, item_id: str):
+    return next(c for c in trace.hops[0].candidates if c.id == item_id)
+
+
+def test_the_trace_records_the_cue_and_each_lowered_turn_and_replays_it_exactly(engine, ids):
+    trace = engine.retrieval.retrieve(USER, QUESTION, overrides=ON, now=NOW)
+    assert trace.speaker == 'first person "i"'
+    assert [candidate(trace, i).scores.hybrid_speaker_part for i in ids] == [None, -0.4, -0.4, None]
+    assert trace.ranking[0].id == ids[0]
+    # Through the stored JSON: the cue and the parts come back, and a replay with its own settings is the same
+    stored = engine.traces.get(trace.trace_id)
+    assert stored.speaker == trace.speaker and json.loads(trace_json(trace))["speaker"] == 'first person "i"'
+    assert candidate(stored, ids[1]).scores == candidate(trace, ids[1]).scores
+    replayed = engine.retrieval.replay_trace(stored)
+    assert [(r.id, r.final) for r in replayed.ranking] == [(r.id, r.final) for r in trace.ranking]
+    # Replayed without the stage: what a retrieval without it ranks, with no cue and no part recorded
+    off = engine.retrieval.replay_trace(stored, overrides={"assistant_turn_penalty": 0.0})
+    live_off = engine.retrieval.retrieve(USER, QUESTION, overrides={**ON, "assistant_turn_penalty": 0.0}, now=NOW)
+    assert [r.id for r in off.ranking] == [r.id for r in live_off.ranking]
+    assert off.speaker is None and live_off.speaker is None and "speaker" not in json.loads(trace_json(live_off))
+    assert all(c.scores.hybrid_speaker_part is None for c in live_off.hops[0].candidates)
+
+
+def test_the_span_tree_and_the_exported_span_name_the_cue(engine, ids):
+    trace = engine.retrieval.retrieve(USER, QUESTION, overrides=ON, now=NOW, save=False)
+    assert retrieval_spans(trace)[0].attributes["memlens.speaker"] == 'first person "i"'
+    _, outputs = span_io(trace, "hop1.scoring")
+    inputs, _ = span_io(trace, "hop1.scoring")
+    assert ("assistant turns lowered", '2 (first person "i")') in inputs
+    assert outputs  # the filter's counts and the best final scores, as before
+
+
+def test_a_question_about_the_assistants_words_lowers_nothing(engine, ids):
+    trace = engine.retrieval.retrieve(USER, "What bike repair cost did you mention to me?", overrides=ON, now=NOW)
+    assert trace.speaker is None
+    assert all(c.scores.hybrid_speaker_part is None for c in trace.hops[0].candidates)
+
+
+def test_why_not_says_an_assistant_turn_was_lowered(engine, ids):
+    trace = engine.retrieval.retrieve(USER, QUESTION, overrides=ON, now=NOW, save=False)
+    row = why_not(trace, ids[1]).rows[0]
+    assert (
+        'an assistant turn, while the question asks about the user (first person "i"): hybrid -0.4'
+        in (row["what happened"])
+    )
+    assert "assistant turn" not in why_not(trace, ids[0]).rows[0]["what happened"]
+
+
+def test_traces_from_before_the_stage_read_as_run_without_it():
+    settings = empty_trace({"top_k": 10, "now": NOW.isoformat()}, NOW).settings
+    assert settings.retrieval.assistant_turn_penalty == 0.0 and "assistant_turn_penalty" not in settings.absent
+
+
+def test_the_llmemory_preset_runs_without_the_speaker_stage_and_the_default_with_it():
+    assert Settings().with_overrides(PRESETS["llmemory"]).assistant_turn_penalty == 0.0
+    assert Settings().assistant_turn_penalty == 0.4
