@@ -156,7 +156,8 @@ def _hop_io(trace: RetrievalTrace, number: int, stage: str | None) -> tuple[Rows
         return query[:1], [("vector", f"{trace.settings.embedding_dim or '?'} numbers from {model}")]
     if stage == "search":
         how = [s for s in (trace.strategies.vector_search, trace.strategies.full_text_search) if s]
-        return query + [("searches", "; ".join(how) or "—")], [("found", found)]
+        words = [("full-text query", _short(hop.text_query))] if hop.text_query else []
+        return query + words + [("searches", "; ".join(how) or "—")], [("found", found)]
     if stage == "candidates":
         kinds: dict[str, int] = {}
         for c in cands:

@@ -183,6 +183,11 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int, labels: Any =
                 for e in hop.entities
             )
             st.caption(f"Entities followed: {named}")
+        if hop.text_query is not None:  # text_search_words=content (engine/retrieval/text.py)
+            st.caption(
+                f"Full-text search was given {md_escape(repr(hop.text_query))}: the query without its question and "
+                "function words"
+            )
         if hop.fusion is not None:  # the BM25 weight this hop's fusion used (engine/retrieval/lexical_weight.py)
             st.caption(f"Fusion: {md_escape(hop.fusion.describe())}")
         ranked_sessions = [r for r in (c.scores.session_rank for c in hop.candidates) if r is not None]

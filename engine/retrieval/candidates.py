@@ -54,18 +54,20 @@ def search_sources(
     sources: Sequence[str],
     top_k: int,
     searches: Sequence[str] = ("vector", "fts"),
+    text_query: str | None = None,
 ) -> tuple[dict[str, tuple[list[VectorHit], list[VectorHit]]], dict[str, dict[str, str]]]:
     """Vector and full-text hits per source (the searches run concurrently: LanceDB releases the GIL), and how
     each source was searched: ``{"vector_search": {kind: mode}, "full_text_search": {kind: mode}}`` (exact,
     approximate or in memory; LanceDB index or in memory). A search left out of ``searches`` does not run: its
-    hits are empty and its mode is ``not run``."""
+    hits are empty and its mode is ``not run``. Full-text search is given ``text_query`` when set, else ``query``."""
     not_run: tuple[list[VectorHit], str] = ([], "not run")
     jobs = {}
     for kind in sources:
         if "vector" in searches:
             jobs[(kind, "vector")] = _POOL.submit(b.index.search_vectors, kind, user_id, query_vector, top_k)
         if "fts" in searches:
-            jobs[(kind, "fts")] = _POOL.submit(b.index.search_text, kind, user_id, query, top_k)
+            words = query if text_query is None else text_query
+            jobs[(kind, "fts")] = _POOL.submit(b.index.search_text, kind, user_id, words, top_k)
     vectors = {kind: jobs[(kind, "vector")].result() if (kind, "vector") in jobs else not_run for kind in sources}
     texts = {kind: jobs[(kind, "fts")].result() if (kind, "fts") in jobs else not_run for kind in sources}
     hits = {kind: (vectors[kind][0], texts[kind][0]) for kind in sources}

@@ -81,6 +81,7 @@ class HopRun:
     timings: StageTimings = StageTimings()
     entities: tuple[HopEntity, ...] = ()  # what the entity stage started from
     fusion: FusionWeight | None = None  # the BM25 weight its fusion used (lexical_weight.py)
+    text_query: str | None = None  # what full-text search was given, when not the query (text.text_search_query)
 
 
 def placement_key(s: Scored) -> tuple[int, str]:
@@ -131,6 +132,7 @@ def hop_trace(run: HopRun, ranked: Mapping[tuple[int, str], tuple[Scored, Placem
         similarity=run.similarity,
         entities=run.entities,
         fusion=run.fusion,
+        text_query=run.text_query,
     )
 
 

@@ -48,7 +48,7 @@ from .reasoners import DONE, CallableReasoner, LLMReasoner, OfflineBridgeReasone
 from .similarity import CandidateCosines, cosine_lookup
 from .speaker_stage import asks_about_user
 from .stages import Scored, hop_lexical_weight, score_hop
-from .text import condense_offline
+from .text import condense_offline, text_search_query
 from .time_stage import replay_window
 from .time_window import question_window
 
@@ -237,7 +237,10 @@ class Retriever:
         with timer.stage("embed_query"):
             qvec = self.query_vectors.vector(query)
         with timer.stage("search"):
-            hits, modes = search_sources(self.b, req.user_id, query, qvec, req.sources, req.settings.top_k)
+            words = text_search_query(query) if req.settings.text_search_words == "content" else query
+            hits, modes = search_sources(
+                self.b, req.user_id, query, qvec, req.sources, req.settings.top_k, text_query=words
+            )
         record_search_modes(strategies, modes, hop, req.sources)
         finding: EntityFinding = EntityFinding()
         entity_hits: dict[str, list[VectorHit]] = {}
@@ -287,6 +290,7 @@ class Retriever:
             timer.timings(),
             finding.seeds,
             hop_lexical_weight(inputs, req.settings, relevance_text) if inputs else None,
+            words if words != query else None,
         )
 
     def _entities(

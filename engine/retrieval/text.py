@@ -76,6 +76,15 @@ def content_words(text: str) -> list[str]:
     return list(seen.values())
 
 
+def text_search_query(query: str) -> str:
+    """What full-text search is given under ``text_search_words=content``: the query's content words (question
+    and function words dropped: "what", "does", "did", "I", "my", "you" are not on LanceDB's own English stop list,
+    and in a conversation they match every turn that asks or answers anything), or the query itself when it has
+    none."""
+    words = content_words(query)
+    return " ".join(words) if words else query
+
+
 def condense_offline(message: str, max_words: int = 15) -> str:
     """The non-LLM query for a long message: its first ``max_words`` content words."""
     return " ".join(content_words(message)[:max_words])

@@ -64,6 +64,7 @@ OLDER_TRACE_SETTINGS = {
     "adaptive_bm25": False,  # the set bm25_weight in every hop before round three's fusion change
     "adaptive_bm25_events": False,  # a question comparing events was weighted by its cosines like any other
     "assistant_turn_penalty": 0.0,  # no speaker stage before round three's
+    "text_search_words": "all",  # full-text search was given the query as it was
 }
 
 
@@ -311,6 +312,8 @@ class HopTrace:
     entities: tuple[HopEntity, ...] = ()
     # the BM25 weight the hop's fusion used and why (none: hybrid off, or a trace from before adaptive_bm25)
     fusion: FusionWeight | None = None
+    # what full-text search was given when it was not the query (text_search_words=content; None: the query)
+    text_query: str | None = None
 
     def __post_init__(self) -> None:
         # Built from a stored trace (or by hand), these arrive as plain mappings: keep the typed records.
@@ -345,6 +348,8 @@ class HopTrace:
             del plain["fusion"]
         else:
             plain["fusion"] = self.fusion.to_dict()
+        if self.text_query is None:  # and one whose full-text search was given its query
+            del plain["text_query"]
         return plain
 
 

@@ -91,6 +91,7 @@ def replay_runs(
                 similarity=hop.similarity,
                 entities=entities,
                 fusion=hop_lexical_weight(inputs, settings, hop.relevance_text) if inputs else None,
+                text_query=hop.text_query,  # the search is not run again: what it was given stays
             )
         )
     return runs

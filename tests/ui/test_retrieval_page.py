@@ -378,3 +378,12 @@ def test_a_question_about_the_user_says_which_assistant_turns_it_lowered_and_the
 def test_whatif_has_no_assistant_turn_penalty_without_assistant_turns(demo_app: MemoryEngine):
     at = ask(open_page(PAGE, user=TWO_HOP[2]["user_id"]), TWO_HOP[2]["question"], hops=1)
     assert not [s for s in at.slider if s.key == "trace_wi_assistant_turn_penalty"]
+
+
+def test_a_hop_says_what_its_full_text_search_was_given(demo_app: MemoryEngine):
+    q = TWO_HOP[4]
+    at = ask(open_page(PAGE, user=q["user_id"]), q["question"])
+    trace = demo_app.traces.get(at.session_state["trace_current_id"])
+    words = trace.hops[0].text_query
+    assert words is not None and words != trace.hops[0].query
+    assert any(v.startswith(f"Full-text search was given {md_escape(repr(words))}") for v in values(at, "caption"))
