@@ -12,11 +12,11 @@ follow see it like the other parts of the hybrid (as they see the session stage'
 **The question asks about the user** when it speaks in the first person (I, me, my, mine, myself, I'm, I've, I'd,
 I'll) and does not ask about the assistant's own words: "you" with a past verb of saying or making ("what you
 recommended", "you mentioned", "the move you made", "the place you helped me find"), "did you say" (tell,
-mention, recommend, ...), "our previous conversation" (or last, earlier, past; chat, discussion, exchange, game,
-session, talk) or "we discussed" (outlined, talked, listed, made, wrote, came up, played). A request in the present
-("Can you suggest something for my commute?") still asks about the user: the answer rests on what the user told.
-The rules are offline and English, read in one pass over the question; the cue that matched (the first-person
-word) is recorded on the trace as ``speaker``.
+mention, recommend, ...), "can you remind me", "our previous conversation" (or a, the, that; last, earlier, past,
+other; chat, discussion, exchange, game, session, talk) or "we discussed" (outlined, talked, listed, made, wrote,
+came up, played). A request in the present ("Can you suggest something for my commute?") still asks about the
+user: the answer rests on what the user told. The rules are offline and English, read in one pass over the
+question; the cue that matched (the first-person word) is recorded on the trace as ``speaker``.
 
 **An assistant turn** is a memory whose text starts with ``assistant:`` (any case, after spaces): the form a
 transcript's turn takes in memlens (the LongMemEval importer, a session's consolidation, engine/memory/
@@ -43,7 +43,8 @@ _DID_YOU = "say tell mention recommend suggest give make name call write list sh
 # Each alternative is a fixed run of at most three words: the scan is linear in the question's length.
 _ABOUT_ASSISTANT = re.compile(
     rf"\byou (?:\w+ )?(?:{'|'.join(_SAID)})\b"
-    rf"|\b(?:our|the|that) (?:previous|last|earlier|past) (?:{'|'.join(_CONVERSATION_NOUNS)})\b"
+    rf"|\b(?:our|the|that|a|an) (?:previous|last|earlier|past|other) (?:{'|'.join(_CONVERSATION_NOUNS)})\b"
+    r"|\b(?:can|could|would|will) you remind me\b"
     rf"|\bwe (?:{'|'.join(_WE_DID)})\b"
     rf"|\bdid you (?:{'|'.join(_DID_YOU)})\b"
 )

@@ -55,6 +55,8 @@ def test_a_first_person_question_asks_about_the_user(question, cue):
         "Which traditional game did you say was performed by skilled dancers? I forgot.",
         "Remind me of the name of the restaurant you helped me find in Lisbon.",
         "In our last session I asked about knots: which one was it?",
+        "Can you remind me of the name of the hotel in my itinerary?",  # recalling a conversation: either side's
+        "In a previous chat I asked for a name for my cat. Which did I pick?",
         # no first person at all
         "What books has Tim read?",
         "Which event happened first, the meeting with Rachel or the pride parade?",
