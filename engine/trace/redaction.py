@@ -11,6 +11,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ..retrieval.assembly import context_block
+from ..retrieval.text import text_search_query
 from .entity_links import EntityPath, HopEntity
 from .records import CandidateTrace, HopTrace, ProposalDetails, RetrievalTrace, Tombstone
 
@@ -61,6 +62,7 @@ def redact_trace(trace: RetrievalTrace, ids: Collection[str], tombstone: Tombsto
                 proposal=ProposalDetails(redacted=REDACTED_PROPOSAL),
                 query=REDACTED_QUERY,
                 relevance_text=REDACTED_QUERY,
+                text_query=None if h.text_query is None else REDACTED_QUERY,
             )
         return h
 
@@ -96,15 +98,32 @@ def redact_quotes(trace: RetrievalTrace, texts: Mapping[str, str]) -> RetrievalT
             return {k: sub(v) for k, v in value.items()}
         return value
 
-    hops = tuple(
-        dataclasses.replace(
+    # A hop's full-text query is its query's content words (text_search_words): a quote of a text shows there as
+    # the text's own content words, with no stop word left to break the match.
+    word_forms = [(text_search_query(text), item_id) for text, item_id in pairs]
+
+    def full_text(h: HopTrace, query: str) -> str | None:
+        if h.text_query is None:
+            return None
+        if query != h.query:  # the query quoted a forgotten text: what search was given is the redacted query's words
+            return text_search_query(query)
+        value = sub(h.text_query)
+        for words, item_id in word_forms:
+            if words.strip() and words in value:
+                value = value.replace(words, FORGOTTEN_TEXT.format(id=item_id))
+        return value
+
+    def hop(h: HopTrace) -> HopTrace:
+        query = sub(h.query)
+        return dataclasses.replace(
             h,
-            query=sub(h.query),
+            query=query,
             relevance_text=sub(h.relevance_text),
             proposal=ProposalDetails.from_dict(sub(h.proposal.to_dict())),
+            text_query=full_text(h, query),
         )
-        for h in trace.hops
-    )
+
+    hops = tuple(hop(h) for h in trace.hops)
     return dataclasses.replace(trace, question=sub(trace.question), hops=hops, stop_details=sub(trace.stop_details))
 
 

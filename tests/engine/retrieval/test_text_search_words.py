@@ -94,3 +94,17 @@ def test_older_traces_and_the_llmemory_preset_give_full_text_search_the_query_as
     assert settings.retrieval.text_search_words == "all" and "text_search_words" not in settings.absent
     assert Settings().with_overrides(PRESETS["llmemory"]).text_search_words == "all"
     assert Settings().text_search_words == "content"
+
+
+def test_a_hard_forget_takes_the_forgotten_words_out_of_what_full_text_search_was_given(engine):
+    text = "Quillon keeps the spare key under the blue mat"
+    secret = engine.items.remember(USER, text)
+    trace = engine.retrieval.retrieve(USER, f'Is it true that "{text}"?', now=NOW)
+    assert "Quillon" in trace.hops[0].text_query
+    engine.forgetting.forget(USER, "semantic", [secret.id], reason="privacy request", mode="hard")
+    stored = engine.traces.get(trace.trace_id)
+    assert "Quillon" not in json.dumps(stored.to_dict())
+    # what search was given now reads as the redacted query's content words
+    assert stored.hops[0].text_query == text_search_query(stored.hops[0].query)
+    assert secret.id in stored.hops[0].text_query
+    engine.admin.purges.wait(60)
