@@ -107,7 +107,7 @@ def redact_quotes(trace: RetrievalTrace, texts: Mapping[str, str]) -> RetrievalT
             return None
         if query != h.query:  # the query quoted a forgotten text: what search was given is the redacted query's words
             return text_search_query(query)
-        value = sub(h.text_query)
+        value = str(sub(h.text_query))
         for words, item_id in word_forms:
             if words.strip() and words in value:
                 value = value.replace(words, FORGOTTEN_TEXT.format(id=item_id))
