@@ -156,6 +156,7 @@ def test_the_trace_records_the_cue_and_each_lowered_turn_and_replays_it_exactly(
     live_off = engine.retrieval.retrieve(USER, QUESTION, overrides={**ON, "assistant_turn_penalty": 0.0}, now=NOW)
     assert [r.id for r in off.ranking] == [r.id for r in live_off.ranking]
     assert off.speaker is None and live_off.speaker is None and "speaker" not in json.loads(trace_json(live_off))
+    assert live_off.hops[0].candidates
     assert all(c.scores.hybrid_speaker_part is None for c in live_off.hops[0].candidates)
 
 
@@ -171,6 +172,7 @@ def test_the_span_tree_and_the_exported_span_name_the_cue(engine, ids):
 def test_a_question_about_the_assistants_words_lowers_nothing(engine, ids):
     trace = engine.retrieval.retrieve(USER, "What bike repair cost did you mention to me?", overrides=ON, now=NOW)
     assert trace.speaker is None
+    assert {c.id for c in trace.hops[0].candidates} >= set(ids[:3])  # the assistant turns are among them
     assert all(c.scores.hybrid_speaker_part is None for c in trace.hops[0].candidates)
 
 

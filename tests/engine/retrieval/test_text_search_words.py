@@ -84,6 +84,7 @@ def test_the_record_survives_storage_and_replay(engine, ids):
     assert replayed.hops[0].text_query == "Melanie destress"
     assert [(r.id, r.final) for r in replayed.ranking] == [(r.id, r.final) for r in trace.ranking]
     # A replay searches nothing: under "all" its candidates, and what their search was given, stay as recorded
+    assert stored.hops[0].candidates
     again = engine.retrieval.replay_trace(stored, overrides={"text_search_words": "all"})
     assert again.hops[0].text_query == "Melanie destress"
     assert [c.found_by for c in again.hops[0].candidates] == [c.found_by for c in stored.hops[0].candidates]
