@@ -129,6 +129,11 @@ def speaker_caption(trace: RetrievalTrace) -> str | None:
         return None
     lowered = {c.id for hop in trace.hops for c in hop.candidates if c.scores.hybrid_speaker_part is not None}
     penalty = trace.settings.retrieval.assistant_turn_penalty
+    if not lowered:  # a store without conversation turns: say so rather than "0 candidates"
+        return (
+            f"Speaker stage: the question asks about the user ({trace.speaker}); no candidate was an assistant turn, "
+            "so nothing was lowered"
+        )
     return (
         f"Speaker stage: the question asks about the user ({trace.speaker}), so each assistant turn's hybrid "
         f"score was lowered by assistant_turn_penalty {penalty:g} ({len(lowered)} candidate(s), "

@@ -22,6 +22,7 @@ from engine.trace.codec import trace_json
 from engine.trace.records import CandidateInput
 from engine.trace.why_not import why_not
 from tests.support.stored_trace import empty_trace
+from ui.trace_data import speaker_caption
 from ui.trace_timing import span_io
 
 T = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
@@ -167,6 +168,18 @@ def test_the_span_tree_and_the_exported_span_name_the_cue(engine, ids):
     inputs, _ = span_io(trace, "hop1.scoring")
     assert ("assistant turns lowered", '2 (first person "i")') in inputs
     assert outputs  # the filter's counts and the best final scores, as before
+
+
+def test_the_trace_page_says_so_when_no_candidate_was_an_assistant_turn(engine, ids):
+    engine.items.remember("no-turns", "My bike repair at the shop cost $80.")
+    trace = engine.retrieval.retrieve("no-turns", QUESTION, overrides=ON, now=NOW, save=False)
+    assert trace.speaker == 'first person "i"' and trace.hops[0].candidates
+    assert speaker_caption(trace) == (
+        'Speaker stage: the question asks about the user (first person "i"); no candidate was an assistant turn, '
+        "so nothing was lowered"
+    )
+    lowered = engine.retrieval.retrieve(USER, QUESTION, overrides=ON, now=NOW, save=False)
+    assert "(2 candidate(s), column hybrid_speaker_part)" in speaker_caption(lowered)
 
 
 def test_a_question_about_the_assistants_words_lowers_nothing(engine, ids):
