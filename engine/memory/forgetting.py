@@ -18,11 +18,12 @@ from ..errors import InvalidInput, MemlensError, StoreCorrupt
 from ..ids import check_id, check_ids, lance_literal
 from ..records import KINDS, ForgetLogEntry, ForgetResult
 from ..store.schema import KIND_TABLES
-from ..store.sql.database import Connection, Row
+from ..store.sql.database import Connection
 from ..vocab import ForgetMode
 from .base import Backends, dumps, page_args
 from .graph_forget import GRAPH_KIND, GraphForgetOutcome, forget_derived, forget_graph
 from .maintenance_redact import memory_texts, redact_log
+from .tombstone_lookup import forgotten_among
 
 MODES = tuple(ForgetMode)
 MAX_REASON_CHARS = 1000
@@ -219,45 +220,10 @@ class Forgetter:
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
-
-        def query(c: Connection) -> tuple[list[Row], list[Row]]:
-            logged = c.execute(
-                "SELECT f.id, f.memory_type, f.mode, f.reason, f.actor, f.occurred_at, u.mid FROM forget_log f, "
-                "unnest(CAST(f.ids AS VARCHAR[])) AS u(mid) WHERE f.user_id=? AND u.mid IN (SELECT unnest(?)) "
-                "ORDER BY f.occurred_at, f.id",
-                [user_id, ids],
-            ).fetchall()
-            state = c.execute(
-                "SELECT id, archived_at FROM items WHERE user_id=? AND id IN (SELECT unnest(?)) UNION ALL "
-                "SELECT id, archived_at FROM episodes WHERE user_id=? AND id IN (SELECT unnest(?)) UNION ALL "
-                "SELECT id, archived_at FROM skills WHERE user_id=? AND id IN (SELECT unnest(?))",
-                [user_id, ids] * 3,
-            ).fetchall()
-            return logged, state
-
         if conn is not None:
-            logged, state = query(conn)
-        else:
-            with self.b.db.read() as c:
-                logged, state = query(c)
-        rows = {r[0]: r[1] for r in state}
-        entries: dict[str, dict[str, dict[str, Any]]] = {}  # id -> mode -> its newest tombstone
-        for log_id, kind, mode, reason, actor, at, mid in logged:
-            entries.setdefault(mid, {})[mode] = tombstone(log_id, mode, at, actor, reason, kind)
-        out: dict[str, dict[str, Any]] = {}
-        for i in ids:
-            if i not in rows:
-                if "hard" in entries.get(i, {}):
-                    out[i] = entries[i]["hard"]
-            elif rows[i] is not None:
-                out[i] = entries.get(i, {}).get("soft") or {
-                    "mode": "soft",
-                    "at": rows[i].isoformat(),
-                    "actor": None,
-                    "reason": None,
-                    "forget_log_id": None,
-                }
-        return out
+            return forgotten_among(conn, user_id, ids, tombstone)
+        with self.b.db.read() as c:
+            return forgotten_among(c, user_id, ids, tombstone)
 
     def log(self, user_id: str | None = None, limit: int = 1000) -> list[ForgetLogEntry]:
         """Audit entries, newest first."""
