@@ -6,6 +6,12 @@ walks every surviving object again each time the count grows by a quarter, so du
 collection over and over and finds nothing to free: ~3-5 s of the ~10-14 s of CPU that `import
 sentence_transformers, lancedb` took on a 2-core machine (9.4-11.1 s with the collector paused, 14.1-14.3 s
 without). Every model-loading process pays it: the dashboard, each CLI or MCP process, an agent's process.
+
+After the load, the same objects kept costing: with ~570k of them tracked, each later full collection (one every ~50
+stored 2-hop retrievals at 100k items) walked them all for 300-400 ms, in the middle of whatever retrieval triggered
+it (docs/benchmarks.md). So when the outermost paused block ends, everything tracked is frozen (``gc.freeze``): full
+collections skip it. Reference counting still frees those objects; only a reference cycle among them that becomes
+garbage later is kept (the host application's objects that existed at that moment included).
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ _resume = False
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector for the block (reference counting still frees everything else),
-    then resume it if it was running. Nested and concurrent blocks resume it only when the last one ends."""
+    then freeze what is tracked (see the module's docstring) and resume it if it was running. Nested and concurrent
+    blocks freeze and resume only when the last one ends."""
     global _depth, _resume
     with _LOCK:
         if _depth == 0:
@@ -35,5 +42,7 @@ def collector_paused() -> Iterator[None]:
     finally:
         with _LOCK:
             _depth -= 1
-            if _depth == 0 and _resume:
-                gc.enable()
+            if _depth == 0:
+                gc.freeze()
+                if _resume:
+                    gc.enable()

@@ -1,4 +1,5 @@
-"""The cyclic garbage collector is paused while the heavy libraries load (engine/startup.py) and always resumed."""
+"""The cyclic garbage collector is paused while the heavy libraries load (engine/startup.py) and always resumed;
+what they created is frozen, so later full collections do not walk it again."""
 
 from __future__ import annotations
 
@@ -38,4 +39,18 @@ def test_a_collector_the_application_switched_off_stays_off():
 def test_loading_the_model_and_connecting_to_lancedb_leave_the_collector_running(empty_engine):
     empty_engine.items.remember("ada", "The collector runs again after the model and LanceDB are loaded.")
     assert empty_engine.retrieval.search("ada", "collector")
+    assert gc.isenabled()
+
+
+def test_what_the_outermost_block_loaded_is_frozen_out_of_later_collections():
+    class Loaded:  # stands for a module's objects: tracked by the collector, alive as long as the process
+        pass
+
+    with collector_paused():
+        loaded = Loaded()
+        with collector_paused():
+            pass
+        assert any(o is loaded for o in gc.get_objects()), "frozen only when the outermost block ends"
+    assert not any(o is loaded for o in gc.get_objects())
+    assert gc.get_freeze_count() > 0
     assert gc.isenabled()
