@@ -9,9 +9,11 @@ without). Every model-loading process pays it: the dashboard, each CLI or MCP pr
 
 After the load, the same objects kept costing: with ~570k of them tracked, each later full collection (one every ~50
 stored 2-hop retrievals at 100k items) walked them all for 300-400 ms, in the middle of whatever retrieval triggered
-it (docs/benchmarks.md). So when the outermost paused block ends, everything tracked is frozen (``gc.freeze``): full
-collections skip it. Reference counting still frees those objects; only a reference cycle among them that becomes
-garbage later is kept (the host application's objects that existed at that moment included).
+it (docs/benchmarks.md). So when the outermost paused block ends, garbage is collected once and everything still
+tracked is frozen (``gc.freeze``): full collections skip it. The collection first matters: a cycle that was garbage
+already (an engine a program dropped before opening the next) would otherwise be frozen and never freed; after the
+first freeze it walks only what is not frozen. Reference counting still frees frozen objects; only a reference cycle
+among them that becomes garbage later is kept (the host application's objects that were alive then included).
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ _resume = False
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector for the block (reference counting still frees everything else),
-    then freeze what is tracked (see the module's docstring) and resume it if it was running. Nested and concurrent
-    blocks freeze and resume only when the last one ends."""
+    then collect and freeze what is left (see the module's docstring) and resume it if it was running. Nested and
+    concurrent blocks freeze and resume only when the last one ends."""
     global _depth, _resume
     with _LOCK:
         if _depth == 0:
@@ -43,6 +45,7 @@ def collector_paused() -> Iterator[None]:
         with _LOCK:
             _depth -= 1
             if _depth == 0:
+                gc.collect()
                 gc.freeze()
                 if _resume:
                     gc.enable()

@@ -4,6 +4,7 @@ what they created is frozen, so later full collections do not walk it again."""
 from __future__ import annotations
 
 import gc
+import weakref
 
 import pytest
 
@@ -54,3 +55,16 @@ def test_what_the_outermost_block_loaded_is_frozen_out_of_later_collections():
     assert not any(o is loaded for o in gc.get_objects())
     assert gc.get_freeze_count() > 0
     assert gc.isenabled()
+
+
+def test_garbage_left_before_the_freeze_is_collected_not_frozen():
+    class Node:
+        pass
+
+    cycle = Node()
+    cycle.me = cycle  # a reference cycle: only the collector frees it
+    gone = weakref.ref(cycle)
+    del cycle
+    with collector_paused():
+        pass
+    assert gone() is None
