@@ -364,13 +364,20 @@ class RetrievalSettings:
         "off",
         "[memlens] The extra keys retrieval also searches (engine/memory/memory_keys.py): facts (what the graph "
         "extraction drew from a memory and its keyphrases), next (the text of the memory that answered it: the "
-        "next turn), all, or off. A memory a key found is a candidate with its own text; its cosine moves towards "
+        "next turn), sentences (each sentence of a memory of two or more), all, or off. A memory a key found is a "
+        "candidate with its own text; its cosine moves towards "
         "its key's (key_cosine_weight), and key_bm25_weight times its key's BM25 adds to its lexical score. Needs "
         "the keys written (memory_keys_write, or `memlens keys`). Off by default, as measured (1 hop, recall@10, "
         "off -> on): LoCoMo dev 0.733 -> facts 0.724 (multi-hop 0.407 -> 0.421), next 0.727 (adversarial 0.808 -> "
         "0.835, multi-hop 0.372), all 0.725; LongMemEval-S 0.873 -> all 0.851 (multi-session 0.672 -> all 0.604, "
-        "facts 0.656, next 0.562); MuSiQue all@5 0.162 -> facts 0.171 (2 hops 0.333 -> 0.324).",
-        choices=("off", "facts", "next", "all"),
+        "facts 0.656, next 0.562); MuSiQue all@5 0.162 -> facts 0.171 (2 hops 0.333 -> 0.324). sentences with "
+        "key_cosine_weight=0.4 and key_bm25_weight=0 on round three's defaults (2026-12-06): LoCoMo dev 0.752 -> "
+        "0.764 (multi-hop 0.412 -> 0.449, open-domain 0.386 -> 0.432, adversarial 0.819 -> 0.814; 2 hops 0.764 -> "
+        "0.773), LongMemEval-S 0.935 -> 0.938 (multi-session 0.781 -> 0.823, preference 1.000 -> 0.875), MuSiQue "
+        "all@5 0.295 -> 0.295 (2 hops 0.400 -> 0.419); not the default yet: every write would embed each sentence "
+        "(4.5-8 keys per memory on these sets, facts and next keys included), and the keys table is searched on "
+        "every hop.",
+        choices=("off", "facts", "next", "sentences", "all"),
         retrieval=True,
     )
     key_bm25_weight: float = _s(

@@ -13,6 +13,9 @@ like the memories' own tables (engine/retrieval/key_search.py):
   memory's text (the next turn of a conversation) gives that memory a key of its own text, so a question is found by
   the words of its answer (``preceding_text`` already gives the reply the question's words). Its ``source_id`` is
   the reply: forgetting the reply deletes the key (keys.py), so a hard forget leaves no key with its words.
+- ``sentence``: each sentence of a memory of two or more (at least ``MIN_SENTENCE_WORDS`` words each, the first
+  ``MAX_SENTENCE_KEYS``), with the memory's speaker prefix when it has one. A turn's vector averages what it says;
+  the sentence that answers a question ("I usually play CS:GO") is nearer to it on its own.
 
 Keys are written before the memories' rows and deleted again if the rows fail (DuckDB decides what exists: a key of
 a memory that is not active there is never a candidate). ``MemoryKeys.rebuild`` builds them for a stored store
@@ -33,22 +36,43 @@ from .base import Backends
 from .graph_offline import OfflineExtractor
 from .graph_offline_rules import STOP_WORDS
 
-__all__ = ["KEY_KINDS", "MemoryKeys", "facts_text", "key_kinds_for", "plan_keys"]
+__all__ = ["KEY_KINDS", "MemoryKeys", "facts_text", "key_kinds_for", "plan_keys", "sentence_texts"]
 
-KEY_KINDS = ("facts", "facts_llm", "next")
+KEY_KINDS = ("facts", "facts_llm", "next", "sentence")
+MIN_SENTENCE_WORDS = 3
+MAX_SENTENCE_KEYS = 12
 # A key's text is cut here: a long reply's first part says what it is about, and its vector sees no more anyway
 # (all-MiniLM-L6-v2 reads 256 word pieces).
 MAX_KEY_CHARS = 1000
 MAX_KEYPHRASES = 60
 _KIND = "semantic"
 _SPEAKER = re.compile(r"^\s*[^\n\"]{1,80}? said, \"")
+_QUOTED_TURN = re.compile(r"^\s*([^\n\"]{1,80}?) said, \"(.*)\"(.*)$", re.S)
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'_-]*")
 _BATCH = 2000
 
 
 def key_kinds_for(setting: str) -> tuple[str, ...]:
     """The key kinds the ``memory_keys`` setting searches."""
-    return {"off": (), "facts": ("facts", "facts_llm"), "next": ("next",), "all": KEY_KINDS}[setting]
+    return {
+        "off": (),
+        "facts": ("facts", "facts_llm"),
+        "next": ("next",),
+        "sentences": ("sentence",),
+        "all": KEY_KINDS,
+    }[setting]
+
+
+def sentence_texts(content: str) -> list[str]:
+    """The ``sentence`` keys of a memory (see the module): none for a memory of one sentence."""
+    turn = _QUOTED_TURN.match(content)
+    speaker, body = (turn.group(1), turn.group(2) + turn.group(3)) if turn else ("", content)
+    parts = [" ".join(p.split()) for p in _SENTENCE_END.split(body)]
+    parts = [p for p in parts if len(p.split()) >= MIN_SENTENCE_WORDS][:MAX_SENTENCE_KEYS]
+    if len(parts) < 2:
+        return []
+    return [(f'{speaker} said, "{p}"' if speaker else p)[:MAX_KEY_CHARS] for p in parts]
 
 
 def facts_text(content: str, extraction: Extraction) -> str:
@@ -98,6 +122,7 @@ def plan_keys(
         if text:
             kind = "facts_llm" if found.method == "llm" and not found.notes else "facts"
             rows.append(KeyRow(item.id, item.user_id, kind, text, item.id))
+        rows.extend(KeyRow(item.id, item.user_id, "sentence", t, item.id) for t in sentence_texts(item.content))
         if not item.preceding_text:
             continue
         before = (item.user_id, item.preceding_text)

@@ -133,3 +133,23 @@ def test_keys_are_not_written_by_default_and_are_built_on_demand(settings: Setti
     engine.items.remember_many([{"user_id": "u", "id": "q", "content": Q}])
     assert all_keys(engine, "u") == set()
     assert engine.admin.build_keys()["keys"] == 1
+
+
+def test_a_memory_of_several_sentences_gets_a_sentence_key_each_kept_like_its_other_keys(
+    engine: MemoryEngine,
+) -> None:
+    two = 'Melanie said, "We camped at the lake in Oregon. The kids caught three trout there."'
+    engine.items.remember_many([{"user_id": "u", "id": "m", "content": two}])
+    sentences = {(k[2], k[3]) for k in all_keys(engine, "u") if k[1] == "sentence"}
+    assert sentences == {
+        ('Melanie said, "We camped at the lake in Oregon."', "m"),
+        ('Melanie said, "The kids caught three trout there."', "m"),
+    }
+    written = all_keys(engine, "u")
+    assert engine.admin.build_keys("u")["keys"] == len(written)
+    assert all_keys(engine, "u") == written
+    engine.forgetting.forget("u", "semantic", ["m"], "test", mode="hard")
+    assert all_keys(engine, "u") == set()
+    table = engine.items.b.index.key_table("semantic")
+    assert table is not None
+    assert not [t for t in table.to_arrow().column("text").to_pylist() if "trout" in t]
