@@ -23,7 +23,7 @@ from ..vocab import ForgetMode
 from .base import Backends, dumps, page_args
 from .graph_forget import GRAPH_KIND, GraphForgetOutcome, forget_derived, forget_graph
 from .maintenance_redact import memory_texts, redact_log
-from .tombstone_lookup import forgotten_among
+from .tombstone_lookup import forgotten_among, tombstone
 
 MODES = tuple(ForgetMode)
 MAX_REASON_CHARS = 1000
@@ -221,9 +221,9 @@ class Forgetter:
         if not ids:
             return {}
         if conn is not None:
-            return forgotten_among(conn, user_id, ids, tombstone)
+            return forgotten_among(conn, user_id, ids)
         with self.b.db.read() as c:
-            return forgotten_among(c, user_id, ids, tombstone)
+            return forgotten_among(c, user_id, ids)
 
     def log(self, user_id: str | None = None, limit: int = 1000) -> list[ForgetLogEntry]:
         """Audit entries, newest first."""
@@ -270,17 +270,3 @@ class Forgetter:
                 "VALUES (?,?,?,?,?,?,?,?)",
                 e,
             )
-
-
-def tombstone(
-    log_id: int | None, mode: str, at: Any, actor: str, reason: str, kind: str | None = None
-) -> dict[str, Any]:
-    """What a forgotten memory leaves in a trace: the forget log's entry (when, by whom, why)."""
-    return {
-        "mode": mode,
-        "at": at.isoformat() if hasattr(at, "isoformat") else str(at),
-        "actor": actor.strip(),
-        "reason": reason.strip(),
-        "forget_log_id": log_id,
-        **({"kind": kind} if kind else {}),
-    }

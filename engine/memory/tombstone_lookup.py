@@ -34,10 +34,10 @@ _LOGGED = (
 )
 
 
-def forgotten_among(conn: Connection, user_id: str, ids: Sequence[str], tombstone: Any) -> dict[str, dict[str, Any]]:
+def forgotten_among(conn: Connection, user_id: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The forgotten ones among ``ids`` (distinct, non-empty) of a user, each with its tombstone: hard (no row, named
     by a hard forget-log entry: the newest) or soft (archived; the newest soft entry naming it, if any, else one
-    worded from the row's ``archived_at``). ``tombstone`` builds an entry's tombstone (forgetting.tombstone)."""
+    worded from the row's ``archived_at``)."""
     holding = {r[0] for r in conn.execute(_PROBE, [user_id]).fetchall()}
     if not holding:
         return {}
@@ -75,3 +75,17 @@ def _present(conn: Connection, user_id: str, ids: list[str]) -> set[str]:
     """Which of ``ids`` still have a row (a hard forget-log entry can name an id written again since)."""
     sql = " UNION ALL ".join(f"SELECT id FROM {t} WHERE user_id=? AND id IN (SELECT unnest(?))" for t in _TABLES)
     return {r[0] for r in conn.execute(sql, [user_id, ids] * len(_TABLES)).fetchall()}
+
+
+def tombstone(
+    log_id: int | None, mode: str, at: Any, actor: str, reason: str, kind: str | None = None
+) -> dict[str, Any]:
+    """What a forgotten memory leaves in a trace: the forget log's entry (when, by whom, why)."""
+    return {
+        "mode": mode,
+        "at": at.isoformat() if hasattr(at, "isoformat") else str(at),
+        "actor": actor.strip(),
+        "reason": reason.strip(),
+        "forget_log_id": log_id,
+        **({"kind": kind} if kind else {}),
+    }
