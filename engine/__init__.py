@@ -74,7 +74,7 @@ from .records import (
 )
 from .retrieval.reasoners import CallableReasoner, OfflineBridgeReasoner, Proposal
 from .retrieval.scores import RANK_STAGES, SCORE_KEYS, CandidateScores, StageRanks, Verdict
-from .retrieval.speaker_stage import spoken_by_assistant
+from .retrieval.speaker_stage import asks_rather_than_tells, spoken_by_assistant
 from .retrieval.stages import feedback_factor
 from .trace.embedding_map import MapPoint, TraceMap
 from .trace.records import (
@@ -236,6 +236,7 @@ __all__ = [
     "HOPS_RANGE",
     "feedback_factor",
     "spoken_by_assistant",
+    "asks_rather_than_tells",
     # the trace table (trace/trace_index.py)
     "TraceFilter",
     "TraceOrigin",

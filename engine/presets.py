@@ -44,6 +44,7 @@ LLMEMORY: dict[str, Any] = {
     "time_window": "off",  # [memlens] the time stage (issue 34) is no llmemory rule
     "adaptive_bm25": False,  # [memlens] llmemory blends at bm25_weight in every search
     "assistant_turn_penalty": 0.0,  # [memlens] llmemory scores every memory alike, whoever spoke it
+    "question_turn_penalty": 0.0,  # [memlens] and whether it asks or tells
     "text_search_words": "all",  # [memlens] llmemory's full-text search is given the query as it is
 }
 

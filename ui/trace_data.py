@@ -16,6 +16,7 @@ from engine import (
     Settings,
     Tombstone,
     WhyNot,
+    asks_rather_than_tells,
     drop_rule,
     loss_label,
     spoken_by_assistant,
@@ -125,20 +126,36 @@ def has_assistant_turns(trace: RetrievalTrace) -> bool:
 
 def speaker_caption(trace: RetrievalTrace) -> str | None:
     """What the speaker stage did, in words (None: it did nothing)."""
-    if trace.speaker is None:
-        return None
-    lowered = {c.id for hop in trace.hops for c in hop.candidates if c.scores.hybrid_speaker_part is not None}
-    penalty = trace.settings.retrieval.assistant_turn_penalty
-    if not lowered:  # a store without conversation turns: say so rather than "0 candidates"
-        return (
-            f"Speaker stage: the question asks about the user ({trace.speaker}); no candidate was an assistant turn, "
-            "so nothing was lowered"
+    r = trace.settings.retrieval
+    cands = [c for hop in trace.hops for c in hop.candidates]
+    asking = {
+        c.id
+        for c in cands
+        if c.scores.hybrid_speaker_part is not None
+        and r.question_turn_penalty > 0
+        and asks_rather_than_tells(c.text, int(r.question_turn_max_words))
+    }
+    parts = []
+    if trace.speaker is not None:
+        lowered = {c.id for c in cands if c.scores.hybrid_speaker_part is not None and spoken_by_assistant(c.text)}
+        if not lowered:  # a store without conversation turns: say so rather than "0 candidates"
+            parts.append(
+                f"Speaker stage: the question asks about the user ({trace.speaker}); no candidate was an assistant "
+                "turn, so none was lowered"
+            )
+        else:
+            parts.append(
+                f"Speaker stage: the question asks about the user ({trace.speaker}), so each assistant turn's hybrid "
+                f"score was lowered by assistant_turn_penalty {r.assistant_turn_penalty:g} ({len(lowered)} "
+                "candidate(s), column hybrid_speaker_part)"
+            )
+    if asking:
+        parts.append(
+            f"{'Each' if parts else 'Speaker stage: each'} turn that asks (ends with a question mark) lost "
+            f"question_turn_penalty {r.question_turn_penalty:g} ({len(asking)} candidate(s), column "
+            "hybrid_speaker_part)"
         )
-    return (
-        f"Speaker stage: the question asks about the user ({trace.speaker}), so each assistant turn's hybrid "
-        f"score was lowered by assistant_turn_penalty {penalty:g} ({len(lowered)} candidate(s), "
-        "column hybrid_speaker_part)"
-    )
+    return ". ".join(parts) or None
 
 
 def candidate_texts(trace: RetrievalTrace) -> dict[str, str]:

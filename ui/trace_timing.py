@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine import RetrievalTrace
+from engine import RetrievalTrace, asks_rather_than_tells, spoken_by_assistant
 
 HOP_STAGES = ("embed_query", "search", "entities", "keys", "candidates", "llm_judge", "scoring")
 FIRST_STAGES = ("time_window", "query_generation")  # before the first hop, in this order
@@ -183,8 +183,22 @@ def _hop_io(trace: RetrievalTrace, number: int, stage: str | None) -> tuple[Rows
         ]
     if stage == "scoring":
         fusion = [("BM25 weight", hop.fusion.describe())] if hop.fusion is not None else []
-        lowered = sum(1 for c in cands if c.scores.hybrid_speaker_part is not None)
+        parted = [c for c in cands if c.scores.hybrid_speaker_part is not None]
+        lowered = sum(1 for c in parted if spoken_by_assistant(c.text))
         speaker = [("assistant turns lowered", f"{lowered} ({trace.speaker})")] if trace.speaker else []
+        if trace.settings.retrieval.question_turn_penalty > 0:
+            speaker.append(
+                (
+                    "turns that ask, lowered",
+                    str(
+                        sum(
+                            1
+                            for c in parted
+                            if asks_rather_than_tells(c.text, int(trace.settings.retrieval.question_turn_max_words))
+                        )
+                    ),
+                )
+            )
         return (
             [("candidates", str(len(cands))), ("fusion", str(trace.settings.retrieval.fusion)), *fusion, *speaker],
             [

@@ -15,7 +15,9 @@ like the memories' own tables (engine/retrieval/key_search.py):
   the reply: forgetting the reply deletes the key (keys.py), so a hard forget leaves no key with its words.
 - ``sentence``: each sentence of a memory of two or more (at least ``MIN_SENTENCE_WORDS`` words each, the first
   ``MAX_SENTENCE_KEYS``), with the memory's speaker prefix when it has one. A turn's vector averages what it says;
-  the sentence that answers a question ("I usually play CS:GO") is nearer to it on its own.
+  the sentence that answers a question ("I usually play CS:GO") is nearer to it on its own. A sentence that asks
+  (it ends with a question mark) is no key: it tells nothing, and resembles the later questions about the same
+  topic (LoCoMo dev, key_cosine_weight 0.6: recall@10 0.760 with question keys, 0.770 without).
 
 Keys are written before the memories' rows and deleted again if the rows fail (DuckDB decides what exists: a key of
 a memory that is not active there is never a candidate). ``MemoryKeys.rebuild`` builds them for a stored store
@@ -72,6 +74,8 @@ def sentence_texts(content: str) -> list[str]:
     parts = [p for p in parts if len(p.split()) >= MIN_SENTENCE_WORDS][:MAX_SENTENCE_KEYS]
     if len(parts) < 2:
         return []
+    # A question tells nothing about its memory, and it is what a later question about the same thing resembles.
+    parts = [p for p in parts if not p.rstrip("\"')] ").endswith("?")]
     return [(f'{speaker} said, "{p}"' if speaker else p)[:MAX_KEY_CHARS] for p in parts]
 
 

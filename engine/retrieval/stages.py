@@ -138,7 +138,13 @@ def score_hop(
         fusion = dataclasses.replace(fusion, hybrid=tuple(h + (p or 0.0) for h, p in zip(fusion.hybrid, sessions.part)))
         if timings is not None:
             timings["sessions"] = round((time.perf_counter() - start) * 1000, 3)
-    spoken = speaker_parts(inputs, speaker, float(settings.assistant_turn_penalty))
+    spoken = speaker_parts(
+        inputs,
+        speaker,
+        float(settings.assistant_turn_penalty),
+        float(settings.question_turn_penalty),
+        int(settings.question_turn_max_words),
+    )
     if any(p is not None for p in spoken):
         fusion = dataclasses.replace(fusion, hybrid=tuple(h + (p or 0.0) for h, p in zip(fusion.hybrid, spoken)))
     times = time_scores(inputs, window, settings)  # the question's date window (time_stage.py)

@@ -64,6 +64,8 @@ OLDER_TRACE_SETTINGS = {
     "adaptive_bm25": False,  # the set bm25_weight in every hop before round three's fusion change
     "adaptive_bm25_events": False,  # a question comparing events was weighted by its cosines like any other
     "assistant_turn_penalty": 0.0,  # no speaker stage before round three's
+    "question_turn_penalty": 0.0,  # asking turns scored like telling ones before round three's last session
+    "question_turn_max_words": 25,  # (what counted as asking, had the penalty been on)
     "text_search_words": "all",  # full-text search was given the query as it was
 }
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..retrieval.session_stage import session_keys
+from ..retrieval.speaker_stage import asks_rather_than_tells, spoken_by_assistant
 from ..vocab import (
     GONE,
     HOP_STAGE_LABELS,
@@ -189,11 +190,22 @@ def _session_words(trace: RetrievalTrace, hop: HopTrace, c: CandidateTrace) -> s
 
 def _speaker_words(trace: RetrievalTrace, c: CandidateTrace) -> str:
     """What the speaker stage did to a candidate: "; an assistant turn, while the question asks about the user
-    (first person "my"): hybrid -0.4" ("" when it left the candidate alone)."""
+    (first person "my"): hybrid -0.4", "; a turn that asks (ends with a question mark): hybrid -0.1", or both
+    ("" when it left the candidate alone)."""
     part = c.scores.hybrid_speaker_part
     if part is None:
         return ""
-    return f"; an assistant turn, while the question asks about the user ({trace.speaker}): hybrid {part:+.3g}"
+    why = []
+    if (
+        trace.speaker is not None
+        and trace.settings.retrieval.assistant_turn_penalty > 0
+        and spoken_by_assistant(c.text)
+    ):
+        why.append(f"an assistant turn, while the question asks about the user ({trace.speaker})")
+    r = trace.settings.retrieval
+    if r.question_turn_penalty > 0 and asks_rather_than_tells(c.text, int(r.question_turn_max_words)):
+        why.append("a turn that asks (ends with a question mark)")
+    return f"; {' and '.join(why) or 'the speaker stage'}: hybrid {part:+.3g}"
 
 
 def _entities_followed(hop: HopTrace) -> str:

@@ -51,6 +51,11 @@ BY_COSINE = {
                 "My commute is a bike ride now.",
             ],
         ),
+        (
+            # a sentence that asks is no key (it tells nothing about the memory); the memory still has two sentences
+            'Tim said, "I am learning the violin now. What instrument are you playing?"',
+            ['Tim said, "I am learning the violin now."'],
+        ),
         ('Ann said, "We hiked the ridge at dawn."', []),  # one sentence: the memory's own vector is that sentence's
         ("Oh wow. Yes! We hiked the ridge at dawn.", []),  # fragments under three words are no keys
     ],

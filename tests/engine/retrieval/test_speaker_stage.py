@@ -1,5 +1,6 @@
 """The speaker stage: when a question asks about the user's own life (first person, not about what the assistant
-said), each stored assistant turn's hybrid score loses assistant_turn_penalty; nothing else changes.
+said), each stored assistant turn's hybrid score loses assistant_turn_penalty; whatever the question, each stored
+turn that asks (its own words end with a question mark) loses question_turn_penalty; nothing else changes.
 
 The expected numbers are computed by hand in the comments; on a real store the stage's cue and parts are recorded
 in the trace and its JSON, replayed exactly, switched off by a replay, shown in why-not, and absent from older
@@ -16,7 +17,12 @@ import pytest
 from engine import MemoryEngine, Settings
 from engine.interop.otel_spans import retrieval_spans
 from engine.presets import PRESETS
-from engine.retrieval.speaker_stage import asks_about_user, speaker_parts, spoken_by_assistant
+from engine.retrieval.speaker_stage import (
+    asks_about_user,
+    asks_rather_than_tells,
+    speaker_parts,
+    spoken_by_assistant,
+)
 from engine.retrieval.stages import score_hop
 from engine.trace.codec import trace_json
 from engine.trace.records import CandidateInput
@@ -176,7 +182,7 @@ def test_the_trace_page_says_so_when_no_candidate_was_an_assistant_turn(engine, 
     assert trace.speaker == 'first person "i"' and trace.hops[0].candidates
     assert speaker_caption(trace) == (
         'Speaker stage: the question asks about the user (first person "i"); no candidate was an assistant turn, '
-        "so nothing was lowered"
+        "so none was lowered"
     )
     lowered = engine.retrieval.retrieve(USER, QUESTION, overrides=ON, now=NOW, save=False)
     assert "(2 candidate(s), column hybrid_speaker_part)" in speaker_caption(lowered)
@@ -202,8 +208,109 @@ def test_why_not_says_an_assistant_turn_was_lowered(engine, ids):
 def test_traces_from_before_the_stage_read_as_run_without_it():
     settings = empty_trace({"top_k": 10, "now": NOW.isoformat()}, NOW).settings
     assert settings.retrieval.assistant_turn_penalty == 0.0 and "assistant_turn_penalty" not in settings.absent
+    assert settings.retrieval.question_turn_penalty == 0.0 and "question_turn_penalty" not in settings.absent
 
 
 def test_the_llmemory_preset_runs_without_the_speaker_stage_and_the_default_with_it():
-    assert Settings().with_overrides(PRESETS["llmemory"]).assistant_turn_penalty == 0.0
-    assert Settings().assistant_turn_penalty == 0.4
+    llmemory = Settings().with_overrides(PRESETS["llmemory"])
+    assert llmemory.assistant_turn_penalty == 0.0 and llmemory.question_turn_penalty == 0.0
+    assert Settings().assistant_turn_penalty == 0.4 and Settings().question_turn_penalty == 0.1
+
+
+# -- turns that ask ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "asking"),
+    [
+        ('John said, "What instrument are you playing?"', True),
+        ('John said, "Cool! What breed is it?" and shared a photo of a dog', True),  # the caption is not his words
+        ('Maria said, "I went there last June. Did you?"', True),  # its last sentence asks
+        ("user: any tips for my commute?", True),
+        ('Tim said, "Is it hard? I play the violin now."', False),  # it ends by telling
+        ("I play the violin now.", False),
+        ('Tim said, "I asked: why not?" and shared a photo of a question mark.', True),
+        ("", False),
+        # a longer turn tells before it asks (a request to an assistant carries the facts): 28 words
+        (
+            "user: I moved to Lisbon in May and now bike forty minutes to the office every morning along the river, "
+            "so could you suggest a few good podcasts?",
+            False,
+        ),
+    ],
+)
+def test_a_turn_asks_when_its_own_words_end_with_a_question_mark(text, asking):
+    assert asks_rather_than_tells(text) is asking
+
+
+def test_how_many_words_a_turn_that_asks_may_have_is_the_question_turn_max_words_setting():
+    five = 'Ann said, "Where did you go hiking?"'  # 5 words of her own
+    assert asks_rather_than_tells(five, 5) and not asks_rather_than_tells(five, 4)
+    inputs = [inp("asks", five, 0.6)]
+    assert speaker_parts(inputs, None, 0.4, 0.1, 5) == (-0.1,)
+    assert speaker_parts(inputs, None, 0.4, 0.1, 4) == (None,)
+
+
+def test_a_turn_that_asks_loses_question_turn_penalty_for_any_question_and_an_assistants_question_both():
+    inputs = [
+        inp("tells", 'Tim said, "I play the violin now."', 0.5),
+        inp("asks", 'John said, "What instrument are you playing?"', 0.6),
+        inp("a?", "assistant: Would you like some trails?", 0.6),
+        inp("ep", "Did the deploy work?", 0.6, kind="episodic"),  # only stored conversation memories
+    ]
+    assert speaker_parts(inputs, None, 0.4, 0.1) == (None, -0.1, -0.1, None)
+    # the question asks about the user: an assistant's question loses both (-0.4 - 0.1)
+    assert speaker_parts(inputs, 'first person "i"', 0.4, 0.1) == pytest.approx((None, -0.1, -0.5, None))
+    assert speaker_parts(inputs, None, 0.4, 0.0) == (None, None, None, None)
+
+
+def test_in_score_hop_the_telling_turn_overtakes_the_asking_one():
+    # hybrid off, filter off, evergreen, no importance or feedback: final = cosine + speaker part.
+    # The question: 0.6 - 0.15 = 0.45, below the answer's 0.5.
+    settings = Settings().with_overrides(
+        {**PRESETS["llmemory"], "hybrid_enabled": False, "relevance_filter": "off", "question_turn_penalty": 0.15}
+    )
+    inputs = [
+        inp("asks", 'John said, "What instrument are you playing?"', 0.6),
+        inp("tells", 'Tim said, "I play the violin now."', 0.5),
+    ]
+    scored = score_hop(inputs, "q", "q", settings, NOW)
+    assert [s.inp.id for s in scored] == ["tells", "asks"]
+    assert scored[1].final == pytest.approx(0.45) and scored[1].scores.hybrid_speaker_part == pytest.approx(-0.15)
+    assert scored[0].scores.hybrid_speaker_part is None
+
+
+ASKING_USER = "asking"
+ASKING = [
+    'John said, "Which instrument are you learning to play these days?"',
+    'Tim said, "I am learning to play the violin, mostly classical pieces."',
+    'Tim said, "My sister visits in June."',
+]
+INSTRUMENT = "What instrument does Tim play?"
+
+
+@pytest.fixture(scope="module")
+def asking_ids(engine: MemoryEngine) -> list[str]:
+    return [engine.items.remember(ASKING_USER, t, created_at=T + timedelta(minutes=n)).id for n, t in enumerate(ASKING)]
+
+
+def test_the_trace_records_the_asking_turns_part_replays_it_and_why_not_names_it(engine, asking_ids):
+    trace = engine.retrieval.retrieve(ASKING_USER, INSTRUMENT, overrides={"top_k": 10}, now=NOW)
+    assert trace.speaker is None  # a question in the third person: only turns that ask are lowered
+    assert [candidate(trace, i).scores.hybrid_speaker_part for i in asking_ids] == [-0.1, None, None]
+    stored = engine.traces.get(trace.trace_id)
+    replayed = engine.retrieval.replay_trace(stored)
+    assert [(r.id, r.final) for r in replayed.ranking] == [(r.id, r.final) for r in trace.ranking]
+    # without the penalty the question's hybrid is 0.1 higher and nothing else moves
+    off = engine.retrieval.replay_trace(stored, overrides={"question_turn_penalty": 0.0})
+    assert candidate(off, asking_ids[0]).scores.hybrid_speaker_part is None
+    assert candidate(off, asking_ids[0]).scores.hybrid == pytest.approx(
+        candidate(trace, asking_ids[0]).scores.hybrid + 0.1
+    )
+    row = why_not(trace, asking_ids[0]).rows[0]
+    assert "a turn that asks (ends with a question mark): hybrid -0.1" in row["what happened"]
+    assert "asks" not in why_not(trace, asking_ids[1]).rows[0]["what happened"]
+    assert speaker_caption(trace) == (
+        "Speaker stage: each turn that asks (ends with a question mark) lost question_turn_penalty 0.1 "
+        "(1 candidate(s), column hybrid_speaker_part)"
+    )
+    inputs, _ = span_io(trace, "hop1.scoring")
+    assert ("turns that ask, lowered", "1") in inputs
