@@ -31,7 +31,15 @@ FILLERS = [  # two near the question's topic, so that q's own vector is not amon
 ]
 NOW = "2026-01-01T00:00:00+00:00"
 # The hybrid score is the fusion's cosine alone (bm25_weight 0) or the BM25 alone (1): each readable by hand.
-BY_COSINE = {"memory_keys": "all", "top_k": 1, "fusion": "weighted", "bm25_weight": 0.0, "relevance_filter": "off"}
+# q is a short question: question_turn_penalty 0 keeps its hybrid its cosine.
+BY_COSINE = {
+    "memory_keys": "all",
+    "top_k": 1,
+    "fusion": "weighted",
+    "bm25_weight": 0.0,
+    "relevance_filter": "off",
+    "question_turn_penalty": 0.0,
+}
 QUESTION = "Which state has the lake Melanie camped at, Oregon?"
 
 
