@@ -195,14 +195,10 @@ def _speaker_words(trace: RetrievalTrace, c: CandidateTrace) -> str:
     part = c.scores.hybrid_speaker_part
     if part is None:
         return ""
-    why = []
-    if (
-        trace.speaker is not None
-        and trace.settings.retrieval.assistant_turn_penalty > 0
-        and spoken_by_assistant(c.text)
-    ):
-        why.append(f"an assistant turn, while the question asks about the user ({trace.speaker})")
     r = trace.settings.retrieval
+    why = []
+    if trace.speaker is not None and r.assistant_turn_penalty > 0 and spoken_by_assistant(c.text):
+        why.append(f"an assistant turn, while the question asks about the user ({trace.speaker})")
     if r.question_turn_penalty > 0 and asks_rather_than_tells(c.text, int(r.question_turn_max_words)):
         why.append("a turn that asks (ends with a question mark)")
     return f"; {' and '.join(why) or 'the speaker stage'}: hybrid {part:+.3g}"
