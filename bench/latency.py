@@ -2,11 +2,13 @@
 next to the floor (embed the query + one LanceDB vector search on the same data), and replay of a stored 2-hop trace.
 
     python bench/latency.py [--items 100000 --episodes 10000 --skills 1000] [--store PATH] [--runs 60] [--build-only]
-        [--set KEY=VALUE ...]
+        [--set KEY=VALUE ...] [--sentences-per-item N --keys]
 
 ``--store`` keeps the built store so a second run skips the (long) embedding step. ``--set`` passes retrieval
 overrides to every retrieve (e.g. ``--set entity_strategy=true``: issue 30's target, 2 hops <= 2x the time of 1 hop).
 The store's graph is what extraction on write drew from the synthetic sentences (names, places, topics).
+``--sentences-per-item 2 --keys`` builds items of two sentences with their extra keys written (a sentence key each),
+for ``--set memory_keys=sentences``: the keys table then has about three rows per item, indexed by ``optimize()``.
 Targets (issue 3): 1-hop p50 <= 60 ms, 2-hop p50 <= 120 ms, ratio to the floor <= 3x, replay <= 20 ms.
 """
 
@@ -29,10 +31,19 @@ from engine.providers.embedders import LocalMiniLM
 USER = "bench"
 
 
-def build(engine: MemoryEngine, items: int, episodes: int, skills: int) -> None:
+def item_texts(items: int, per_item: int) -> list[str]:
+    """The items' texts: one synthetic sentence each, or ``per_item`` of them (a conversation turn usually says more
+    than one thing; with sentence keys each sentence is a key of its item)."""
+    if per_item <= 1:
+        return sentences(items)
+    pool = sentences(items * per_item, seed=13)
+    return [" ".join(pool[i * per_item : (i + 1) * per_item]) for i in range(items)]
+
+
+def build(engine: MemoryEngine, items: int, episodes: int, skills: int, per_item: int = 1) -> None:
     """Fill (or top up, after an interrupted build) the bench user's store to the given sizes."""
     have = engine.admin.stats()
-    texts, times = sentences(items), timestamps(items)
+    texts, times = item_texts(items, per_item), timestamps(items)
     for start in range(have.items, items, 2000):
         engine.items.remember_many(
             {
@@ -90,15 +101,25 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=60)
     ap.add_argument("--build-only", action="store_true", help="build (or top up) the store at --store, then stop")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="retrieval overrides")
+    ap.add_argument(
+        "--sentences-per-item", type=int, default=1, help="synthetic sentences per item when building (default 1)"
+    )
+    ap.add_argument(
+        "--keys",
+        action="store_true",
+        help="write the items' extra keys when building (memory_keys_write), for --set memory_keys=...",
+    )
     args = ap.parse_args()
     overrides = parse_assignments(args.set) or None
     store = args.store or Path(tempfile.mkdtemp(prefix="memlens-latency-")) / "store"
     embedder = LocalMiniLM()
-    engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(store)), embedder=embedder)
+    engine = MemoryEngine.open(
+        settings=Settings.from_env({}, store=str(store), memory_keys_write=args.keys), embedder=embedder
+    )
     have = engine.admin.stats()
     if have.items < args.items or have.episodes < args.episodes or have.skills < args.skills:
         t = time.perf_counter()
-        build(engine, args.items, args.episodes, args.skills)
+        build(engine, args.items, args.episodes, args.skills, args.sentences_per_item)
         print(f"built the store in {time.perf_counter() - t:.0f}s at {store}")
     if args.build_only:
         return
@@ -155,7 +176,8 @@ def main() -> None:
     ]
     print(
         f"store: {stats.items} items, {stats.episodes} episodes, {stats.skills} skills for one user; "
-        f"{len(queries)} queries; overrides: {overrides or 'none'}; graph: {engine.graph.stats(USER)}"
+        f"{len(queries)} queries; overrides: {overrides or 'none'}; graph: {engine.graph.stats(USER)}; "
+        f"keys: {index.count_keys('semantic')}"
     )
     print(table(["operation", "p50 ms", "p95 ms", "vs floor p50"], rows))
     print()
@@ -169,6 +191,8 @@ def main() -> None:
     )
     print(f"vector search: {first.strategies.vector_search}")
     print(f"full-text search: {first.strategies.full_text_search}")
+    if "key_search" in first.strategies.to_dict():
+        print(f"key search (vectors): {first.strategies.to_dict()['key_search']}")
 
 
 def collect_stages(into: dict[str, list[float]], trace) -> None:

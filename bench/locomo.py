@@ -31,7 +31,7 @@ from _common import CachedEmbedder, table
 from engine import MemoryEngine, Settings
 from engine.config import parse_assignments
 from engine.evaluation.metrics import aggregate
-from engine.presets import PRESETS
+from engine.presets import PRESETS, preset_overrides
 from engine.providers.embedders import LocalMiniLM
 
 EMBEDDING_CACHE_HELP = (
@@ -70,8 +70,9 @@ def run_units(
         for n, unit in enumerate(units):
             one = workdir / f"unit-{n}.json"
             one.write_text(json.dumps([unit]))
-            # The items' extra keys are written when the memlens methods search them (--set memory_keys=...).
-            keys = str((extra or {}).get("memory_keys", "off")) != "off"
+            # The items' extra keys are written when the memlens methods search them (--set memory_keys=..., or a
+            # preset that does, such as deep).
+            keys = str({**preset_overrides(preset), **(extra or {})}.get("memory_keys", "off")) != "off"
             engine = MemoryEngine.open(
                 settings=Settings.from_env({}, store=str(workdir / f"store-{n}"), memory_keys_write=keys),
                 embedder=embedder,

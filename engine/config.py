@@ -105,7 +105,7 @@ class _CoreSettings:
     lock_timeout_s: float = _s(20.0, "How long to wait for another process's DuckDB lock before StoreBusy.", lo=0)
     vector_index_min_rows: int = _s(
         10_000,
-        "optimize() gives vector tables with at least this many rows an "
+        "optimize() gives vector tables (the memories' keys tables too) with at least this many rows an "
         "approximate HNSW-SQ index (~10 ms instead of ~110 ms per search at 100k rows, "
         "recall@20 ~0.99); 0: always search exactly.",
         lo=0,

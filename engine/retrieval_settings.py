@@ -371,12 +371,12 @@ class RetrievalSettings:
         "off -> on): LoCoMo dev 0.733 -> facts 0.724 (multi-hop 0.407 -> 0.421), next 0.727 (adversarial 0.808 -> "
         "0.835, multi-hop 0.372), all 0.725; LongMemEval-S 0.873 -> all 0.851 (multi-session 0.672 -> all 0.604, "
         "facts 0.656, next 0.562); MuSiQue all@5 0.162 -> facts 0.171 (2 hops 0.333 -> 0.324). sentences with "
-        "key_cosine_weight=0.4 and key_bm25_weight=0 on round three's defaults (2026-12-06): LoCoMo dev 0.752 -> "
-        "0.764 (multi-hop 0.412 -> 0.449, open-domain 0.386 -> 0.432, adversarial 0.819 -> 0.814; 2 hops 0.764 -> "
-        "0.773), LongMemEval-S 0.935 -> 0.938 (multi-session 0.781 -> 0.823, preference 1.000 -> 0.875), MuSiQue "
-        "all@5 0.295 -> 0.295 (2 hops 0.400 -> 0.419); not the default yet: every write would embed each sentence "
-        "(4.5-8 keys per memory on these sets, facts and next keys included), and the keys table is searched on "
-        "every hop.",
+        "key_cosine_weight=0.6 and key_bm25_weight=0 on the defaults of 2026-12-06 evening (docs/benchmarks.md, "
+        "Sentence keys at 100k items): LoCoMo dev 0.768 -> 0.773 (multi-hop 0.432 -> 0.463, open-domain 0.398 -> "
+        "0.455, adversarial 0.842 -> 0.823; 2 hops 0.773 -> 0.778, multi-hop 0.489), LongMemEval-S 0.935 -> 0.941 "
+        "(multi-session 0.781 -> 0.835, preference 1.000 -> 0.875), MuSiQue all@5 0.295 -> 0.295 (2 hops 0.400); "
+        "not the default: adversarial is lower, every write embeds each sentence (with memory_keys_write, every "
+        "key kind), and at 100k items 1 hop takes 5.7-6.2x the floor against 3.3-3.6x (bench/latency.py).",
         choices=("off", "facts", "next", "sentences", "all"),
         retrieval=True,
     )

@@ -177,7 +177,10 @@ def _hop_io(trace: RetrievalTrace, number: int, stage: str | None) -> tuple[Rows
     if stage == "keys":
         matched = sum(1 for c in cands if c.key is not None)
         alone = sum(1 for c in cands if c.found_by == "key")
-        return query[:1] + [("keys", str(trace.settings.retrieval.memory_keys))], [
+        said = trace.strategies.to_dict()
+        keys_how = said.get(f"key_search_hop{hop.hop}") or said.get("key_search")
+        searched = [("keys' vectors searched", str(keys_how))] if keys_how else []  # older traces do not say
+        return query[:1] + [("keys", str(trace.settings.retrieval.memory_keys))] + searched, [
             ("candidates a key matched", str(matched)),
             ("found by a key alone", str(alone)),
         ]

@@ -21,6 +21,7 @@ STRATEGY_KEYS: dict[str, str] = {
     "relevance": "relevance filter",
     "vector_search": "vector search",
     "full_text_search": "full-text search",
+    "key_search": "vector search of the keys",
 }
 PROPOSAL_WORDS: dict[str, str] = {
     "strategy": "how",

@@ -1,7 +1,9 @@
 """A hop's key search: the semantic memories' extra keys (engine/memory/memory_keys.py) searched by vector and full
 text like the memories' own tables, and what a matched key adds to its memory's scores.
 
-Search: the user's ``top_k`` nearest keys and ``top_k`` best keys by BM25, of the kinds ``memory_keys`` selects.
+Search: the user's ``top_k`` nearest keys and ``top_k`` best keys by BM25, of the kinds ``memory_keys`` selects,
+started beside the hop's other searches (:func:`start_key_search`; the trace's ``keys`` timing is the wait for them
+after the others, and the fetch below).
 Per memory the best key of each search is recorded (:class:`~engine.trace.key_links.KeyMatch`: kind, text, source,
 score). A memory only its keys found is fetched (its own text and vector) and joins the candidates with ``found_by``
 ``key``; the context shows its own text, never a key's.
@@ -15,7 +17,8 @@ memory). With ``memory_keys`` off neither changes anything.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,14 +30,69 @@ from ..store.vectors.rows import VectorHit
 from ..trace.key_links import KEY_FOUND_BY, KeyMatch
 from ..trace.records import CandidateInput
 
-__all__ = ["KEY_FOUND_BY", "find_keys", "key_cosines", "key_lexical", "keys_on"]
+__all__ = [
+    "KEYED_KIND",
+    "KEY_FOUND_BY",
+    "PendingKeys",
+    "find_keys",
+    "key_cosines",
+    "key_lexical",
+    "keys_on",
+    "start_key_search",
+]
 
-_KIND = "semantic"  # only items have keys
+KEYED_KIND = "semantic"  # only items have keys
 _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memlens-keys")
 
 
 def keys_on(settings: Settings) -> bool:
     return settings.memory_keys != "off"
+
+
+@dataclass(frozen=True)
+class PendingKeys:
+    """A hop's key searches, started beside its other searches (they read the keys table, the others the memories'
+    tables, and neither needs the other's hits); :meth:`finish` waits for them."""
+
+    b: Backends
+    user_id: str
+    by_vector: Future[tuple[list[KeyHit], str]]
+    by_text: Future[list[KeyHit]]
+
+    def finish(
+        self, hits: Mapping[str, tuple[list[VectorHit], list[VectorHit]]]
+    ) -> tuple[dict[str, KeyMatch], dict[str, list[VectorHit]], str]:
+        """The hop's key matches by memory id, the rows (own text and vector) of the memories only keys found
+        (``hits``: what the hop's own searches found), and how the keys' vectors were searched (for the trace's
+        strategies: ``approximate (HNSW-SQ)`` or ``exact``)."""
+        by_vector, how = self.by_vector.result()
+        matches = key_matches(by_vector, self.by_text.result())
+        found = {h.id for vec, fts in hits.values() for h in (*vec, *fts)}
+        missing = [m for m in matches if m not in found]
+        if not missing:
+            return matches, {}, how
+        rows = self.b.index.rows_for(KEYED_KIND, self.user_id, missing)
+        for r in rows:
+            m = matches[r.id]
+            matches[r.id] = KeyMatch(**{**m.to_dict(), "brought_in": True})
+        return matches, {KEYED_KIND: rows}, how
+
+
+def start_key_search(
+    b: Backends, user_id: str, query: str, query_vector: np.ndarray, sources: Sequence[str], settings: Settings
+) -> PendingKeys | None:
+    """Start the hop's key searches (the user's ``top_k`` nearest keys and ``top_k`` best keys by BM25, of the kinds
+    ``memory_keys`` selects); None when there is nothing to search."""
+    kinds = key_kinds_for(settings.memory_keys)
+    if not kinds or KEYED_KIND not in sources:
+        return None
+    k = int(settings.top_k)
+    return PendingKeys(
+        b,
+        user_id,
+        _POOL.submit(b.index.search_key_vectors_how, KEYED_KIND, user_id, query_vector, k, kinds),
+        _POOL.submit(b.index.search_key_text, KEYED_KIND, user_id, query, k, kinds),
+    )
 
 
 def find_keys(
@@ -46,23 +104,10 @@ def find_keys(
     settings: Settings,
     hits: Mapping[str, tuple[list[VectorHit], list[VectorHit]]],
 ) -> tuple[dict[str, KeyMatch], dict[str, list[VectorHit]]]:
-    """The hop's key matches by memory id, and the rows (own text and vector) of the memories only keys found."""
-    kinds = key_kinds_for(settings.memory_keys)
-    if not kinds or _KIND not in sources:
-        return {}, {}
-    k = int(settings.top_k)
-    by_vector = _POOL.submit(b.index.search_key_vectors, _KIND, user_id, query_vector, k, kinds)
-    by_text = b.index.search_key_text(_KIND, user_id, query, k, kinds)
-    matches = key_matches(by_vector.result(), by_text)
-    found = {h.id for vec, fts in hits.values() for h in (*vec, *fts)}
-    missing = [m for m in matches if m not in found]
-    if not missing:
-        return matches, {}
-    rows = b.index.rows_for(_KIND, user_id, missing)
-    for r in rows:
-        m = matches[r.id]
-        matches[r.id] = KeyMatch(**{**m.to_dict(), "brought_in": True})
-    return matches, {_KIND: rows}
+    """The hop's key matches by memory id, and the rows of the memories only keys found (the searches started and
+    finished at once)."""
+    pending = start_key_search(b, user_id, query, query_vector, sources, settings)
+    return pending.finish(hits)[:2] if pending is not None else ({}, {})
 
 
 def key_matches(by_vector: Sequence[KeyHit], by_text: Sequence[KeyHit]) -> dict[str, KeyMatch]:

@@ -42,7 +42,7 @@ from .assembly import Assembly, assemble, merge, mmr, similarity_function, with_
 from .candidates import build_inputs, search_sources
 from .entity_strategy import EntityFinding, find_entities, relink, relinked
 from .hop_run import HopRun, StageTimer, elapsed_ms, hop_trace, placement_key, ranking_entry
-from .key_search import find_keys, keys_on
+from .key_search import KEYED_KIND, start_key_search
 from .query_vectors import QueryVectors
 from .reasoners import DONE, CallableReasoner, LLMReasoner, OfflineBridgeReasoner, Proposal, Reasoner
 from .similarity import CandidateCosines, cosine_lookup
@@ -236,6 +236,8 @@ class Retriever:
         query = proposal.query
         with timer.stage("embed_query"):
             qvec = self.query_vectors.vector(query)
+        # The memories' extra keys (key_search.py) are searched beside the memories' own tables.
+        pending_keys = start_key_search(self.b, req.user_id, query, qvec, req.sources, req.settings)
         with timer.stage("search"):
             words = text_search_query(query) if req.settings.text_search_words == "content" else query
             hits, modes = search_sources(
@@ -250,9 +252,10 @@ class Retriever:
             strategies["entities" if hop == 1 else f"entities_hop{hop}"] = finding.strategy
         keys: dict[str, KeyMatch] = {}
         key_hits: dict[str, list[VectorHit]] = {}
-        if keys_on(req.settings):  # the memories' extra keys (key_search.py)
+        if pending_keys is not None:  # what the key searches found once the others are done
             with timer.stage("keys"):
-                keys, key_hits = find_keys(self.b, req.user_id, query, qvec, req.sources, req.settings, hits)
+                keys, key_hits, how = pending_keys.finish(hits)
+            record_search_modes(strategies, {"key_search": {KEYED_KIND: how}}, hop, [KEYED_KIND])
         with timer.stage("candidates"):
             links = {m: lk for m, (_, lk) in finding.links.items()}
             inputs, vectors = build_inputs(

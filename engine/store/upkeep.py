@@ -159,8 +159,8 @@ class StoreUpkeep:
 
     def optimize(self, vector_index: bool = True) -> list[str]:
         """Fold new rows into the vector and full-text indexes and compact the tables; with ``vector_index``, give
-        tables of at least ``vector_index_min_rows`` rows an approximate vector index (HNSW-SQ, tens of seconds per
-        100k rows). Returns the tables indexed now."""
+        tables of at least ``vector_index_min_rows`` rows (the memories' keys tables too) an approximate vector index
+        (HNSW-SQ, tens of seconds per 100k rows). Returns the tables indexed now."""
         self._b.index.optimize()
         if not vector_index:
             return []

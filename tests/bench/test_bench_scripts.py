@@ -270,6 +270,17 @@ def test_latency(runner: ScriptRunner, tmp_path: Path):
     assert "built the store" not in again.out
 
 
+def test_latency_with_sentence_keys(runner: ScriptRunner, tmp_path: Path):
+    args = ("--items", "30", "--episodes", "2", "--skills", "2", "--runs", "3", "--store", str(tmp_path / "store"))
+    keyed = ("--sentences-per-item", "2", "--keys", "--set", "memory_keys=sentences")
+    run = runner.run("latency.py", *args, *keyed).ok()
+    # 30 items of two sentences: two sentence keys and a facts key each
+    assert "store: 30 items, 2 episodes, 2 skills for one user; 3 queries" in run.out
+    assert "keys: 90" in run.out
+    stages = table_with(run.out, "stage", "1 hop", "2 hops")
+    assert "keys" in [r["stage"] for r in stages]  # the wait for the key searches, per hop
+
+
 CATEGORIES = {"multi-hop": "1", "single-hop": "1", "temporal": "1"}
 
 

@@ -80,5 +80,11 @@ def test_the_scoring_span_says_the_bm25_weight_and_the_entity_and_key_spans_what
     assert "BM25 weight" not in dict(span_io(TRACE, "hop1.scoring")[0])  # a trace from before the adaptive weight
     _, out = span_io(TRACE, "hop1.entities")
     assert dict(out)["candidates it linked"] == str(len(linked))
-    _, out = span_io(TRACE, "hop1.keys")
+    inputs, out = span_io(TRACE, "hop1.keys")
     assert dict(out)["candidates a key matched"] == str(len(keyed))
+    assert "keys' vectors searched" not in dict(inputs)  # the golden trace predates the record of how
+    said = {**TRACE.strategies.to_dict(), "key_search": "semantic: exact"}
+    said["key_search_hop2"] = "semantic: approximate (HNSW-SQ)"
+    walked = dataclasses.replace(TRACE, strategies=type(TRACE.strategies).from_dict(said))
+    assert dict(span_io(walked, "hop1.keys")[0])["keys' vectors searched"] == "semantic: exact"
+    assert dict(span_io(walked, "hop2.keys")[0])["keys' vectors searched"] == "semantic: approximate (HNSW-SQ)"

@@ -39,6 +39,8 @@ def test_the_strategies_and_each_hops_proposal_are_said_in_words(demo_app: Memor
 def test_words_for_strategies_of_later_hops_and_unknown_keys():
     said = strategy_words({"vector_search_hop2": "semantic: exact", "reasoner": "my_reasoner", "new_thing": "x"})
     assert said == "vector search (hop 2): semantic: exact; next queries: my_reasoner; new thing: x"
+    keys = strategy_words({"key_search_hop2": "semantic: exact"})
+    assert keys == "vector search of the keys (hop 2): semantic: exact"
     assert proposal_lines({"question_overlap": 3.5, "names": ["Priya", "PR"], "extra_key": "<= 3 chars"}) == [
         ("words shared with the question", "3.5"),
         ("names taken", "Priya, PR"),

@@ -18,24 +18,26 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...errors import InvalidInput, ModelMismatch
 from ...ids import lance_literal
 from .rows import check_vectors, owned_rows
-from .search import VectorSearch
-from .tables import _COMMIT_CONFLICT, table_name
+from .search import ANN_MIN_EF, VectorSearch
+from .tables import _COMMIT_CONFLICT, KEYS_SUFFIX, keys_table_name
 
 if TYPE_CHECKING:
     import lancedb
     from lancedb.query import LanceVectorQueryBuilder
 
-__all__ = ["KeyHit", "KeyRow", "KeyTables", "keys_table_name"]
+__all__ = ["KEYS_SUFFIX", "KEY_OVERFETCH", "KeyHit", "KeyRow", "KeyTables", "keys_table_name"]
 
-KEYS_SUFFIX = "--keys"
-
-
-def keys_table_name(kind: str, model: str) -> str:
-    return table_name(kind, model) + KEYS_SUFFIX
+# A prefilter (the user's keys of the wanted kinds) costs LanceDB a pass over the table's columns before the search:
+# on the keys table of 100k two-sentence memories (300k rows) a vector search took ~17-20 ms with it against ~4 ms
+# without, a full-text search ~27 ms against ~5 ms (bench/latency.py --sentences-per-item 2 --keys). So a search first
+# asks for KEY_OVERFETCH times k rows unfiltered and keeps the user's keys of those kinds; only when fewer than k are
+# left (other users' keys or other kinds fill the top) does it ask again with the prefilter.
+KEY_OVERFETCH = 3
 
 
 @dataclass(frozen=True)
@@ -186,43 +188,77 @@ class KeyTables(VectorSearch):
     def search_key_vectors(
         self, kind: str, user_id: str, query_vector: np.ndarray, k: int, key_kinds: Sequence[str]
     ) -> list[KeyHit]:
-        """The user's k keys nearest the query (cosine, exact), of the given key kinds."""
-        tb = self.key_table(kind)
-        if tb is None or not key_kinds:
-            return []
-        query_vector = check_vectors(np.asarray(query_vector).reshape(1, -1), self.dim, 1)[0]
+        """The user's k keys nearest the query by cosine, of the given key kinds (see search_key_vectors_how)."""
+        return self.search_key_vectors_how(kind, user_id, query_vector, k, key_kinds)[0]
 
-        def run() -> pa.Table:
+    def search_key_vectors_how(
+        self, kind: str, user_id: str, query_vector: np.ndarray, k: int, key_kinds: Sequence[str]
+    ) -> tuple[list[KeyHit], str]:
+        """The user's k keys nearest the query by cosine, of the given key kinds: through the table's HNSW-SQ index
+        when optimize() built one (a memory has a key per sentence, so a keys table outgrows its kind's), exactly
+        otherwise, and exactly when the graph walk found fewer than k of the user's keys (as for the memories' own
+        tables, search.py); and how they were found (``approximate (HNSW-SQ)``, ``exact``, or ``none written``: the
+        store has no keys of this model, memory_keys_write being off)."""
+        tb = self.key_table(kind)
+        if tb is None:
+            return [], "none written"
+        if not key_kinds:
+            return [], "exact"
+        query_vector = check_vectors(np.asarray(query_vector).reshape(1, -1), self.dim, 1)[0]
+        where = _where(user_id, key_kinds)
+
+        def run(limit: int, where: str | None, ann: bool) -> pa.Table:
             q = (
                 cast("LanceVectorQueryBuilder", tb.search(query_vector.astype(np.float32), vector_column_name="vector"))
                 .distance_type("cosine")
                 .select(["id", "user_id", "text", "key_kind", "source_id"])
-                .where(_where(user_id, key_kinds), prefilter=True)
-                .limit(k)
-                .bypass_vector_index()
+                .limit(limit)
             )
-            return q.to_arrow()
+            if where is not None:
+                q = q.where(where, prefilter=True)
+            return (q.ef(max(ANN_MIN_EF, 2 * limit)) if ann else q.bypass_vector_index()).to_arrow()
 
-        rows = owned_rows(self._read(tb, run), user_id)
-        return _key_hits(rows, 1.0 - rows.column("_distance").to_numpy() if rows.num_rows else np.zeros(0))
+        rows, how = None, "approximate (HNSW-SQ)"
+        if self._indexed(tb):
+            wide = self._read(tb, lambda: run(KEY_OVERFETCH * k, None, True))
+            if (kept := _kept(wide, user_id, key_kinds)).num_rows >= k:
+                rows = kept.slice(0, k)
+        if rows is None:
+            rows, how = _kept(self._read(tb, lambda: run(k, where, False)), user_id, key_kinds), "exact"
+        return _key_hits(rows, 1.0 - rows.column("_distance").to_numpy() if rows.num_rows else np.zeros(0)), how
 
     def search_key_text(self, kind: str, user_id: str, query: str, k: int, key_kinds: Sequence[str]) -> list[KeyHit]:
         """The user's k best keys by BM25 (LanceDB's full-text index over the keys table), of the given kinds."""
         tb = self.key_table(kind)
         if tb is None or not key_kinds or not any(ch.isalnum() for ch in query or ""):
             return []
+        where = _where(user_id, key_kinds)
 
-        def run() -> pa.Table:
+        def run(limit: int, where: str | None) -> pa.Table:
             q = tb.search(query, query_type="fts").select(["id", "user_id", "text", "key_kind", "source_id"])
-            return q.where(_where(user_id, key_kinds), prefilter=True).limit(k).to_arrow()
+            return (q.where(where, prefilter=True) if where is not None else q).limit(limit).to_arrow()
 
         try:
-            rows = owned_rows(self._read(tb, run), user_id)
+            wide = self._read(tb, lambda: run(KEY_OVERFETCH * k, None))
+            rows = _kept(wide, user_id, key_kinds)
+            # BM25 is scored over the whole index, filtered or not: fewer rows than asked for are every match
+            if rows.num_rows >= k or wide.num_rows < KEY_OVERFETCH * k:
+                rows = rows.slice(0, k)
+            else:
+                rows = _kept(self._read(tb, lambda: run(k, where)), user_id, key_kinds)
         except Exception as exc:  # the index is built after the first write; another process may not have yet
             if "INVERTED index" not in str(exc):
                 raise
             return []
         return _key_hits(rows, rows.column("_score").to_numpy() if rows.num_rows else np.zeros(0))
+
+
+def _kept(rows: pa.Table, user_id: str, key_kinds: Sequence[str]) -> pa.Table:
+    """The rows of the user's keys of the given kinds, in the search's order."""
+    rows = owned_rows(rows, user_id)
+    if rows.num_rows == 0:
+        return rows
+    return rows.filter(pc.is_in(rows.column("key_kind"), value_set=pa.array(list(key_kinds), pa.string())))
 
 
 def _where(user_id: str, key_kinds: Sequence[str]) -> str:

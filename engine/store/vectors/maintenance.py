@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ...vocab import KINDS
-from .tables import VectorTables, table_name
+from .tables import VectorTables, keys_table_name
 from .versions import prune_versions
 
 if TYPE_CHECKING:
@@ -109,16 +109,16 @@ class VectorMaintenance(VectorTables):
         log.warning("maintenance of %s left for later: other processes kept committing", tb.name)
 
     def build_vector_indexes(self, min_rows: int) -> list[str]:
-        """Give every table of at least ``min_rows`` rows an HNSW-SQ vector index (one graph, cosine); return the
-        tables indexed now. Slow (~40 s per 100k rows on 2 cores), so only explicit maintenance calls it; later
-        optimize() runs fold new rows into the index."""
+        """Give every table of at least ``min_rows`` rows, the memories' keys tables included, an HNSW-SQ vector
+        index (one graph, cosine); return the tables indexed now. Slow (~40 s per 100k rows on 2 cores), so only
+        explicit maintenance calls it; later optimize() runs fold new rows into the index."""
         self._refuse_if_read_only()
         from lancedb.index import HnswSq
 
         built = []
-        for kind in KINDS:
-            tb = self.table(kind, create=False)
-            if tb is None or min_rows <= 0 or tb.count_rows() < min_rows or self.has_ann(kind, fresh=True):
+        tables = [t for t in (self.table(kind, create=False) for kind in KINDS) if t is not None]
+        for tb in [*tables, *self._keys_tables()]:
+            if min_rows <= 0 or tb.count_rows() < min_rows or self._indexed(tb, fresh=True):
                 continue
             tb.create_index("vector", config=HnswSq(distance_type="cosine", num_partitions=1))
             self._ann.pop(tb.name, None)
@@ -129,8 +129,10 @@ class VectorMaintenance(VectorTables):
         """Whether the kind's table has a vector index (checked at most every few seconds: another process may
         build one)."""
         tb = self.table(kind, create=False)
-        if tb is None:
-            return False
+        return tb is not None and self._indexed(tb, fresh)
+
+    def _indexed(self, tb: lancedb.table.Table, fresh: bool = False) -> bool:
+        """Whether the table has a vector index, looked up at most every ``_INDEX_CACHE_S`` unless ``fresh``."""
         checked = self._ann.get(tb.name)
         if fresh or checked is None or time.monotonic() - checked[0] > _INDEX_CACHE_S:
             has = any(tuple(ix.columns) == ("vector",) for ix in tb.list_indices())
@@ -138,14 +140,18 @@ class VectorMaintenance(VectorTables):
             self._ann[tb.name] = checked
         return checked[1]
 
+    def _keys_tables(self) -> list[lancedb.table.Table]:
+        """This model's keys tables (keys.py) that exist."""
+        listed = set(self.table_names())
+        return [self.db.open_table(n) for k in KINDS if (n := keys_table_name(k, self.model)) in listed]
+
     def optimize(self, tb: lancedb.table.Table | None = None) -> None:
         """Fold new rows into the indexes, compact, and delete the versions no reader can still be on (older than
         ``version_retention_s``). Another process may commit meanwhile: refresh and retry."""
         self._refuse_if_read_only()
         tables = [tb] if tb is not None else [t for t in (self.table(k, create=False) for k in KINDS) if t is not None]
-        if tb is None:  # the memories' keys tables (keys.py), named after their kind's table
-            listed = set(self.table_names())
-            tables += [self.db.open_table(n) for k in KINDS if (n := f"{table_name(k, self.model)}--keys") in listed]
+        if tb is None:
+            tables += self._keys_tables()
         for t in tables:
             for attempt in range(3):
                 try:

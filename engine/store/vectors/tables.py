@@ -36,6 +36,15 @@ def table_name(kind: str, model: str) -> str:
     return f"{kind}__{slug}"
 
 
+# The keys tables (keys.py) are named after their kind's table, so whatever deletes a memory's rows from every table
+# of its kind by id deletes its keys too.
+KEYS_SUFFIX = "--keys"
+
+
+def keys_table_name(kind: str, model: str) -> str:
+    return table_name(kind, model) + KEYS_SUFFIX
+
+
 class VectorTables:
     """The connection and the tables of one embedding model; the base the reads, upkeep and writes build on."""
 

@@ -113,3 +113,28 @@ def test_other_key_kinds_do_not_search_sentences(engine: MemoryEngine) -> None:
         turn_of(trace).key.cosine_kind,
         turn_of(trace).key.bm25_kind,
     )
+
+
+def test_the_deep_preset_runs_two_hops_over_sentence_keys_and_the_session_stage(engine: MemoryEngine) -> None:
+    trace = engine.retrieval.retrieve("u", QUESTION, preset="deep", now=NOW)
+    r = trace.settings.retrieval
+    assert (r.hops, r.memory_keys, r.key_cosine_weight, r.key_bm25_weight, r.session_weight) == (
+        2,
+        "sentences",
+        0.7,
+        0.0,
+        0.1,
+    )
+    assert trace.settings.preset == "deep"
+    assert turn_of(trace).key is not None and turn_of(trace).key.cosine_text == ANSWER
+    assert trace.strategies.to_dict()["key_search"] == "semantic: exact"  # four memories: no index to walk
+    # the call's own hops win over the preset's
+    assert engine.retrieval.retrieve("u", QUESTION, preset="deep", hops=1, now=NOW).settings.retrieval.hops == 1
+
+
+def test_a_store_without_keys_says_so_in_the_trace(tmp_path, embedder) -> None:
+    bare = MemoryEngine.open(settings=Settings.from_env({}, store=str(tmp_path / "bare")), embedder=embedder)
+    bare.items.remember_many([{"user_id": "u", "content": TURN}])
+    trace = bare.retrieval.retrieve("u", QUESTION, preset="deep", now=NOW)
+    assert trace.strategies.to_dict()["key_search"] == "semantic: none written"
+    assert all(c.key is None for hop in trace.hops for c in hop.candidates)
