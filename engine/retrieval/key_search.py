@@ -34,7 +34,6 @@ __all__ = [
     "KEYED_KIND",
     "KEY_FOUND_BY",
     "PendingKeys",
-    "find_keys",
     "key_cosines",
     "key_lexical",
     "keys_on",
@@ -93,21 +92,6 @@ def start_key_search(
         _POOL.submit(b.index.search_key_vectors_how, KEYED_KIND, user_id, query_vector, k, kinds),
         _POOL.submit(b.index.search_key_text, KEYED_KIND, user_id, query, k, kinds),
     )
-
-
-def find_keys(
-    b: Backends,
-    user_id: str,
-    query: str,
-    query_vector: np.ndarray,
-    sources: Sequence[str],
-    settings: Settings,
-    hits: Mapping[str, tuple[list[VectorHit], list[VectorHit]]],
-) -> tuple[dict[str, KeyMatch], dict[str, list[VectorHit]]]:
-    """The hop's key matches by memory id, and the rows of the memories only keys found (the searches started and
-    finished at once)."""
-    pending = start_key_search(b, user_id, query, query_vector, sources, settings)
-    return pending.finish(hits)[:2] if pending is not None else ({}, {})
 
 
 def key_matches(by_vector: Sequence[KeyHit], by_text: Sequence[KeyHit]) -> dict[str, KeyMatch]:

@@ -137,4 +137,5 @@ def test_a_store_without_keys_says_so_in_the_trace(tmp_path, embedder) -> None:
     bare.items.remember_many([{"user_id": "u", "content": TURN}])
     trace = bare.retrieval.retrieve("u", QUESTION, preset="deep", now=NOW)
     assert trace.strategies.to_dict()["key_search"] == "semantic: none written"
-    assert all(c.key is None for hop in trace.hops for c in hop.candidates)
+    candidates = [c for hop in trace.hops for c in hop.candidates]
+    assert candidates and all(c.key is None for c in candidates)
