@@ -42,6 +42,12 @@ def item_texts(items: int, per_item: int) -> list[str]:
 
 def build(engine: MemoryEngine, items: int, episodes: int, skills: int, per_item: int = 1) -> None:
     """Fill (or top up, after an interrupted build) the bench user's store to the given sizes."""
+    with engine.admin.deferred_upkeep():  # one compaction per table at the end, as an import does
+        _build(engine, items, episodes, skills, per_item)
+    engine.admin.optimize()
+
+
+def _build(engine: MemoryEngine, items: int, episodes: int, skills: int, per_item: int) -> None:
     have = engine.admin.stats()
     texts, times = item_texts(items, per_item), timestamps(items)
     for start in range(have.items, items, 2000):
@@ -84,7 +90,6 @@ def build(engine: MemoryEngine, items: int, episodes: int, skills: int, per_item
             for i in range(skills)
         ]
         engine.admin.ingest_lines(lines)
-    engine.admin.optimize()
 
 
 def pct(values: list[float], q: float) -> float:

@@ -71,10 +71,15 @@ def run_units(
             one = workdir / f"unit-{n}.json"
             one.write_text(json.dumps([unit]))
             # The items' extra keys are written when the memlens methods search them (--set memory_keys=..., or a
-            # preset that does, such as deep).
-            keys = str({**preset_overrides(preset), **(extra or {})}.get("memory_keys", "off")) != "off"
+            # preset that does, such as deep), and only the kinds they search.
+            searched = str({**preset_overrides(preset), **(extra or {})}.get("memory_keys", "off"))
             engine = MemoryEngine.open(
-                settings=Settings.from_env({}, store=str(workdir / f"store-{n}"), memory_keys_write=keys),
+                settings=Settings.from_env(
+                    {},
+                    store=str(workdir / f"store-{n}"),
+                    memory_keys_write=searched != "off",
+                    memory_keys_write_kinds="all" if searched == "off" else searched,
+                ),
                 embedder=embedder,
             )
             t = time.perf_counter()

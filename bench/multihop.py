@@ -71,10 +71,17 @@ def run(path: Path, preset: str | None, limit: int | None, extra: dict, embedder
     scores: dict[str, list[dict]] = defaultdict(list)
     timing: dict[str, list[float]] = defaultdict(list)
     try:
-        # The items' extra keys are written when the memlens methods search them (--set memory_keys=...).
-        keys = str(overrides.get("memory_keys", "off")) != "off"
+        # The items' extra keys are written when the memlens methods search them (--set memory_keys=...), and only
+        # the kinds they search.
+        searched = str(overrides.get("memory_keys", "off"))
         engine = MemoryEngine.open(
-            settings=Settings.from_env({}, store=str(workdir / "store"), memory_keys_write=keys), embedder=embedder
+            settings=Settings.from_env(
+                {},
+                store=str(workdir / "store"),
+                memory_keys_write=searched != "off",
+                memory_keys_write_kinds="all" if searched == "off" else searched,
+            ),
+            embedder=embedder,
         )
         records = []
         for n, q in enumerate(questions):

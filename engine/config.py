@@ -102,6 +102,14 @@ class _CoreSettings:
         "`memlens keys` builds them for a stored store). Retrieval searches them when memory_keys is not off. Off "
         "by default, as memory_keys is: the facts key costs a second embedding per item.",
     )
+    memory_keys_write_kinds: str = _s(
+        "all",
+        "[memlens] Which extra keys memory_keys_write (and `memlens keys`) builds: all, or only the kind a "
+        "memory_keys setting searches (facts, next, sentences). The deep preset searches sentences only: writing "
+        "those alone skips the facts key's extraction and embedding. A kind not written is not found by a search "
+        "of it (the trace's key search then finds none).",
+        choices=("all", "facts", "next", "sentences"),
+    )
     lock_timeout_s: float = _s(20.0, "How long to wait for another process's DuckDB lock before StoreBusy.", lo=0)
     vector_index_min_rows: int = _s(
         10_000,

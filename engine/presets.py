@@ -60,8 +60,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     # of it, its cosine moved 0.7 of the way to its best sentence's) and the session stage at 0.1. Dev halves,
     # recall@10 against the default: LoCoMo 0.768 -> 0.786 (multi-hop 0.432 -> 0.504, adversarial 0.842 -> 0.835),
     # LongMemEval-S 0.935 -> 0.951 (multi-session 0.781 -> 0.872, preference 1.000 -> 0.875: one of 4 questions),
-    # MuSiQue all@5 0.295 -> 0.400. It needs the keys written (memory_keys_write, or `memlens keys` for a stored
-    # store; the trace's key_search says "none written" otherwise) and costs two hops with a keys search each: at
+    # MuSiQue all@5 0.295 -> 0.400. It needs the sentence keys written (memory_keys_write with
+    # memory_keys_write_kinds=sentences, or `memlens keys --kinds sentences` for a stored store; the trace's
+    # key_search says "none written" otherwise) and costs two hops with a keys search each: at
     # 100k items about 12x the floor per question against the default's 3.5x (docs/benchmarks.md).
     "deep": {
         "hops": 2,

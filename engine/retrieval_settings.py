@@ -375,8 +375,9 @@ class RetrievalSettings:
         "Sentence keys at 100k items): LoCoMo dev 0.768 -> 0.773 (multi-hop 0.432 -> 0.463, open-domain 0.398 -> "
         "0.455, adversarial 0.842 -> 0.823; 2 hops 0.773 -> 0.778, multi-hop 0.489), LongMemEval-S 0.935 -> 0.941 "
         "(multi-session 0.781 -> 0.835, preference 1.000 -> 0.875), MuSiQue all@5 0.295 -> 0.295 (2 hops 0.400); "
-        "not the default: adversarial is lower, every write embeds each sentence (with memory_keys_write, every "
-        "key kind), and at 100k items 1 hop takes 5.7-6.2x the floor against 3.3-3.6x (bench/latency.py).",
+        "not the default: adversarial is lower, every write embeds each sentence (memory_keys_write_kinds "
+        "says which key kinds are written), and at 100k items 1 hop takes 5.7-6.2x the floor against 3.3-3.6x "
+        "(bench/latency.py).",
         choices=("off", "facts", "next", "sentences", "all"),
         retrieval=True,
     )

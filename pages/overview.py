@@ -215,6 +215,15 @@ def store_size(_engine: MemoryEngine, store: str, counts: tuple[int, ...]) -> in
     return _engine.admin.disk_bytes()
 
 
+def keys_line(engine: MemoryEngine) -> str:
+    """The extra keys this embedder has written, per kind a memory_keys setting searches (a preset such as deep
+    finds nothing through keys that were never written)."""
+    per_kind = {kind: engine.admin.key_count(kinds=kind) for kind in ("facts", "next", "sentences")}
+    if not any(per_kind.values()):
+        return "none written (memory_keys_write off; `memlens keys` builds them)"
+    return f"{sum(per_kind.values()):,} written (" + " · ".join(f"{k} {n:,}" for k, n in per_kind.items()) + ")"
+
+
 def show_settings(engine: MemoryEngine, stats: StoreStats) -> None:
     st.subheader("Store and settings in use")
     left, right = st.columns(2)
@@ -226,9 +235,9 @@ def show_settings(engine: MemoryEngine, stats: StoreStats) -> None:
             st.caption(f"Store location · {size_text(store_size(engine, stats.store, counts))} on disk")
         st.code(stats.store, language=None, wrap_lines=True)
     with right:
-        st.caption("Embedder · LLM")
+        st.caption("Embedder · LLM · the memories' extra keys")
         llm = stats.llm if stats.llm != "offline" else "offline (no LLM configured: documented offline strategies)"
-        st.code(f"embedder: {stats.embedder}\nLLM: {llm}", language=None, wrap_lines=True)
+        st.code(f"embedder: {stats.embedder}\nLLM: {llm}\nkeys: {keys_line(engine)}", language=None, wrap_lines=True)
     with st.expander("All settings (values in use, defaults, meaning)"):
         st.dataframe(settings_rows(engine.settings), hide_index=True, key="overview_settings")
     if can_edit(engine, "compacting the store"):

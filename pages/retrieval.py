@@ -64,7 +64,7 @@ asked = None
 with ask_col:
     # a retrieval stores its trace: a read-only store refuses it, so the form is not offered there
     if can_edit(engine, "asking a new question (a retrieval stores its trace)"):
-        asked = question_form(engine)
+        asked = question_form(engine, user)
 if asked is not None:
     if not asked.text.strip():
         st.warning("Type a question first.")
@@ -77,6 +77,7 @@ if asked is not None:
                 hops=asked.hops,
                 budget=asked.budget,
                 overrides=asked.overrides,
+                preset=asked.preset,
             )
             st.session_state.setdefault("trace_cache", {})[new.trace_id] = new
             open_trace(new.trace_id)

@@ -158,6 +158,7 @@ def trace_header(trace: RetrievalTrace) -> None:
     st.caption(
         f"Trace {md_escape(trace.trace_id)} · user {md_escape(trace.user_id)} · session "
         f"{md_escape(trace.session_id or '—')} · {when(trace.created_at)} UTC · "
+        f"preset {md_escape(trace.settings.preset or 'default')} · "
         + md_escape(strategy_words(trace.strategies.to_dict()))
     )
 

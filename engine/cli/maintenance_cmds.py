@@ -44,7 +44,7 @@ def cmd_reindex(ctx: Context) -> Result:
 def cmd_keys(ctx: Context) -> Result:
     progress = Progress(ctx.stderr, "keys")
     try:
-        counts = ctx.engine.admin.build_keys(ctx.args.user, progress=progress)
+        counts = ctx.engine.admin.build_keys(ctx.args.user, progress=progress, kinds=ctx.args.kinds)
     finally:
         progress.close()
     return Result(counts, lambda d: f"Built {d['keys']} key(s) of {d['items']} item(s) of {d['users']} user(s).")
@@ -93,9 +93,15 @@ def register(sub: Subcommands, common: Parser) -> None:
     p = add(
         "keys",
         cmd_keys,
-        "build the semantic memories' extra keys (facts, the next turn) again from the stored memories",
+        "build the semantic memories' extra keys (facts, the next turn, sentences) again from the stored memories",
     )
     add_user(p, required=False)
+    p.add_argument(
+        "--kinds",
+        choices=("all", "facts", "next", "sentences"),
+        help="which keys to build (default: the memory_keys_write_kinds setting, all); the deep preset searches "
+        "sentences only",
+    )
     add(
         "repair",
         cmd_repair,

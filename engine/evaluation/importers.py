@@ -189,27 +189,8 @@ def import_benchmark(
             ).fetchall()
         }
     todo = [(u, t) for u, t in turns if t["id"] not in have]
-    for start in range(0, len(todo), BATCH):
-        chunk = todo[start : start + BATCH]
-        items = [
-            semantic.prepare(
-                user,
-                t["content"],
-                t["category"],
-                None,
-                False,
-                {"method": kind},
-                kind,
-                t["created_at"],
-                id=t["id"],
-                method=kind,
-                preceding_text=t["preceding_text"] if preceding else None,
-            )
-            for user, t in chunk
-        ]
-        semantic.add(items)
-        if progress is not None:
-            progress("turns", start + len(chunk), len(todo))
+    with semantic.b.index.deferred_upkeep():  # one upkeep per table at the end (vectors/maintenance.py)
+        _write_turns(semantic, kind, todo, preceding, progress)
     cases = [
         sets.prepare(
             set_name,
@@ -237,3 +218,33 @@ def import_benchmark(
         "cases": len(cases),
         "skipped_no_evidence": sum(u.skipped for u in units),
     }
+
+
+def _write_turns(
+    semantic: SemanticMemory,
+    kind: str,
+    todo: list[tuple[str, dict[str, Any]]],
+    preceding: bool,
+    progress: ImportProgress | None,
+) -> None:
+    for start in range(0, len(todo), BATCH):
+        chunk = todo[start : start + BATCH]
+        items = [
+            semantic.prepare(
+                user,
+                t["content"],
+                t["category"],
+                None,
+                False,
+                {"method": kind},
+                kind,
+                t["created_at"],
+                id=t["id"],
+                method=kind,
+                preceding_text=t["preceding_text"] if preceding else None,
+            )
+            for user, t in chunk
+        ]
+        semantic.add(items)
+        if progress is not None:
+            progress("turns", start + len(chunk), len(todo))

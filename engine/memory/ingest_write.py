@@ -76,7 +76,9 @@ class IngestWriter(IngestPlanner):
             # crash can never leave two vectors for one memory.
             for kind, records, _ in sources:
                 intents.enter_context(self.b.intent(kind, [r.id for r in records if r.archived_at is None]))
-            return self._apply(plan, sources, added, progress)
+            # one upkeep per table at the end, not one per batch (vectors/maintenance.py)
+            with self.b.index.deferred_upkeep():
+                return self._apply(plan, sources, added, progress)
 
     def _apply(
         self,

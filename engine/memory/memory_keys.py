@@ -19,6 +19,9 @@ like the memories' own tables (engine/retrieval/key_search.py):
   (it ends with a question mark) is no key: it tells nothing, and resembles the later questions about the same
   topic (LoCoMo dev, key_cosine_weight 0.6: recall@10 0.760 with question keys, 0.770 without).
 
+Which kinds are written is ``memory_keys_write_kinds`` (all by default): a store for the ``deep`` preset needs only
+its sentence keys, and the facts key costs an extraction and an embedding per memory.
+
 Keys are written before the memories' rows and deleted again if the rows fail (DuckDB decides what exists: a key of
 a memory that is not active there is never a candidate). ``MemoryKeys.rebuild`` builds them for a stored store
 (``memlens keys``), and the benchmark importers write through the same ``SemanticMemory.add``.
@@ -30,6 +33,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..errors import InvalidInput
 from ..ids import check_id
 from ..records import Extraction, Item, SourcedExtraction
 from ..store.vectors.keys import KeyRow
@@ -38,9 +42,10 @@ from .base import Backends
 from .graph_offline import OfflineExtractor
 from .graph_offline_rules import STOP_WORDS
 
-__all__ = ["KEY_KINDS", "MemoryKeys", "facts_text", "key_kinds_for", "plan_keys", "sentence_texts"]
+__all__ = ["KEY_KINDS", "KEY_SETTINGS", "MemoryKeys", "facts_text", "key_kinds_for", "plan_keys", "sentence_texts"]
 
 KEY_KINDS = ("facts", "facts_llm", "next", "sentence")
+KEY_SETTINGS = ("all", "facts", "next", "sentences")  # what memory_keys_write_kinds (and memory_keys, but off) name
 MIN_SENTENCE_WORDS = 3
 MAX_SENTENCE_KEYS = 12
 # A key's text is cut here: a long reply's first part says what it is about, and its vector sees no more anyway
@@ -109,11 +114,21 @@ def plan_keys(
     items: Sequence[Item],
     extractions: Mapping[str, Extraction],
     stored_before: Callable[[Sequence[tuple[str, str]]], Mapping[tuple[str, str], str]] | None = None,
+    kinds: Sequence[str] = KEY_KINDS,
 ) -> list[KeyRow]:
-    """The keys of the active ``items`` (in write order): a ``facts`` key of each from its extraction (by item id),
-    and a ``next`` key for each item another one answers. The answered memory is the nearest earlier item of the
-    batch (else the nearest later) whose text is the reply's ``preceding_text``, else what ``stored_before``
-    finds for (user, text) among the stored memories."""
+    """The keys of the active ``items`` (in write order) of the key ``kinds`` asked for: a ``facts`` key of each
+    from its extraction (by item id), its ``sentence`` keys, and a ``next`` key for each item another one answers.
+    The answered memory is the nearest earlier item of the batch (else the nearest later) whose text is the reply's
+    ``preceding_text``, else what ``stored_before`` finds for (user, text) among the stored memories."""
+    return [r for r in _planned(items, extractions, stored_before, "next" in kinds) if r.key_kind in kinds]
+
+
+def _planned(
+    items: Sequence[Item],
+    extractions: Mapping[str, Extraction],
+    stored_before: Callable[[Sequence[tuple[str, str]]], Mapping[tuple[str, str], str]] | None,
+    with_next: bool,
+) -> list[KeyRow]:
     rows: list[KeyRow] = []
     active = [i for i in items if i.archived_at is None]
     position: dict[tuple[str, str], list[int]] = {}  # (user, text) -> positions of the batch's items with it
@@ -127,7 +142,7 @@ def plan_keys(
             kind = "facts_llm" if found.method == "llm" and not found.notes else "facts"
             rows.append(KeyRow(item.id, item.user_id, kind, text, item.id))
         rows.extend(KeyRow(item.id, item.user_id, "sentence", t, item.id) for t in sentence_texts(item.content))
-        if not item.preceding_text:
+        if not with_next or not item.preceding_text:
             continue
         before = (item.user_id, item.preceding_text)
         # the nearest earlier item with that text, else (a batch in another order) the nearest later one
@@ -158,6 +173,11 @@ class MemoryKeys:
     def enabled(self) -> bool:
         return bool(self.b.settings.memory_keys_write)
 
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The key kinds written (``memory_keys_write_kinds``)."""
+        return key_kinds_for(self.b.settings.memory_keys_write_kinds)
+
     def extractions(
         self, items: Sequence[Item], graph: Mapping[str, Sequence[SourcedExtraction]] | None
     ) -> dict[str, Extraction]:
@@ -182,7 +202,9 @@ class MemoryKeys:
         old keys go first (an ingest upserts its vectors: a file imported again after a crash)."""
         if not self.enabled:
             return []
-        rows = plan_keys(items, self.extractions(items, graph), self._stored_before)
+        kinds = self.kinds
+        found = self.extractions(items, graph) if "facts" in kinds else {}
+        rows = plan_keys(items, found, self._stored_before, kinds)
         if not rows:
             return rows
         # Noted like every two-store write: a full or read-only disk is then named (StoreFull, StoreReadOnly), and
@@ -203,14 +225,20 @@ class MemoryKeys:
             pass
 
     def rebuild(
-        self, user_id: str | None = None, progress: Callable[[str, int, int], None] | None = None
+        self,
+        user_id: str | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+        kinds: str | None = None,
     ) -> dict[str, Any]:
         """Build the keys of every active item (of one user) again from DuckDB: the old keys are deleted first.
         Each user's items are planned in their write order (created_at, then id), so every reply finds the memory
-        it answered among them."""
+        it answered among them. ``kinds`` (all, facts, next, sentences) defaults to ``memory_keys_write_kinds``."""
         self.b.db.refuse_if_read_only()
         if user_id is not None:
             check_id(user_id, "user id")
+        if kinds is not None and kinds not in KEY_SETTINGS:
+            raise InvalidInput(f"unknown key kinds {kinds[:30]!r}; use one of {', '.join(KEY_SETTINGS)}")
+        wanted = self.kinds if kinds is None else key_kinds_for(kinds)
         where, params = (
             ("archived_at IS NULL", []) if user_id is None else ("archived_at IS NULL AND user_id = ?", [user_id])
         )
@@ -223,24 +251,26 @@ class MemoryKeys:
         from .semantic import ITEM_COLUMNS, _item
 
         counts: dict[str, int] = {"users": 0, "items": 0, "keys": 0}
-        for n, user in enumerate(users, 1):
-            with self.b.db.read() as conn:
-                items = [
-                    _item(r)
-                    for r in conn.execute(
-                        f"SELECT {ITEM_COLUMNS} FROM items WHERE user_id = ? AND archived_at IS NULL "
-                        "ORDER BY created_at, id",
-                        [user],
-                    ).fetchall()
-                ]
-            found = {i.id: self._extract(i.content, user) for i in items}
-            rows = plan_keys(items, found)
-            self._add(rows)
-            counts["users"] += 1
-            counts["items"] += len(items)
-            counts["keys"] += len(rows)
-            if progress is not None:
-                progress("users", n, len(users))
+        with self.b.index.deferred_upkeep():  # one upkeep of the keys table at the end (vectors/maintenance.py)
+            for n, user in enumerate(users, 1):
+                with self.b.db.read() as conn:
+                    items = [
+                        _item(r)
+                        for r in conn.execute(
+                            f"SELECT {ITEM_COLUMNS} FROM items WHERE user_id = ? AND archived_at IS NULL "
+                            "ORDER BY created_at, id",
+                            [user],
+                        ).fetchall()
+                    ]
+                # the extraction (the LLM's, when configured) only feeds the facts key
+                found = {i.id: self._extract(i.content, user) for i in items} if "facts" in wanted else {}
+                rows = plan_keys(items, found, kinds=wanted)
+                self._add(rows)
+                counts["users"] += 1
+                counts["items"] += len(items)
+                counts["keys"] += len(rows)
+                if progress is not None:
+                    progress("users", n, len(users))
         return counts
 
     def _add(self, rows: Sequence[KeyRow]) -> None:

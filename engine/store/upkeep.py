@@ -7,12 +7,15 @@ A layer of ``StoreAdmin`` (admin.py): it works on the attributes the admin's con
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreCorrupt
+from ..errors import InvalidInput, StoreCorrupt
+from ..ids import check_id
 from ..memory.base import Backends
 from ..memory.episodic import EpisodicMemory
+from ..memory.memory_keys import KEY_SETTINGS, key_kinds_for
 from ..memory.procedural import SkillLibrary
 from ..memory.semantic import SemanticMemory
 from ..records import KINDS, Page
@@ -36,25 +39,46 @@ class StoreUpkeep:
             "episodic": (self.episodic, lambda u: self.episodic.list_episodes(u, limit=10_000_000)),
             "procedural": (self.skills, lambda u: self.skills.list_skills(u, limit=10_000_000)),
         }
-        for kind, (module, list_active) in active.items():
-            with self._b.db.read() as conn:
-                users = [r[0] for r in conn.execute(f"SELECT DISTINCT user_id FROM {KIND_TABLES[kind]}").fetchall()]
-            records = [r for u in users for r in list_active(u).rows]
-            with self._b.intent(kind, [r.id for r in records]):
-                self._b.index.delete(kind, [r.id for r in records])  # duplicates too; a crash here is journalled
-                self._index_records(kind, module, records, progress)
-            done[kind] = len(records)
-        if self.semantic.keys.enabled:  # the vectors' delete took the items' keys too (vectors/keys.py)
-            self.semantic.keys.rebuild()
+        with self.deferred_upkeep():
+            for kind, (module, list_active) in active.items():
+                with self._b.db.read() as conn:
+                    sql = f"SELECT DISTINCT user_id FROM {KIND_TABLES[kind]}"
+                    users = [r[0] for r in conn.execute(sql).fetchall()]
+                records = [r for u in users for r in list_active(u).rows]
+                with self._b.intent(kind, [r.id for r in records]):
+                    self._b.index.delete(kind, [r.id for r in records])  # duplicates too; a crash here is journalled
+                    self._index_records(kind, module, records, progress)
+                done[kind] = len(records)
+            if self.semantic.keys.enabled:  # the vectors' delete took the items' keys too (vectors/keys.py)
+                self.semantic.keys.rebuild()
         return done
 
+    def deferred_upkeep(self) -> AbstractContextManager[None]:
+        """``with engine.admin.deferred_upkeep(): <many writes>``: the vector tables' upkeep after each write
+        (indexes, compaction) runs once per table when the block ends, as imports, reindex and `memlens keys` do
+        (engine/store/vectors/maintenance.py: faster, and far less disk held by replaced versions)."""
+        return self._b.index.deferred_upkeep()
+
     def build_keys(
-        self, user_id: str | None = None, progress: Callable[[str, int, int], None] | None = None
+        self,
+        user_id: str | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+        kinds: str | None = None,
     ) -> dict[str, Any]:
         """Build the semantic memories' extra keys (engine/memory/memory_keys.py) of every user, or one, again from
-        DuckDB: a store written before keys existed, or with ``memory_keys_write`` off. Returns users, items and
-        keys counted."""
-        return self.semantic.keys.rebuild(user_id, progress)
+        DuckDB: a store written before keys existed, or with ``memory_keys_write`` off. ``kinds`` (all, facts,
+        next, sentences; default ``memory_keys_write_kinds``) says which. Returns users, items and keys counted."""
+        return self.semantic.keys.rebuild(user_id, progress, kinds)
+
+    def key_count(self, user_id: str | None = None, kinds: str = "all") -> int:
+        """How many extra keys of the semantic memories this store's embedder has written, for every user or one,
+        of the ``kinds`` a ``memory_keys`` setting names (all, facts, next, sentences): 0 when none were, and a
+        preset that searches them then finds nothing through them."""
+        if user_id is not None:
+            check_id(user_id, "user id")
+        if kinds not in KEY_SETTINGS:
+            raise InvalidInput(f"unknown key kinds {str(kinds)[:30]!r}; use one of {', '.join(KEY_SETTINGS)}")
+        return self._b.index.count_keys("semantic", user_id, key_kinds_for(kinds))
 
     def _index_records(
         self,

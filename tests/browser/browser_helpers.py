@@ -219,21 +219,26 @@ def open_page(page: Page, app_url: str, path: str, title: str) -> None:
 
 def pick_user(page: Page, user: str) -> None:
     """Choose the user in the sidebar's User selectbox."""
-    combo = page.get_by_role("combobox", name="User")
+    pick_option(page, "User", user)
+
+
+def pick_option(page: Page, label: str, value: str) -> None:
+    """Choose ``value`` in the (first) selectbox labelled ``label``; picking reruns the page."""
+    combo = page.get_by_role("combobox", name=label).first
     for _ in range(3):  # a rerun that lands while the list is open closes it again
-        if combo.input_value() == user:
+        if combo.input_value() == value:
             break
         page.wait_for_function(RUN_IS_OVER, timeout=RUN_TIMEOUT_MS)  # at rest, or the pick's run is never seen
         combo.click()
         before = script_runs_started(page)
         try:
-            page.get_by_role("option", name=user, exact=True).click(timeout=5_000)
+            page.get_by_role("option", name=value, exact=True).click(timeout=5_000)
         except PlaywrightTimeout:
             page.keyboard.press("Escape")
             settle(page)
         else:
-            settle(page, runs_before=before)  # picking a user reruns the page
-    expect(combo).to_have_value(user)
+            settle(page, runs_before=before)
+    expect(combo).to_have_value(value)
 
 
 # True once stMain's height has stayed the same for ``need`` polls in a row and no element still waits to be drawn:

@@ -1,7 +1,8 @@
 """The Retrieval trace page in headless Chromium, on a running `streamlit run app.py` over the demo store.
 
 A person asks the first two-hop demo question with two hops and sees both hops' queries (the second one naming the
-bridge entity), then replays the trace with its own settings and sees that nothing moved.
+bridge entity), then replays the trace with its own settings and sees that nothing moved. Another picks the deep
+preset: the form opens on its two hops, warns that the user has no sentence keys, and the trace names the preset.
 Screenshots go to test-artifacts/screenshots/.
 """
 
@@ -12,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browser_helpers import click_tab, grid_cells, pick_user, rerun, settle
+from browser_helpers import click_tab, grid_cells, pick_option, pick_user, rerun, settle
 from playwright.sync_api import expect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,12 +30,13 @@ def open_from_sidebar(page, app_url: str, title: str) -> None:
     settle(page, started=True)
 
 
-def ask(page, question: str, hops: int) -> None:
-    """Fill the question form and press Retrieve; returns when the run is over."""
+def ask(page, question: str, hops: int | None) -> None:
+    """Fill the question form (hops None: as the form shows them) and press Retrieve; returns when the run is over."""
     page.get_by_role("textbox", name="Question", exact=True).fill(question)
-    hops_box = page.get_by_role("spinbutton", name="Hops", exact=True)
-    hops_box.fill(str(hops))
-    hops_box.press("Tab")
+    if hops is not None:
+        hops_box = page.get_by_role("spinbutton", name="Hops", exact=True)
+        hops_box.fill(str(hops))
+        hops_box.press("Tab")
     with rerun(page):  # a second question: "Hop 1" of the first answer is still on the page until the run ends
         page.get_by_role("button", name="Retrieve").click()
     page.get_by_role("heading", name="Hop 1", exact=True).wait_for(timeout=120_000)
@@ -94,3 +96,18 @@ def test_a_reply_found_through_the_question_before_it_shows_that_question(page, 
     expect(slider).to_be_visible()
     expect(slider).to_have_attribute("aria-valuetext", "0.50")
     screenshot("retrieval_preceding_whatif")
+
+
+def test_the_deep_preset_opens_the_form_on_two_hops_and_the_trace_names_it(page, app_url: str, screenshot):
+    open_from_sidebar(page, app_url, "Retrieval trace")
+    pick_user(page, QUESTION["user_id"])
+    pick_option(page, "Preset", "deep")
+    expect(page.get_by_role("spinbutton", name="Hops", exact=True)).to_have_value("2")
+    expect(page.get_by_text("hops = 2 · memory_keys = sentences").first).to_be_visible()
+    # the demo store is written without keys: said before asking, not discovered in the trace
+    expect(page.get_by_text(f"{QUESTION['user_id']} has none").first).to_be_visible()
+    screenshot("retrieval_deep_preset")
+    ask(page, QUESTION["question"], hops=None)
+    expect(page.get_by_role("heading", name="Hop 2", exact=True)).to_be_visible()
+    expect(page.get_by_text(re.compile(r" · preset deep · ")).first).to_be_visible()
+    expect(page.get_by_text("vector search of the keys: semantic: none written").first).to_be_visible()

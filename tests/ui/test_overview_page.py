@@ -141,3 +141,17 @@ def test_each_recent_trace_opens_on_the_retrieval_trace_page(demo_app):
     no_errors(at)
     [link] = [p for p in at.get("page_link") if "Open trace" in p.proto.label]
     assert trace.trace_id in link.proto.label and link.proto.page.endswith("retrieval")
+
+
+def test_the_memories_extra_keys_are_counted_per_kind(demo_app):
+    at = open_page(PAGE)
+    no_errors(at)
+    assert any("keys: none written" in v and "memlens keys" in v for v in values(at, "code"))
+
+    demo_app.items.remember("mira", "The moth traps go out at dusk. Mira empties them before breakfast.")
+    demo_app.admin.build_keys("mira", kinds="sentences")
+    at = open_page(PAGE)
+    no_errors(at)
+    n = demo_app.admin.key_count(kinds="sentences")
+    assert n >= 2  # this memory's two sentences, and those of mira's other memories of several
+    assert any(f"keys: {n} written (facts 0 · next 0 · sentences {n})" in v for v in values(at, "code"))

@@ -163,11 +163,18 @@ class KeyTables(VectorSearch):
         if name in self.table_names():
             self.db.drop_table(name)
 
-    def count_keys(self, kind: str, user_id: str | None = None) -> int:
+    def count_keys(self, kind: str, user_id: str | None = None, key_kinds: Sequence[str] | None = None) -> int:
+        """The keys of the memories of ``kind`` (of one user; of these key kinds)."""
         tb = self.key_table(kind)
         if tb is None:
             return 0
-        return self._read(tb, lambda: tb.count_rows(None if user_id is None else f"user_id = {lance_literal(user_id)}"))
+        if key_kinds is not None and user_id is not None:
+            where: str | None = _where(user_id, key_kinds)
+        elif key_kinds is not None:
+            where = _where_kinds(key_kinds)
+        else:
+            where = None if user_id is None else f"user_id = {lance_literal(user_id)}"
+        return self._read(tb, lambda: tb.count_rows(where))
 
     def key_rows(self, kind: str, memory_ids: Sequence[str]) -> list[KeyRow]:
         """The stored keys of these memories (every user's: ids are unique across users)."""
@@ -262,11 +269,14 @@ def _kept(rows: pa.Table, user_id: str, key_kinds: Sequence[str]) -> pa.Table:
 
 
 def _where(user_id: str, key_kinds: Sequence[str]) -> str:
+    return f"user_id = {lance_literal(user_id)} AND {_where_kinds(key_kinds)}"
+
+
+def _where_kinds(key_kinds: Sequence[str]) -> str:
     for kind in key_kinds:
         if not kind.isidentifier():
             raise InvalidInput(f"invalid key kind {kind[:30]!r}")
-    kinds = ", ".join(lance_literal(k) for k in key_kinds)
-    return f"user_id = {lance_literal(user_id)} AND key_kind IN ({kinds})"
+    return f"key_kind IN ({', '.join(lance_literal(k) for k in key_kinds)})"
 
 
 def _key_hits(rows: pa.Table, scores: np.ndarray) -> list[KeyHit]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from ...vocab import KINDS
@@ -77,12 +79,46 @@ class VectorMaintenance(VectorTables):
         oldest: int = min(v["version"] for v in tb.list_versions())
         return oldest >= since_version
 
-    def _maintain(self, tb: lancedb.table.Table) -> None:
-        """Housekeeping after a committed write: the rows are in, so a failure here must not fail the write. Several
-        processes (a team store's hosts) may do it at once: a commit conflict means another process did the same
-        (created the index, compacted), so look again and retry; what still fails is left for the next write."""
+    @contextmanager
+    def deferred_upkeep(self) -> Iterator[None]:
+        """Within the block, a write through this index leaves its upkeep (creating the full-text and user indexes,
+        compacting, folding new rows into the indexes) for the end of the block, where each table written gets it
+        once, compacted if the block wrote it more than once. For bulk writes (an import, a reindex, `memlens
+        keys`): every upkeep of a growing table rewrites its indexes and files, and the versions it replaces stay on
+        disk for ``version_retention_s``: building 100k two-sentence items with their keys took 1,704 s and left
+        ~11 GB with an upkeep per write, 1,035 s and 2.2 GB with one at the end, for 0.9 GB of live data
+        (docs/benchmarks.md). Rows written in the block are searchable at once (unindexed rows by brute force);
+        blocks nest, the outermost one's end maintains."""
+        self._deferring += 1
+        try:
+            yield
+        finally:
+            self._deferring -= 1
+            if self._deferring == 0:
+                written, self._deferred = sorted(self._deferred.items()), {}
+                for name, writes in written:
+                    try:
+                        tb = self._tables.get(name) or self.db.open_table(name)
+                        tb.checkout_latest()
+                        self._maintain(tb, writes)
+                    except Exception as exc:  # the rows are in; the next write or optimize() tries again
+                        log.warning("upkeep of %s after a bulk write left for later: %s", name, exc)
+
+    def _maintain(self, tb: lancedb.table.Table, writes: int = 1) -> None:
+        """Housekeeping after ``writes`` committed writes: the rows are in, so a failure here must not fail the
+        write. Several processes (a team store's hosts) may do it at once: a commit conflict means another process
+        did the same (created the index, compacted), so look again and retry; what still fails is left for the next
+        write. Inside ``deferred_upkeep`` it counts the write (and indexes a new table)."""
         from lancedb.index import FTS, BTree
 
+        if self._deferring:
+            # A new table still gets its indexes at once (cheap on a first batch): its rows are found by full text
+            # during the block too, as rows added to an indexed table are (LanceDB also scans unindexed rows).
+            self._deferred[tb.name] = self._deferred.get(tb.name, 0) + writes
+            if tb.name not in self._indexed_once:
+                self._create_indexes(tb)
+                self._indexed_once.add(tb.name)
+            return
         counted = False
         for attempt in range(_MAINTAIN_ATTEMPTS):
             try:
@@ -91,13 +127,14 @@ class VectorMaintenance(VectorTables):
                     tb.create_index("text", config=FTS())
                 if ("user_id",) not in indices:
                     tb.create_index("user_id", config=BTree())
-                if not indices:
-                    return
-                unindexed = max((getattr(ix, "num_unindexed_rows", 0) or 0) for ix in indices.values())
                 if not counted:  # the write that created the indexes is not counted
-                    self._writes[tb.name] = self._writes.get(tb.name, 0) + 1
+                    self._writes[tb.name] = self._writes.get(tb.name, 0) + writes - (0 if indices else 1)
                     counted = True
-                if unindexed >= REINDEX_AFTER_ROWS or self._writes[tb.name] >= COMPACT_AFTER_WRITES:
+                # indexes made just now cover every row
+                unindexed = max((getattr(ix, "num_unindexed_rows", 0) or 0 for ix in indices.values()), default=0)
+                # a bulk block's several files are compacted at its end
+                many = writes > 1 or self._writes[tb.name] >= COMPACT_AFTER_WRITES
+                if many or unindexed >= REINDEX_AFTER_ROWS:
                     self.optimize(tb)
                 return
             except Exception as exc:  # lance raises a generic error for commit conflicts
@@ -107,6 +144,24 @@ class VectorMaintenance(VectorTables):
                 tb.checkout_latest()
                 time.sleep(0.05 * (attempt + 1) * (0.5 + random.random()))
         log.warning("maintenance of %s left for later: other processes kept committing", tb.name)
+
+    def _create_indexes(self, tb: lancedb.table.Table) -> None:
+        """The full-text and user indexes, if the table lacks them (another process may make them meanwhile)."""
+        from lancedb.index import FTS, BTree
+
+        for attempt in range(_MAINTAIN_ATTEMPTS):
+            try:
+                indices = {tuple(ix.columns) for ix in tb.list_indices()}
+                if ("text",) not in indices:
+                    tb.create_index("text", config=FTS())
+                if ("user_id",) not in indices:
+                    tb.create_index("user_id", config=BTree())
+                return
+            except Exception as exc:  # lance raises a generic error for commit conflicts
+                if "conflict" not in str(exc).lower() or attempt == _MAINTAIN_ATTEMPTS - 1:
+                    raise
+                tb.checkout_latest()
+                time.sleep(0.05 * (attempt + 1) * (0.5 + random.random()))
 
     def build_vector_indexes(self, min_rows: int) -> list[str]:
         """Give every table of at least ``min_rows`` rows, the memories' keys tables included, an HNSW-SQ vector

@@ -69,6 +69,9 @@ class VectorTables:
         self._ann: dict[str, tuple[float, bool]] = {}  # table name -> (checked at, has a vector index)
         self._owner: dict[str, tuple[int, str | None]] = {}  # table name -> (version, its only user or None)
         self._writes: dict[str, int] = {}  # table name -> add() calls since this process last optimized it
+        self._deferring = 0  # open deferred_upkeep() blocks (maintenance.py)
+        self._deferred: dict[str, int] = {}  # table name -> writes meanwhile, maintained when the block ends
+        self._indexed_once: set[str] = set()  # tables seen with their full-text and user indexes
         # Held while a table is created; the engine sets the store-wide writer lock (its database's write()).
         self.creation_lock: Callable[[], AbstractContextManager[Any]] = nullcontext
         self.resident = ResidentVectors(resident_max_rows)

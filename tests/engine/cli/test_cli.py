@@ -349,6 +349,10 @@ def test_reindex_rebuilds_vectors_for_every_active_memory(tmp_path):
     run = cli(store, "--json", "keys", "--user", "zed")
     assert run.code == 0 and run.json() == {"users": 1, "items": 3, "keys": 3}
     assert cli(store, "keys").out.strip() == "Built 3 key(s) of 3 item(s) of 1 user(s)."
+    # only the kinds asked for: these one-sentence facts have no sentence keys
+    assert cli(store, "--json", "keys", "--kinds", "sentences").json() == {"users": 1, "items": 3, "keys": 0}
+    refused = cli(store, "keys", "--kinds", "sentence")
+    assert refused.code != 0 and "invalid choice" in refused.err
 
 
 # -- global options and plain-text output ----------------------------------------------------------------------------

@@ -153,3 +153,48 @@ def test_a_memory_of_several_sentences_gets_a_sentence_key_each_kept_like_its_ot
     table = engine.items.b.index.key_table("semantic")
     assert table is not None
     assert not [t for t in table.to_arrow().column("text").to_pylist() if "trout" in t]
+
+
+TWO = 'Melanie said, "We camped at the lake in Oregon. The kids loved the campfire stories."'
+
+
+def test_only_the_kinds_memory_keys_write_kinds_names_are_written(settings: Settings, embedder) -> None:
+    sentences_only = dataclasses.replace(
+        settings, graph_extraction="offline", memory_keys_write=True, memory_keys_write_kinds="sentences"
+    )
+    engine = MemoryEngine.open(settings=sentences_only, embedder=embedder)
+    engine.items.remember_many(
+        [
+            {"user_id": "u", "id": "q", "content": Q},
+            {"user_id": "u", "id": "a", "content": TWO, "preceding_text": Q},
+        ]
+    )
+    # no facts key of either, no next key of the question: the two sentences of the reply, with its speaker
+    assert all_keys(engine, "u") == {
+        ("a", "sentence", 'Melanie said, "We camped at the lake in Oregon."', "a"),
+        ("a", "sentence", 'Melanie said, "The kids loved the campfire stories."', "a"),
+    }
+    # `memlens keys` builds the setting's kinds, or the ones asked for: the old keys go first
+    assert engine.admin.build_keys("u")["keys"] == 2
+    assert engine.admin.build_keys("u", kinds="next") == {"users": 1, "items": 2, "keys": 1}
+    assert all_keys(engine, "u") == {("q", "next", TWO, "a")}
+    assert engine.admin.build_keys("u", kinds="all")["keys"] == 5  # 2 facts, 1 next, 2 sentences
+    assert engine.admin.key_count("u") == 5 and engine.admin.key_count("nobody") == 0
+    assert [engine.admin.key_count("u", k) for k in ("facts", "next", "sentences")] == [2, 1, 2]
+    assert engine.admin.key_count(kinds="sentences") == 2
+    with pytest.raises(InvalidInput, match="unknown key kinds"):
+        engine.admin.key_count("u", "sentence' OR 1=1")
+    with pytest.raises(InvalidInput, match="unknown key kinds"):
+        engine.admin.build_keys("u", kinds="sentence'; DROP TABLE items; --")
+    assert engine.admin.key_count("u") == 5  # a refused build deletes nothing
+    with pytest.raises(InvalidInput):
+        engine.admin.key_count("bad user!")
+
+
+def test_plan_keys_plans_only_the_kinds_asked_for(engine: MemoryEngine) -> None:
+    p = engine.items.prepare
+    items = [p("u", Q, id="q"), p("u", TWO, id="a", preceding_text=Q)]
+    found = {"q": Extraction((("Caroline", "person"),), (), "offline")}
+    assert {r.key_kind for r in plan_keys(items, found)} == {"facts", "next", "sentence"}
+    assert {r.key_kind for r in plan_keys(items, found, kinds=("sentence",))} == {"sentence"}
+    assert [(r.memory_id, r.key_kind) for r in plan_keys(items, found, kinds=("next",))] == [("q", "next")]

@@ -45,3 +45,98 @@ def test_the_count_starts_again_after_an_explicit_optimize(tmp_path):
     assert fragments(index) == after_optimize + COMPACT_AFTER_WRITES - 1  # not compacted yet: one more write is due
     write_one(index, 10 + COMPACT_AFTER_WRITES)
     assert fragments(index) <= 2
+
+
+# -- bulk writes: one upkeep at the end (engine/store/vectors/maintenance.py, deferred_upkeep) -----------------------
+def write_batch(index: VectorIndex, start: int, rows: int = 50) -> None:
+    vectors = np.random.default_rng(start).normal(size=(rows, DIM)).astype(np.float32)
+    ids = [f"n-{start + k}" for k in range(rows)]
+    index.add("semantic", ids, ["ada"] * rows, [f"note {start + k} about the pan traps" for k in range(rows)], vectors)
+
+
+def versions(index: VectorIndex) -> int:
+    return len(index.table("semantic").list_versions())
+
+
+def indexed_columns(index: VectorIndex) -> set[tuple[str, ...]]:
+    return {tuple(ix.columns) for ix in index.table("semantic").list_indices()}
+
+
+def test_writes_in_a_bulk_block_are_compacted_once_when_it_ends(tmp_path):
+    index = VectorIndex(str(tmp_path / "vectors"), MODEL, DIM, version_retention_s=600)
+    write_batch(index, 0)
+    index.optimize()
+    before = (fragments(index), versions(index))
+    with index.deferred_upkeep():
+        for start in range(100, 600, 100):
+            write_batch(index, start)
+        # five files, five commits: no compaction or index rebuild in between
+        assert (fragments(index), versions(index)) == (before[0] + 5, before[1] + 5)
+        # a row written in the block is found by full text already (LanceDB scans the unindexed rows)
+        assert [h.id for h in index.fts_search("semantic", "ada", "510", 1)] == ["n-510"]
+    assert fragments(index) <= 2
+    assert index.count("semantic") == 300
+    assert [h.id for h in index.fts_search("semantic", "ada", "510", 1)] == ["n-510"]
+
+
+def test_a_table_made_in_a_bulk_block_is_indexed_at_its_first_write(tmp_path):
+    index = VectorIndex(str(tmp_path / "vectors"), MODEL, DIM, version_retention_s=600)
+    with index.deferred_upkeep():
+        write_batch(index, 0)
+        assert indexed_columns(index) == {("text",), ("user_id",)}
+        write_batch(index, 100)
+        assert [h.id for h in index.fts_search("semantic", "ada", "120", 1)] == ["n-120"]
+    assert fragments(index) <= 2
+
+
+def test_bulk_blocks_nest_and_only_the_outermost_end_compacts(tmp_path):
+    index = VectorIndex(str(tmp_path / "vectors"), MODEL, DIM, version_retention_s=600)
+    with index.deferred_upkeep():
+        write_batch(index, 0)
+        with index.deferred_upkeep():
+            write_batch(index, 100)
+            write_batch(index, 200)
+        assert fragments(index) == 3
+    assert fragments(index) <= 2
+
+
+def test_a_bulk_block_that_fails_still_maintains_what_it_wrote(tmp_path):
+    index = VectorIndex(str(tmp_path / "vectors"), MODEL, DIM, version_retention_s=600)
+    try:
+        with index.deferred_upkeep():
+            for start in (0, 100, 200):
+                write_batch(index, start)
+            raise RuntimeError("the import failed half-way")
+    except RuntimeError:
+        pass
+    assert fragments(index) <= 2 and index.count("semantic") == 150
+
+
+def test_one_write_in_a_bulk_block_counts_as_one_write(tmp_path):
+    index = VectorIndex(str(tmp_path / "vectors"), MODEL, DIM, version_retention_s=600)
+    write_batch(index, 0)
+    index.optimize()
+    after_optimize = fragments(index)
+    with index.deferred_upkeep():
+        write_batch(index, 100)
+    assert fragments(index) == after_optimize + 1  # a small import does not pay for a compaction
+
+
+def test_an_ingest_of_many_records_leaves_its_tables_compact(settings, embedder, tmp_path):
+    import dataclasses
+    import json
+
+    from engine import MemoryEngine
+
+    engine = MemoryEngine.open(settings=dataclasses.replace(settings, memory_keys_write=True), embedder=embedder)
+    lines = [
+        json.dumps({"kind": "item", "user_id": "ada", "content": f"Trap {n} sits on the upper transect. It is blue."})
+        for n in range(1100)
+    ]
+    assert engine.admin.ingest_lines(lines)["item"] == 1100
+    index = engine.items.keys.b.index
+    # written in three batches of 512 (and their keys in one): compacted at the end, not left a file per batch
+    assert index.table("semantic").stats()["fragment_stats"]["num_fragments"] <= 2
+    assert index.count_keys("semantic", "ada", ["sentence"]) == 2200
+    top = engine.retrieval.search("ada", "Trap 517 sits on the upper transect", kind="semantic", limit=1)
+    assert top and top[0].text.startswith("Trap 517 ")
