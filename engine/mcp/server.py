@@ -39,6 +39,8 @@ Kind = Literal["semantic", "episodic", "procedural"]
 ForgetKind = Literal[Kind, "graph"]  # "graph": entities and relations (engine/memory/graph_forget.py)
 Mode = Literal["soft", "hard"]
 SkillKind = Literal["prompt", "template", "code"]
+# engine/presets.py's names, spelled out so the tool's schema lists them (a test keeps the two equal)
+Preset = Literal["default", "deep", "llmemory"]
 INSTRUCTIONS = (
     "Agent memory with traced retrieval (memlens). Call memory_retrieve before answering and keep its trace_id; "
     "record messages with memory_add_message, facts with memory_save, trajectories with memory_episode_record and "
@@ -147,10 +149,19 @@ def build_server(engine: MemoryEngine) -> MCPServer:
 
     @tool
     def memory_retrieve(
-        user_id: str, query: str, session_id: str | None = None, hops: Int | None = None, max_tokens: Int | None = None
+        user_id: str,
+        query: str,
+        session_id: str | None = None,
+        hops: Int | None = None,
+        max_tokens: Int | None = None,
+        preset: Preset | None = None,
     ) -> RetrieveResult:
-        """Run the traced retrieval pipeline; returns the context for the prompt and the stored trace's id."""
-        trace = engine.retrieval.retrieve(user_id, query, session_id=session_id, hops=hops, budget=max_tokens)
+        """Run the traced retrieval pipeline; returns the context for the prompt and the stored trace's id. ``preset``
+        names a set of retrieval settings: deep puts recall before speed (2 hops, sentence keys: they must have been
+        written), llmemory is llmemory 0.2.x's rules; hops and max_tokens win over it."""
+        trace = engine.retrieval.retrieve(
+            user_id, query, session_id=session_id, hops=hops, budget=max_tokens, preset=preset
+        )
         return RetrieveResult(
             trace_id=trace.trace_id,
             context=trace.context,

@@ -65,6 +65,31 @@ def test_lists_every_tool_with_a_description_and_an_input_schema(client):
     ]
 
 
+def test_retrieve_runs_under_a_named_preset_and_refuses_an_unknown_one(client, reader):
+    from typing import get_args
+
+    from engine import PRESETS
+    from engine.mcp.server import Preset
+
+    assert sorted(get_args(Preset)) == sorted(PRESETS)  # the schema's names are engine/presets.py's
+    schema = {t.name: t for t in client.tools()}["memory_retrieve"].input_schema["properties"]["preset"]
+    assert "deep" in str(schema) and "llmemory" in str(schema)
+    ok(client, "memory_save", user_id=USER, content="Ada keeps the lapsang in the blue tin. It is from Fujian.")
+    result = client.call("memory_retrieve", {"user_id": USER, "query": "Where is the lapsang kept?", "preset": "deep"})
+    assert not result.is_error, result.text
+    trace = reader.traces.get(result.structured["trace_id"])
+    assert trace.settings.preset == "deep" and trace.settings.retrieval.memory_keys == "sentences"
+    # hops given in the call win over the preset's 2
+    one = client.call(
+        "memory_retrieve", {"user_id": USER, "query": "Where is the lapsang?", "preset": "deep", "hops": 1}
+    )
+    assert reader.traces.get(one.structured["trace_id"]).settings.retrieval.hops == 1
+    before = reader.traces.list_traces(USER, limit=1000).total
+    text = refused(client, "memory_retrieve", user_id=USER, query="tea", preset="fast'; DROP TABLE traces; --")
+    assert "preset" in text
+    assert reader.traces.list_traces(USER, limit=1000).total == before  # nothing stored
+
+
 def test_add_message_creates_the_session_the_dashboard_then_lists(client, reader):
     text = ok(
         client,
