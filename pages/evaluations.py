@@ -17,6 +17,7 @@ from ui.eval_figures import ab_scatter, category_bars, funnel_figure, loss_bars,
 from ui.eval_views import attribution_section, calibration_section, history_section
 from ui.forget_watch import current_stamp, drop_text_caches
 from ui.layout import metric_row
+from ui.preset_choice import preset_names
 from ui.resources import get_engine
 from ui.text import counted, md_escape, when
 from ui.trace_links import open_trace_page
@@ -90,6 +91,18 @@ def _results(store: str, run_id: str, forgets: tuple | None):
     return engine.evals.results(run_id)
 
 
+def missing_keys_note(method: str, preset: str, overrides: dict) -> str:
+    """A warning to add when the run searched the memories' extra keys and none of that kind were written (the
+    run then measured the preset without them)."""
+    searched = engine.settings.with_overrides({**PRESETS[preset], **overrides}).memory_keys
+    if method != "memlens" or searched == "off" or engine.admin.key_count(kinds=searched) > 0:
+        return ""
+    return (
+        f" It searched the memories' extra keys ({searched}) and this store has none, so it ran as if they were "
+        f"off: `memlens keys --kinds {searched}` writes them."
+    )
+
+
 def results_of(run) -> list:
     if run.status != "done":  # a run still going changes with every case
         return engine.evals.results(run.run_id)
@@ -112,8 +125,18 @@ with tab_runs:
                 key="ev_method",
                 help="memlens: the traced pipeline; vector / bm25: plain rankings as baselines",
             )
-            preset = c2.selectbox("Preset", sorted(PRESETS), key="ev_preset")
-            hops = c3.number_input("Hops", *HOPS_RANGE, int(engine.settings.hops), key="ev_hops")
+            preset = c2.selectbox(
+                "Preset", preset_names(), key="ev_preset", help="A named set of retrieval settings (engine/presets.py)."
+            )
+            # Empty: the preset's hops (deep runs 2), or the engine's; a number wins over the preset.
+            hops = c3.number_input(
+                "Hops",
+                *HOPS_RANGE,
+                None,
+                key="ev_hops",
+                placeholder="the preset's",
+                help="Empty: the preset's hops (deep: 2), else the engine's setting. A number wins over the preset.",
+            )
             overrides_text = st.text_area(
                 "Overrides (KEY=VALUE, one per line)",
                 key="ev_overrides",
@@ -133,13 +156,14 @@ with tab_runs:
                 set_name,
                 preset=None if preset == "default" else preset,
                 overrides=parse_overrides(overrides_text) or None,
-                hops=int(hops),
+                hops=None if hops is None else int(hops),
                 label=label.strip() or None,
                 method=method,
                 progress=show_progress,
             )
             st.session_state["ev_run"] = run.run_id
-            flash("ev", f"Run {run.run_id} finished: {run.cases} cases.")
+            missing = missing_keys_note(method, preset, parse_overrides(overrides_text))
+            flash("ev", f"Run {run.run_id} finished: {run.cases} cases.{missing}", "warning" if missing else "success")
             st.rerun()
         bar.empty()
 

@@ -13,11 +13,8 @@ from typing import Any
 import streamlit as st
 
 from engine import HOPS_RANGE, PRESETS, MemoryEngine, Settings
+from ui.preset_choice import DEFAULT_PRESET, preset_names, preset_summary
 from ui.text import md_escape
-
-DEFAULT_PRESET = "default"
-# The preset's settings shown under the picker, at most this many (llmemory's parity preset sets ~40).
-_SHOWN_SETTINGS = 6
 
 
 @dataclass(frozen=True)
@@ -30,21 +27,6 @@ class Question:
     budget: int
     overrides: dict[str, Any]
     preset: str | None = None
-
-
-def preset_names() -> list[str]:
-    """The presets the form offers, the default first."""
-    return [DEFAULT_PRESET, *sorted(p for p in PRESETS if p != DEFAULT_PRESET)]
-
-
-def preset_summary(name: str) -> str:
-    """What the preset sets, in one line: ``hops = 2 · memory_keys = sentences · ...``."""
-    changes = PRESETS[name]
-    if not changes:
-        return "The settings as they are (no preset)."
-    shown = [f"{k} = {v}" for k, v in list(changes.items())[:_SHOWN_SETTINGS]]
-    more = len(changes) - len(shown)
-    return " · ".join(shown) + (f" · and {more} more" if more > 0 else "")
 
 
 def _key(name: str, preset: str) -> str:

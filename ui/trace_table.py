@@ -14,6 +14,7 @@ import streamlit as st
 from engine import HOPS_RANGE, PRESETS, TRACE_SORTS, MemoryEngine
 
 from .layout import button_row
+from .preset_choice import preset_names
 from .trace_table_data import (
     LABELLED_CHOICES,
     ORIGINS,
@@ -121,7 +122,7 @@ def trace_filters(engine: MemoryEngine, key: str, user: str | None = None, in_ur
         format_func=origin_words,
     )
     more = st.columns(2)
-    preset = more[0].selectbox("Preset", [ANY, *PRESETS], key=f"{key}_preset", persist_state="session")
+    preset = more[0].selectbox("Preset", [ANY, *preset_names()], key=f"{key}_preset", persist_state="session")
     high = HOPS_RANGE[1]
     hops = more[1].selectbox(
         "Hops", [ANY, *(str(n) for n in range(HOPS_RANGE[0], high + 1))], key=f"{key}_hops", persist_state="session"

@@ -142,3 +142,22 @@ def test_pin_as_expectation_from_a_trace(demo_app: MemoryEngine):
     assert case.question == q["question"] and case.source == "pinned" and case.category == "two-hop"
     assert case.expected == tuple(dict.fromkeys([*trace.context_ids, q["fact_b"]]))
     assert any("Pinned as case" in v for v in values(at, "success"))
+
+
+def test_a_run_under_deep_takes_the_presets_two_hops_and_says_its_keys_were_missing(
+    demo_app: MemoryEngine, demo_set: str
+):
+    at = open_page(PAGE, user="ada")
+    before = {r.run_id for r in demo_app.evals.runs(demo_set)}
+    assert at.number_input(key="ev_hops").value is None  # empty: the preset's hops
+    at.selectbox(key="ev_preset").set_value("deep")
+    at.text_input(key="ev_label").input("deep from the page")
+    button(at, "Run evaluation").click().run()
+    no_errors(at)
+    (new,) = [r for r in demo_app.evals.runs(demo_set) if r.run_id not in before]
+    assert (new.preset, new.hops, new.status) == ("deep", None, "done")
+    first = demo_app.evals.results(new.run_id)[0]
+    assert demo_app.traces.get(first.trace_id).settings.retrieval.hops == 2
+    # the demo store has no sentence keys: the run ran without them, and the page says so
+    warned = [w for w in values(at, "warning") if f"Run {new.run_id} finished" in w]
+    assert warned and "memlens keys --kinds sentences" in warned[0]

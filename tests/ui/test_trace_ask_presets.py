@@ -6,7 +6,8 @@ from __future__ import annotations
 from apptest_helpers import button, no_errors, open_page, values
 
 from engine import PRESETS, MemoryEngine, Settings
-from ui.trace_ask import form_overrides, preset_names, preset_summary
+from ui.preset_choice import preset_names, preset_summary
+from ui.trace_ask import form_overrides
 
 PAGE = "pages/retrieval.py"
 USER = "ada"
