@@ -211,7 +211,9 @@ def register(sub: Subcommands, common: Parser) -> None:
         help="the expectation set (once), and retrieval overrides as KEY=VALUE (repeatable)",
     )
     p.add_argument("--preset", metavar="P", help="a named retrieval preset (see engine/presets.py)")
-    p.add_argument("--hops", type=bounded_int(*HOPS_RANGE), metavar="N", help="hops (default: the hops setting)")
+    p.add_argument(
+        "--hops", type=bounded_int(*HOPS_RANGE), metavar="N", help="hops (default: the preset's, else the hops setting)"
+    )
     p.add_argument(
         "--method",
         choices=("memlens", "vector", "bm25"),
