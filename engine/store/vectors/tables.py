@@ -184,6 +184,7 @@ class VectorTables:
         """Drop this model's table of the kind (an unreadable one, before repair rebuilds it from DuckDB)."""
         name = table_name(kind, self.model)
         self._tables.pop(name, None)
+        self._indexed_once.discard(name)  # a table made again is indexed again (maintenance.py)
         self.resident = ResidentVectors(self.resident.max_rows)
         if name in self.table_names():
             self.db.drop_table(name)

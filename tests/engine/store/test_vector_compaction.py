@@ -140,3 +140,14 @@ def test_an_ingest_of_many_records_leaves_its_tables_compact(settings, embedder,
     assert index.count_keys("semantic", "ada", ["sentence"]) == 2200
     top = engine.retrieval.search("ada", "Trap 517 sits on the upper transect", kind="semantic", limit=1)
     assert top and top[0].text.startswith("Trap 517 ")
+
+
+def test_a_table_dropped_and_made_again_in_a_bulk_block_is_indexed_again(tmp_path):
+    index = VectorIndex(str(tmp_path / "vectors"), MODEL, DIM, version_retention_s=600)
+    with index.deferred_upkeep():
+        write_batch(index, 0)
+    index.drop("semantic")  # repair drops an unreadable table before rebuilding it
+    with index.deferred_upkeep():
+        write_batch(index, 100)
+        assert indexed_columns(index) == {("text",), ("user_id",)}
+        assert [h.id for h in index.fts_search("semantic", "ada", "120", 1)] == ["n-120"]
