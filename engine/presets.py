@@ -59,11 +59,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     # [memlens] Recall before speed (issue 34, 2026-12-06): two hops, sentence keys (each sentence of a memory a key
     # of it, its cosine moved 0.7 of the way to its best sentence's) and the session stage at 0.1. Dev halves,
     # recall@10 against the default: LoCoMo 0.768 -> 0.786 (multi-hop 0.432 -> 0.504, adversarial 0.842 -> 0.835),
-    # LongMemEval-S 0.935 -> 0.951 (multi-session 0.781 -> 0.872, preference 1.000 -> 0.875: one of 4 questions),
-    # MuSiQue all@5 0.295 -> 0.400. It needs the sentence keys written (memory_keys_write with
-    # memory_keys_write_kinds=sentences, or `memlens keys --kinds sentences` for a stored store; the trace's
-    # key_search says "none written" otherwise) and costs two hops with a keys search each: at
-    # 100k items about 12x the floor per question against the default's 3.5x (docs/benchmarks.md).
+    # LongMemEval-S 0.935 -> 0.951 (multi-session 0.781 -> 0.872, preference 1.000 -> 0.875: one of 4 questions);
+    # all@5 with 2 hops: MuSiQue 0.390 -> 0.400, 2Wiki 0.722 -> 0.759, but HotpotQA 0.755 -> 0.713 (MIGRES) and
+    # 0.780 -> 0.749 (IRCoT): its sentence keys lift a distractor's one matching sentence. It needs the sentence
+    # keys written (memory_keys_write with memory_keys_write_kinds=sentences, or `memlens keys --kinds sentences`
+    # for a stored store; the trace's key_search says "none written" otherwise) and costs two hops with a keys
+    # search each: at 100k items about 12x the floor per question against the default's 3.5x (docs/benchmarks.md).
     "deep": {
         "hops": 2,
         "memory_keys": "sentences",
