@@ -19,7 +19,8 @@ from ui.text import md_escape
 
 @dataclass(frozen=True)
 class Question:
-    """What the form was submitted with; ``overrides`` are the settings the retrieval runs with."""
+    """What the form was submitted with: ``preset`` (None: the engine's settings) and ``overrides``, what the form
+    changed on top of it."""
 
     text: str
     session: str | None
