@@ -152,17 +152,18 @@ with tab_runs:
             bar.progress(n / total, text=f"{n}/{total} cases")
 
         with engine_errors("The run failed"):
+            overrides = parse_overrides(overrides_text)
             run = engine.evals.evaluate(
                 set_name,
                 preset=None if preset == "default" else preset,
-                overrides=parse_overrides(overrides_text) or None,
+                overrides=overrides or None,
                 hops=None if hops is None else int(hops),
                 label=label.strip() or None,
                 method=method,
                 progress=show_progress,
             )
             st.session_state["ev_run"] = run.run_id
-            missing = missing_keys_note(method, preset, parse_overrides(overrides_text))
+            missing = missing_keys_note(method, preset, overrides)
             flash("ev", f"Run {run.run_id} finished: {run.cases} cases.{missing}", "warning" if missing else "success")
             st.rerun()
         bar.empty()

@@ -108,17 +108,17 @@ class VectorMaintenance(VectorTables):
         """Housekeeping after ``writes`` committed writes: the rows are in, so a failure here must not fail the
         write. Several processes (a team store's hosts) may do it at once: a commit conflict means another process
         did the same (created the index, compacted), so look again and retry; what still fails is left for the next
-        write. Inside ``deferred_upkeep`` it counts the write (and indexes a new table)."""
+        write. Inside ``deferred_upkeep`` it counts the writes for the block's end and only indexes a new table."""
         from lancedb.index import FTS, BTree
 
         if self._deferring:
+            self._deferred[tb.name] = self._deferred.get(tb.name, 0) + writes
+            if tb.name in self._indexed_once:
+                return
             # A new table still gets its indexes at once (cheap on a first batch): its rows are found by full text
             # during the block too, as rows added to an indexed table are (LanceDB also scans unindexed rows).
-            self._deferred[tb.name] = self._deferred.get(tb.name, 0) + writes
-            if tb.name not in self._indexed_once:
-                self._create_indexes(tb)
-                self._indexed_once.add(tb.name)
-            return
+            self._indexed_once.add(tb.name)
+            writes = 0
         counted = False
         for attempt in range(_MAINTAIN_ATTEMPTS):
             try:
@@ -127,6 +127,8 @@ class VectorMaintenance(VectorTables):
                     tb.create_index("text", config=FTS())
                 if ("user_id",) not in indices:
                     tb.create_index("user_id", config=BTree())
+                if not writes:  # indexing only (a bulk block's new table)
+                    return
                 if not counted:  # the write that created the indexes is not counted
                     self._writes[tb.name] = self._writes.get(tb.name, 0) + writes - (0 if indices else 1)
                     counted = True
@@ -144,24 +146,6 @@ class VectorMaintenance(VectorTables):
                 tb.checkout_latest()
                 time.sleep(0.05 * (attempt + 1) * (0.5 + random.random()))
         log.warning("maintenance of %s left for later: other processes kept committing", tb.name)
-
-    def _create_indexes(self, tb: lancedb.table.Table) -> None:
-        """The full-text and user indexes, if the table lacks them (another process may make them meanwhile)."""
-        from lancedb.index import FTS, BTree
-
-        for attempt in range(_MAINTAIN_ATTEMPTS):
-            try:
-                indices = {tuple(ix.columns) for ix in tb.list_indices()}
-                if ("text",) not in indices:
-                    tb.create_index("text", config=FTS())
-                if ("user_id",) not in indices:
-                    tb.create_index("user_id", config=BTree())
-                return
-            except Exception as exc:  # lance raises a generic error for commit conflicts
-                if "conflict" not in str(exc).lower() or attempt == _MAINTAIN_ATTEMPTS - 1:
-                    raise
-                tb.checkout_latest()
-                time.sleep(0.05 * (attempt + 1) * (0.5 + random.random()))
 
     def build_vector_indexes(self, min_rows: int) -> list[str]:
         """Give every table of at least ``min_rows`` rows, the memories' keys tables included, an HNSW-SQ vector
