@@ -381,6 +381,26 @@ class RetrievalSettings:
         choices=("off", "facts", "next", "sentences", "all"),
         retrieval=True,
     )
+    memory_keys_search: str = _s(
+        "index",
+        "[memlens] How a hop finds the memories' extra keys (memory_keys): index (search the keys table by vector "
+        "and full text: a key can bring in a memory no other search found) or candidates (score only the keys of "
+        "the candidates the hop's other searches found, by cosine: no keys search, no key BM25). Measured on the dev "
+        "halves with sentence keys, key_bm25_weight 0 (docs/benchmarks.md, Keys that rescore): LoCoMo recall@10 at "
+        "key_cosine_weight 0.6 index 0.774 (multi-hop 0.465) -> candidates 0.779 (0.482); at 0.9 with session_weight "
+        "0.1 0.783 (0.498), 2 hops 0.790 (0.510). Its cost at 100k items is not measured yet.",
+        choices=("index", "candidates"),
+        retrieval=True,
+    )
+    adaptive_key_weight: bool = _s(
+        False,
+        "[memlens] Scale key_cosine_weight by how flat the hop's own cosines are (the ratio adaptive_bm25 reads: 0 "
+        "at adaptive_bm25_clear_ratio, 1 at adaptive_bm25_flat_ratio): a memory's best sentence counts where the "
+        "turns all look alike to the model, not where one paragraph stands clear of near-misses. HotpotQA-MIGRES "
+        "all@5 (candidates, 0.9, 1 / 2 hops): 0.649 / 0.713 -> 0.681 / 0.723 (default 0.702 / 0.755); LoCoMo "
+        "unchanged (0.783); MuSiQue 0.295 / 0.410 -> 0.305 / 0.381.",
+        retrieval=True,
+    )
     key_bm25_weight: float = _s(
         0.5,
         "[memlens] How much a memory's best key's BM25 (memory_keys) adds to its own: bm25_raw + w*key BM25.",

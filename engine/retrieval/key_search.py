@@ -29,11 +29,13 @@ from ..store.vectors.keys import KeyHit
 from ..store.vectors.rows import VectorHit
 from ..trace.key_links import KEY_FOUND_BY, KeyMatch
 from ..trace.records import CandidateInput
+from .lexical_weight import flatness
 
 __all__ = [
     "KEYED_KIND",
     "KEY_FOUND_BY",
     "PendingKeys",
+    "candidate_key_matches",
     "key_cosines",
     "key_lexical",
     "keys_on",
@@ -83,7 +85,7 @@ def start_key_search(
     """Start the hop's key searches (the user's ``top_k`` nearest keys and ``top_k`` best keys by BM25, of the kinds
     ``memory_keys`` selects); None when there is nothing to search."""
     kinds = key_kinds_for(settings.memory_keys)
-    if not kinds or KEYED_KIND not in sources:
+    if not kinds or KEYED_KIND not in sources or settings.memory_keys_search == "candidates":
         return None
     k = int(settings.top_k)
     return PendingKeys(
@@ -92,6 +94,21 @@ def start_key_search(
         _POOL.submit(b.index.search_key_vectors_how, KEYED_KIND, user_id, query_vector, k, kinds),
         _POOL.submit(b.index.search_key_text, KEYED_KIND, user_id, query, k, kinds),
     )
+
+
+def candidate_key_matches(
+    b: Backends,
+    user_id: str,
+    query_vector: np.ndarray,
+    hits: Mapping[str, tuple[list[VectorHit], list[VectorHit]]],
+    settings: Settings,
+) -> tuple[dict[str, KeyMatch], str]:
+    """``memory_keys_search=candidates``: each memory the hop's own searches found, matched to its nearest stored
+    key by cosine (no keys search: nothing is brought in, no key BM25); and how, for the trace's strategies."""
+    vec, fts = hits.get(KEYED_KIND, ([], []))
+    ids = list(dict.fromkeys(h.id for h in (*vec, *fts)))
+    found, how = b.index.key_cosines_of(KEYED_KIND, user_id, ids, query_vector, key_kinds_for(settings.memory_keys))
+    return key_matches(found, []), how
 
 
 def key_matches(by_vector: Sequence[KeyHit], by_text: Sequence[KeyHit]) -> dict[str, KeyMatch]:
@@ -127,6 +144,8 @@ def key_cosines(inputs: Sequence[CandidateInput], settings: Settings) -> list[fl
     w = float(settings.key_cosine_weight)
     if not keys_on(settings) or w == 0:
         return own
+    if settings.adaptive_key_weight:
+        w *= flatness(own, settings)
     return [
         c + w * max(0.0, i.key.cosine - c) if i.key is not None and i.key.cosine is not None else c
         for c, i in zip(own, inputs)

@@ -56,3 +56,17 @@ def lexical_weight(cosines: Sequence[float], settings: Settings, question: str =
     else:
         share, rule = (ratio - clear) / (flat - clear), BETWEEN
     return FusionWeight(set_weight=w, weight=w * share, rule=rule, rank=k, ratio=ratio)
+
+
+def flatness(cosines: Sequence[float], settings: Settings) -> float:
+    """How flat the hop's cosine head is, 0 (clear: r at or below adaptive_bm25_clear_ratio) to 1 (flat: at or above
+    adaptive_bm25_flat_ratio), from the same ratio adaptive_bm25 reads; 1 with too few or no positive cosines."""
+    k = int(settings.adaptive_bm25_rank)
+    if len(cosines) <= k:
+        return 1.0
+    top = sorted(cosines, reverse=True)
+    if top[0] <= 0:
+        return 1.0
+    ratio = max(0.0, top[k - 1] / top[0])
+    clear, flat = float(settings.adaptive_bm25_clear_ratio), float(settings.adaptive_bm25_flat_ratio)
+    return min(1.0, max(0.0, (ratio - clear) / (flat - clear)))

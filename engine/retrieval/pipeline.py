@@ -42,7 +42,7 @@ from .assembly import Assembly, assemble, merge, mmr, similarity_function, with_
 from .candidates import build_inputs, search_sources
 from .entity_strategy import EntityFinding, find_entities, relink, relinked
 from .hop_run import HopRun, StageTimer, elapsed_ms, hop_trace, placement_key, ranking_entry
-from .key_search import KEYED_KIND, start_key_search
+from .key_search import KEYED_KIND, candidate_key_matches, keys_on, start_key_search
 from .query_vectors import QueryVectors
 from .reasoners import DONE, CallableReasoner, LLMReasoner, OfflineBridgeReasoner, Proposal, Reasoner
 from .similarity import CandidateCosines, cosine_lookup
@@ -255,6 +255,10 @@ class Retriever:
         if pending_keys is not None:  # what the key searches found once the others are done
             with timer.stage("keys"):
                 keys, key_hits, how = pending_keys.finish(hits)
+            record_search_modes(strategies, {"key_search": {KEYED_KIND: how}}, hop, [KEYED_KIND])
+        elif keys_on(req.settings) and req.settings.memory_keys_search == "candidates" and KEYED_KIND in req.sources:
+            with timer.stage("keys"):
+                keys, how = candidate_key_matches(self.b, req.user_id, qvec, hits, req.settings)
             record_search_modes(strategies, {"key_search": {KEYED_KIND: how}}, hop, [KEYED_KIND])
         with timer.stage("candidates"):
             links = {m: lk for m, (_, lk) in finding.links.items()}

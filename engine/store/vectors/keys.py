@@ -193,6 +193,38 @@ class KeyTables(VectorSearch):
         )
         return [KeyRow(r["id"], r["user_id"], r["key_kind"], r["text"], r["source_id"]) for r in rows.to_pylist()]
 
+    def key_cosines_of(
+        self, kind: str, user_id: str, memory_ids: Sequence[str], query_vector: np.ndarray, key_kinds: Sequence[str]
+    ) -> tuple[list[KeyHit], str]:
+        """Every stored key of these memories (the user's, of the given key kinds) with its cosine to the query,
+        best first: the keys of candidates some other search found, scored exactly without searching the keys
+        table; and how (``candidates' keys only (exact)``, or ``none written``: the store has no keys of this model)."""
+        tb = self.key_table(kind)
+        if tb is None:
+            return [], "none written"
+        how = "candidates' keys only (exact)"
+        if not memory_ids or not key_kinds:
+            return [], how
+        query_vector = check_vectors(np.asarray(query_vector).reshape(1, -1), self.dim, 1)[0]
+        listed = ", ".join(lance_literal(i) for i in memory_ids)
+        rows = self._read(
+            tb,
+            lambda: tb.search()
+            .where(f"id IN ({listed})")
+            .select(["id", "user_id", "text", "key_kind", "source_id", "vector"])
+            .limit(None)
+            .to_arrow(),
+        )
+        rows = _kept(rows, user_id, key_kinds)
+        if not rows.num_rows:
+            return [], how
+        vecs = np.asarray(rows.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False))
+        vecs = vecs.reshape(rows.num_rows, -1).astype(np.float32)
+        q = query_vector.astype(np.float32)
+        sims = vecs @ q / np.maximum(np.linalg.norm(vecs, axis=1) * float(np.linalg.norm(q)), 1e-12)
+        order = np.argsort(-sims, kind="stable")
+        return _key_hits(rows.take(pa.array(order)), sims[order]), how
+
     def search_key_vectors(
         self, kind: str, user_id: str, query_vector: np.ndarray, k: int, key_kinds: Sequence[str]
     ) -> list[KeyHit]:

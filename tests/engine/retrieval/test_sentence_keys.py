@@ -139,3 +139,90 @@ def test_a_store_without_keys_says_so_in_the_trace(tmp_path, embedder) -> None:
     assert trace.strategies.to_dict()["key_search"] == "semantic: none written"
     candidates = [c for hop in trace.hops for c in hop.candidates]
     assert candidates and all(c.key is None for c in candidates)
+
+
+def test_candidate_keys_score_the_found_memories_by_their_nearest_sentence(engine: MemoryEngine, embedder) -> None:
+    """``memory_keys_search=candidates``: no keys search; each memory the hop's own searches found is matched to its
+    nearest stored sentence by cosine, computed here by hand from the embedder."""
+    overrides = {**BY_COSINE, "memory_keys_search": "candidates"}
+    trace = engine.retrieval.retrieve("u", QUESTION, overrides=overrides, now=NOW)
+    assert trace.strategies.to_dict()["key_search"] == "semantic: candidates' keys only (exact)"
+    turn = turn_of(trace)
+    q = embedder.embed([QUESTION])[0]
+    sentences = sentence_texts(TURN)
+    by_hand = max(float(v @ q) for v in embedder.embed(sentences))
+    assert turn.key is not None and turn.key.cosine_text == ANSWER and not turn.key.brought_in
+    assert turn.key.cosine == pytest.approx(by_hand, abs=1e-4)
+    assert turn.key.bm25 is None  # no full-text search of the keys
+    own = turn.scores.vector_similarity
+    assert turn.scores.hybrid == pytest.approx(own + 0.4 * (by_hand - own), abs=1e-4)
+    # fillers of one sentence have no keys, and nothing the searches did not find gets one
+    assert all(c.key is None for c in trace.hops[0].candidates if c.id != "turn")
+    replayed = engine.retrieval.replay(trace.trace_id)
+    assert turn_of(replayed).scores.hybrid == pytest.approx(turn.scores.hybrid, abs=1e-9)
+
+
+def test_candidate_keys_bring_in_nothing_the_memories_own_searches_missed(tmp_path, embedder) -> None:
+    """One candidate per search (top_k 1): the team's other turns win both searches, and only the index mode's key
+    search reaches the turn (by its sentence about Fridays and the team)."""
+    store = MemoryEngine.open(
+        settings=Settings.from_env({}, store=str(tmp_path / "s"), memory_keys_write=True), embedder=embedder
+    )
+    team = [
+        'Nate said, "My team meets on Fridays at the community center."',
+        'Nate said, "We order pizza when the team wins."',
+    ]
+    store.items.remember_many(
+        [{"user_id": "u", "id": "turn", "content": TURN}]
+        + [{"user_id": "u", "id": f"f{n}", "content": t} for n, t in enumerate([*FILLERS, *team])]
+    )
+    question = "Nate team Fridays community center pizza"
+
+    def found(mode: str) -> dict[str, str]:
+        overrides = {**BY_COSINE, "memory_keys_search": mode, "top_k": 1}
+        trace = store.retrieval.retrieve("u", question, overrides=overrides, now=NOW, save=False)
+        return {c.id: c.found_by for c in trace.hops[0].candidates}
+
+    assert found("index").get("turn") == "key"
+    assert "turn" not in found("candidates")
+
+
+def test_candidate_keys_on_a_store_without_keys_say_none_were_written(tmp_path, embedder) -> None:
+    bare = MemoryEngine.open(settings=Settings.from_env({}, store=str(tmp_path / "bare")), embedder=embedder)
+    bare.items.remember_many([{"user_id": "u", "content": TURN}])
+    trace = bare.retrieval.retrieve(
+        "u", QUESTION, overrides={"memory_keys": "sentences", "memory_keys_search": "candidates"}, now=NOW
+    )
+    assert trace.strategies.to_dict()["key_search"] == "semantic: none written"
+    assert all(c.key is None for c in trace.hops[0].candidates)
+
+
+def test_the_adaptive_key_weight_follows_how_flat_the_hops_own_cosines_are(tmp_path, embedder) -> None:
+    """``adaptive_key_weight``: key_cosine_weight times the flatness of the hop's own cosines (r = 5th best over the
+    best; 0 at adaptive_bm25_clear_ratio, 1 at adaptive_bm25_flat_ratio), computed here by hand from the trace."""
+    store = MemoryEngine.open(
+        settings=Settings.from_env({}, store=str(tmp_path / "s"), memory_keys_write=True), embedder=embedder
+    )
+    others = [*FILLERS, "Nate bought a new keyboard.", "The team won on Friday.", "Joanna likes long walks."]
+    store.items.remember_many(
+        [{"user_id": "u", "id": "turn", "content": TURN}]
+        + [{"user_id": "u", "id": f"f{n}", "content": t} for n, t in enumerate(others)]
+    )
+    base = {**BY_COSINE, "memory_keys_search": "candidates", "adaptive_key_weight": True}
+    trace = store.retrieval.retrieve("u", QUESTION, overrides=base, now=NOW)
+    own = sorted((c.scores.vector_similarity for c in trace.hops[0].candidates), reverse=True)
+    assert len(own) == 7
+    r = own[4] / own[0]
+    turn = turn_of(trace)
+    key, mine = turn.key.cosine, turn.scores.vector_similarity
+    assert key > mine and 0 < r < 0.5
+
+    def hybrid_with_ramp(clear: float, flat: float) -> float:
+        ramp = {"adaptive_bm25_clear_ratio": clear, "adaptive_bm25_flat_ratio": flat}
+        return turn_of(store.retrieval.replay(trace.trace_id, overrides=ramp)).scores.hybrid
+
+    # the hop's ratio halfway up the ramp: half the key weight
+    assert hybrid_with_ramp(r / 2, 1.5 * r) == pytest.approx(mine + 0.5 * 0.4 * (key - mine), abs=1e-5)
+    # a ramp the ratio is below: the sentence does not count; above it: it counts in full
+    assert hybrid_with_ramp(min(0.98, 2 * r), 0.99) == pytest.approx(mine, abs=1e-6)
+    assert hybrid_with_ramp(0.0, r / 2) == pytest.approx(mine + 0.4 * (key - mine), abs=1e-6)
