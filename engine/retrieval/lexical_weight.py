@@ -42,31 +42,37 @@ def lexical_weight(cosines: Sequence[float], settings: Settings, question: str =
     cue = compared_events(question) if settings.adaptive_bm25_events and question else None
     if cue is not None:
         return FusionWeight(set_weight=w, weight=w, rule=EVENTS, cue=cue)
-    if len(cosines) <= k:
-        return FusionWeight(set_weight=w, weight=w, rule=FEW, rank=k)
-    top = sorted(cosines, reverse=True)
-    if top[0] <= 0:
-        return FusionWeight(set_weight=w, weight=w, rule=NO_COSINE, rank=k)
-    ratio = max(0.0, top[k - 1] / top[0])
-    clear, flat = float(settings.adaptive_bm25_clear_ratio), float(settings.adaptive_bm25_flat_ratio)
-    if ratio <= clear:
-        share, rule = 0.0, CLEAR
-    elif ratio >= flat:
-        share, rule = 1.0, FLAT
-    else:
-        share, rule = (ratio - clear) / (flat - clear), BETWEEN
+    ratio = head_ratio(cosines, k)
+    if ratio is None:
+        rule = FEW if len(cosines) <= k else NO_COSINE
+        return FusionWeight(set_weight=w, weight=w, rule=rule, rank=k)
+    share = flat_share(ratio, settings)
+    rule = CLEAR if share == 0.0 else FLAT if share == 1.0 else BETWEEN
     return FusionWeight(set_weight=w, weight=w * share, rule=rule, rank=k, ratio=ratio)
 
 
-def flatness(cosines: Sequence[float], settings: Settings) -> float:
-    """How flat the hop's cosine head is, 0 (clear: r at or below adaptive_bm25_clear_ratio) to 1 (flat: at or above
-    adaptive_bm25_flat_ratio), from the same ratio adaptive_bm25 reads; 1 with too few or no positive cosines."""
-    k = int(settings.adaptive_bm25_rank)
+def head_ratio(cosines: Sequence[float], k: int) -> float | None:
+    """``r = cosine[k] / cosine[1]`` over the hop's cosines; None with k or fewer, or no positive best."""
     if len(cosines) <= k:
-        return 1.0
+        return None
     top = sorted(cosines, reverse=True)
     if top[0] <= 0:
-        return 1.0
-    ratio = max(0.0, top[k - 1] / top[0])
+        return None
+    return max(0.0, top[k - 1] / top[0])
+
+
+def flat_share(ratio: float, settings: Settings) -> float:
+    """0 at or below adaptive_bm25_clear_ratio, 1 at or above adaptive_bm25_flat_ratio, linear between."""
     clear, flat = float(settings.adaptive_bm25_clear_ratio), float(settings.adaptive_bm25_flat_ratio)
-    return min(1.0, max(0.0, (ratio - clear) / (flat - clear)))
+    if ratio <= clear:
+        return 0.0
+    if ratio >= flat:
+        return 1.0
+    return (ratio - clear) / (flat - clear)
+
+
+def flatness(cosines: Sequence[float], settings: Settings) -> float:
+    """How flat the hop's cosine head is (``adaptive_key_weight``), by the ratio and ramp adaptive_bm25 reads: 0 for
+    a clear head, 1 for a flat one; 1 with too few or no positive cosines (nothing to tell them apart)."""
+    ratio = head_ratio(cosines, int(settings.adaptive_bm25_rank))
+    return 1.0 if ratio is None else flat_share(ratio, settings)
