@@ -182,16 +182,13 @@ class KeyTables(VectorSearch):
         tb = self.key_table(kind)
         if tb is None or not memory_ids:
             return []
-        listed = ", ".join(lance_literal(i) for i in memory_ids)
-        rows = self._read(
-            tb,
-            lambda: tb.search()
-            .where(f"id IN ({listed})")
-            .select(["id", "user_id", "key_kind", "text", "source_id"])
-            .limit(None)
-            .to_arrow(),
-        )
+        rows = self._keys_of(tb, memory_ids, ["id", "user_id", "key_kind", "text", "source_id"])
         return [KeyRow(r["id"], r["user_id"], r["key_kind"], r["text"], r["source_id"]) for r in rows.to_pylist()]
+
+    def _keys_of(self, tb: lancedb.table.Table, memory_ids: Sequence[str], columns: list[str]) -> pa.Table:
+        """The rows of every key of these memories (ids escaped as LanceDB literals)."""
+        listed = ", ".join(lance_literal(i) for i in memory_ids)
+        return self._read(tb, lambda: tb.search().where(f"id IN ({listed})").select(columns).limit(None).to_arrow())
 
     def key_cosines_of(
         self, kind: str, user_id: str, memory_ids: Sequence[str], query_vector: np.ndarray, key_kinds: Sequence[str]
@@ -206,16 +203,11 @@ class KeyTables(VectorSearch):
         if not memory_ids or not key_kinds:
             return [], how
         query_vector = check_vectors(np.asarray(query_vector).reshape(1, -1), self.dim, 1)[0]
-        listed = ", ".join(lance_literal(i) for i in memory_ids)
-        rows = self._read(
-            tb,
-            lambda: tb.search()
-            .where(f"id IN ({listed})")
-            .select(["id", "user_id", "text", "key_kind", "source_id", "vector"])
-            .limit(None)
-            .to_arrow(),
+        rows = _kept(
+            self._keys_of(tb, memory_ids, ["id", "user_id", "text", "key_kind", "source_id", "vector"]),
+            user_id,
+            key_kinds,
         )
-        rows = _kept(rows, user_id, key_kinds)
         if not rows.num_rows:
             return [], how
         vecs = np.asarray(rows.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False))
