@@ -20,10 +20,11 @@ import pyarrow as pa
 
 from ...errors import InvalidInput
 from ...ids import lance_literal
+from .datasets import ANN_MIN_EF
 from .keys import KEYS_SUFFIX, KeyTables
 from .maintenance import COMPACT_AFTER_WRITES, REINDEX_AFTER_ROWS
 from .rows import check_vectors
-from .search import ANN_MIN_EF, SOLE_OWNER_MIN_ROWS
+from .search import SOLE_OWNER_MIN_ROWS
 from .tables import _COMMIT_CONFLICT, table_name
 
 __all__ = [

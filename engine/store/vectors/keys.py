@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -22,13 +22,13 @@ import pyarrow.compute as pc
 
 from ...errors import InvalidInput, ModelMismatch
 from ...ids import lance_literal
+from .datasets import nearest_rows, text_rows
 from .rows import check_vectors, owned_rows
-from .search import ANN_MIN_EF, VectorSearch
+from .search import VectorSearch
 from .tables import _COMMIT_CONFLICT, KEYS_SUFFIX, keys_table_name
 
 if TYPE_CHECKING:
     import lancedb
-    from lancedb.query import LanceVectorQueryBuilder
 
 __all__ = ["KEYS_SUFFIX", "KEY_OVERFETCH", "KeyHit", "KeyRow", "KeyTables", "keys_table_name"]
 
@@ -188,7 +188,7 @@ class KeyTables(VectorSearch):
     def _keys_of(self, tb: lancedb.table.Table, memory_ids: Sequence[str], columns: list[str]) -> pa.Table:
         """The rows of every key of these memories (ids escaped as LanceDB literals)."""
         listed = ", ".join(lance_literal(i) for i in memory_ids)
-        return self._read(tb, lambda: tb.search().where(f"id IN ({listed})").select(columns).limit(None).to_arrow())
+        return self._read(tb, lambda: self.datasets.latest(tb)[0].to_table(columns=columns, filter=f"id IN ({listed})"))
 
     def key_cosines_of(
         self, kind: str, user_id: str, memory_ids: Sequence[str], query_vector: np.ndarray, key_kinds: Sequence[str]
@@ -240,15 +240,8 @@ class KeyTables(VectorSearch):
         where = _where(user_id, key_kinds)
 
         def run(limit: int, where: str | None, ann: bool) -> pa.Table:
-            q = (
-                cast("LanceVectorQueryBuilder", tb.search(query_vector.astype(np.float32), vector_column_name="vector"))
-                .distance_type("cosine")
-                .select(["id", "user_id", "text", "key_kind", "source_id"])
-                .limit(limit)
-            )
-            if where is not None:
-                q = q.where(where, prefilter=True)
-            return (q.ef(max(ANN_MIN_EF, 2 * limit)) if ann else q.bypass_vector_index()).to_arrow()
+            ds = self.datasets.latest(tb)[0]
+            return nearest_rows(ds, ["id", "user_id", "text", "key_kind", "source_id"], query_vector, limit, ann, where)
 
         rows, how = None, "approximate (HNSW-SQ)"
         if self._indexed(tb):
@@ -267,8 +260,8 @@ class KeyTables(VectorSearch):
         where = _where(user_id, key_kinds)
 
         def run(limit: int, where: str | None) -> pa.Table:
-            q = tb.search(query, query_type="fts").select(["id", "user_id", "text", "key_kind", "source_id"])
-            return (q.where(where, prefilter=True) if where is not None else q).limit(limit).to_arrow()
+            ds = self.datasets.latest(tb)[0]
+            return text_rows(ds, ["id", "user_id", "text", "key_kind", "source_id"], query, limit, where)
 
         try:
             wide = self._read(tb, lambda: run(KEY_OVERFETCH * k, None))

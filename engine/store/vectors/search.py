@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
 
 from ...ids import lance_literal
+from .datasets import nearest_rows, text_rows
 from .maintenance import VectorMaintenance
 from .rows import VectorHit, check_vectors
 from .rows import hits as _hits
@@ -22,16 +22,13 @@ from .rows import vector_matrix as _vectors
 
 if TYPE_CHECKING:
     import lancedb
-    from lancedb.query import LanceVectorQueryBuilder
 
 _WORD = re.compile(r"\w", re.UNICODE)
-# An exact (brute-force) LanceDB vector search costs ~1 us per row (~110 ms at 100k rows); an HNSW-SQ graph answers in
-# ~10 ms with recall@20 ~0.99 (measured, bench/latency.py). Searches ask for a wider beam than LanceDB's 1.5 * k.
-ANN_MIN_EF = 64
 # A user_id prefilter costs ~5 ms per search at 100k rows (bench/latency.py) and nothing measurable at 10k. Tables this
 # big are checked once per version for a single owner; a search of that owner's rows then skips the filter.
 SOLE_OWNER_MIN_ROWS = 20_000
-# What LanceDB says when a full-text search meets a table without its full-text index.
+_COLUMNS = ["id", "user_id", "text", "vector"]  # what a search hit needs
+# What Lance says when a full-text search meets a table without its full-text index.
 _NO_FTS_INDEX = "Cannot perform full text search unless an INVERTED index has been created"
 
 
@@ -68,15 +65,15 @@ class VectorSearch(VectorMaintenance):
         tb = self.table(kind, create=False)
         if tb is None:
             return [], "exact"
-        version = tb.version  # one read per search (~0.3 ms: it checks for other processes' commits)
+        ds, version = self.datasets.latest(tb)  # it checks for other processes' commits
         held = self.resident.search(tb, version, user_id, query_vector, k)
         if held is not None:
             return _hits(held.ids, held.texts, held.vectors, similarity=held.scores), "in memory (exact)"
         ann = not exact and self.has_ann(kind)
         where = self._user_filter(tb, version, user_id)
-        rows = self._vector_query(tb, where, query_vector, k, ann)
+        rows = nearest_rows(ds, _COLUMNS, query_vector, k, ann, where)
         if ann and _owned(rows, user_id).num_rows < k:
-            rows, ann = self._vector_query(tb, where, query_vector, k, False), False
+            rows, ann = nearest_rows(ds, _COLUMNS, query_vector, k, False, where), False
         rows = _owned(rows, user_id)
         hits = _hits(
             rows.column("id").to_pylist(),
@@ -101,25 +98,6 @@ class VectorSearch(VectorMaintenance):
             known = (version, owner)
             self._owner[tb.name] = known
         return None if known[1] == user_id else f"user_id = {lance_literal(user_id)}"
-
-    @staticmethod
-    def _vector_query(
-        tb: lancedb.table.Table, where: str | None, query_vector: np.ndarray, k: int, ann: bool
-    ) -> pa.Table:
-        # A vector query's builder (LanceDB types search() as the base of the vector, text and hybrid builders).
-        q = (
-            cast(
-                "LanceVectorQueryBuilder",
-                tb.search(np.asarray(query_vector, dtype=np.float32), vector_column_name="vector"),
-            )
-            .distance_type("cosine")
-            .select(["id", "user_id", "text", "vector"])
-            .limit(k)
-        )
-        if where is not None:
-            q = q.where(where, prefilter=True)
-        q = q.ef(max(ANN_MIN_EF, 2 * k)) if ann else q.bypass_vector_index()
-        return q.to_arrow()
 
     def fts_search(self, kind: str, user_id: str, query: str, k: int) -> list[VectorHit]:
         return self.search_text(kind, user_id, query, k)[0]
@@ -147,17 +125,16 @@ class VectorSearch(VectorMaintenance):
         tb = self.table(kind, create=False)
         if tb is None or not _WORD.search(query or ""):
             return [], "LanceDB index"
-        version = tb.version
+        ds, version = self.datasets.latest(tb)
         owners = self.resident.owners(tb.name, version)
         if owners is not None:  # a table held in memory: its copy knows the owners, texts and vectors
             if user_id not in owners:
                 return [], "LanceDB index"
-            hits = self._fts_held(tb, version, user_id, query, k, only_owner=len(owners) == 1)
+            hits = self._fts_held(ds, tb.name, version, user_id, query, k, only_owner=len(owners) == 1)
             if hits is not None:
                 return hits, "LanceDB index"
-        q = tb.search(query, query_type="fts").select(["id", "user_id", "text", "vector"]).limit(k)
         where = self._user_filter(tb, version, user_id)
-        rows = _owned((q.where(where, prefilter=True) if where is not None else q).to_arrow(), user_id)
+        rows = _owned(text_rows(ds, _COLUMNS, query, k, where), user_id)
         return _hits(
             rows.column("id").to_pylist(),
             rows.column("text").to_pylist(),
@@ -166,17 +143,15 @@ class VectorSearch(VectorMaintenance):
         ), "LanceDB index"
 
     def _fts_held(
-        self, tb: lancedb.table.Table, version: int, user_id: str, query: str, k: int, only_owner: bool
+        self, ds: Any, name: str, version: int, user_id: str, query: str, k: int, only_owner: bool
     ) -> list[VectorHit] | None:
         """Full-text search of a table held in memory: LanceDB returns only ids and scores (reading 50 stored
         vectors costs ~1.5 ms), the copy supplies texts and vectors, and a table with one owner needs no user_id
         prefilter (~1.5 ms at 10k rows). None when the search saw rows the copy lacks (another process wrote)."""
-        q = tb.search(query, query_type="fts").select(["id", "user_id"]).limit(k)
-        rows = _owned(
-            (q if only_owner else q.where(f"user_id = {lance_literal(user_id)}", prefilter=True)).to_arrow(), user_id
-        )
+        where = None if only_owner else f"user_id = {lance_literal(user_id)}"
+        rows = _owned(text_rows(ds, ["id", "user_id"], query, k, where), user_id)
         ids = rows.column("id").to_pylist()
-        held = self.resident.rows(tb.name, version, ids)
+        held = self.resident.rows(name, version, ids)
         if held is None:
             return None
         texts, vecs = held

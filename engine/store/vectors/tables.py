@@ -19,6 +19,7 @@ import pyarrow as pa
 from ...errors import InvalidInput, ModelMismatch, StoreCorrupt, StoreReadOnly
 from ...startup import collector_paused
 from ...vocab import KINDS  # every memory kind has a vector table (vocab is plain values: storage may import it)
+from .datasets import OpenDatasets
 from .resident import ResidentVectors
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ class VectorTables:
         # Held while a table is created; the engine sets the store-wide writer lock (its database's write()).
         self.creation_lock: Callable[[], AbstractContextManager[Any]] = nullcontext
         self.resident = ResidentVectors(resident_max_rows)
+        self.datasets = OpenDatasets()  # what searches run on (datasets.py)
 
     @functools.cached_property
     def db(self) -> lancedb.DBConnection:
@@ -184,6 +186,7 @@ class VectorTables:
         """Drop this model's table of the kind (an unreadable one, before repair rebuilds it from DuckDB)."""
         name = table_name(kind, self.model)
         self._tables.pop(name, None)
+        self.datasets.forget(name)
         self._indexed_once.discard(name)  # a table made again is indexed again (maintenance.py)
         self.resident = ResidentVectors(self.resident.max_rows)
         if name in self.table_names():
@@ -201,6 +204,7 @@ class VectorTables:
             first = exc
         try:
             tb.checkout_latest()
+            self.datasets.forget(tb.name)
             return fn()
         except (InvalidInput, ModelMismatch, StoreCorrupt):
             raise

@@ -1,0 +1,87 @@
+"""The Lance datasets behind the LanceDB tables, kept open for searches.
+
+A search asked through LanceDB's Python query builder spends ~2 ms in Python before Lance runs it, holding the GIL,
+so the six searches of a hop (vector and full-text per memory kind) queued behind each other on a small machine:
+at 100k items the six took 20.7 ms one after another through the builder and 12.6 ms on the datasets
+(docs/benchmarks.md, "Searches on the Lance dataset"). Lance runs the same plan either way (``explain_plan``),
+once the search passes LanceDB's 20 probed partitions. pylance is pinned to the Lance version lancedb is built on
+(requirements.txt), so both score alike.
+
+A dataset is opened once per table (its first search loads the indexes into its session's cache) and moved to the
+latest version before each search, which keeps that cache: ``checkout_version`` shares the session.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import lancedb
+    import pyarrow as pa
+
+# An exact (brute-force) vector search costs ~1 us per row (~110 ms at 100k rows); an HNSW-SQ graph answers in ~10 ms
+# with recall@20 ~0.99 (measured, bench/latency.py). Searches ask for a wider beam than LanceDB's 1.5 * k.
+ANN_MIN_EF = 64
+# The IVF partitions an HNSW-SQ search probes: LanceDB's default (the dataset's own is 1). Our indexes have one
+# partition (maintenance.py), so this only keeps the plan the same as LanceDB's.
+ANN_NPROBES = 20
+
+
+class OpenDatasets:
+    """One open Lance dataset per LanceDB table handle, at the version last asked for."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, tuple[Any, Any]] = {}  # table name -> (the LanceDB handle, its dataset)
+        self._lock = threading.Lock()
+
+    def latest(self, tb: lancedb.table.Table) -> tuple[Any, int]:
+        """``tb``'s dataset at its latest version, and that version. Asking the dataset costs ~0.04 ms where
+        LanceDB's ``tb.version`` costs ~0.3 ms (a round trip through its event loop thread); both see other
+        processes' commits."""
+        with self._lock:
+            held = self._open.get(tb.name)
+        if held is not None and held[0] is tb:
+            ds = held[1]
+        else:  # first use, or the table was opened again (dropped and made anew, repaired)
+            ds = tb.to_lance()
+        version = int(ds.latest_version)
+        if ds.version != version:
+            ds = ds.checkout_version(version)
+        if held is None or held[1] is not ds:
+            with self._lock:
+                self._open[tb.name] = (tb, ds)
+        return ds, version
+
+    def forget(self, name: str) -> None:
+        """Open the table's dataset afresh at its next read (after a failed read, or when the table is dropped)."""
+        with self._lock:
+            self._open.pop(name, None)
+
+
+def nearest_rows(
+    ds: Any, columns: Sequence[str], query_vector: np.ndarray, k: int, ann: bool, where: str | None
+) -> pa.Table:
+    """The k rows nearest ``query_vector`` by cosine, with their ``_distance``: through the HNSW-SQ graph with a beam
+    of ``max(ANN_MIN_EF, 2k)`` when ``ann``, else by comparing every row; ``where`` prefilters."""
+    nearest: dict[str, Any] = {
+        "column": "vector",
+        "q": np.asarray(query_vector, np.float32),
+        "k": k,
+        "metric": "cosine",
+    }
+    if ann:
+        nearest.update(ef=max(ANN_MIN_EF, 2 * k), minimum_nprobes=ANN_NPROBES, maximum_nprobes=ANN_NPROBES)
+    else:
+        nearest["use_index"] = False
+    return ds.to_table(columns=[*columns, "_distance"], nearest=nearest, filter=where, prefilter=where is not None)
+
+
+def text_rows(ds: Any, columns: Sequence[str], query: str, k: int, where: str | None) -> pa.Table:
+    """The k best rows by BM25 over the table's full-text index, with their ``_score``; ``where`` prefilters."""
+    return ds.to_table(
+        columns=[*columns, "_score"], full_text_query=query, limit=k, filter=where, prefilter=where is not None
+    )
