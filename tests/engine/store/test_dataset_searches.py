@@ -4,8 +4,11 @@ made through another connection (another process) or a table made anew."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
+from pathlib import Path
 
+import lance
 import lancedb
 import numpy as np
 import pyarrow as pa
@@ -120,3 +123,11 @@ def test_a_table_dropped_and_made_anew_is_searched_as_it_is_now(tmp_path, embedd
     engine.items.remember("u", "The boiler was replaced in May")
     engine.admin.optimize()
     assert [h.text for h in index.search_text("semantic", "u", "boiler", 5)[0]] == ["The boiler was replaced in May"]
+
+
+def test_pylance_is_the_lance_that_lancedb_is_built_on():
+    """Searches read with pylance what lancedb's own Lance wrote, and compaction writes through pylance: a bump of
+    one pin without the other (requirements.txt) fails here. lancedb names its crates' versions in its binary."""
+    binary = next(Path(lancedb.__file__).parent.glob("_lancedb*.so"))
+    built_on = set(re.findall(rb"lance-core-(\d+\.\d+\.\d+)", binary.read_bytes()))
+    assert built_on == {lance.__version__.encode()}
