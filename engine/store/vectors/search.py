@@ -161,14 +161,8 @@ class VectorSearch(VectorMaintenance):
         tb = self.table(kind, create=False)
         if tb is None or not ids:
             return {}
-        rows = self._read(
-            tb,
-            lambda: tb.search()
-            .where("id IN (" + ", ".join(lance_literal(i) for i in ids) + ")")
-            .select(["id", "vector"])
-            .limit(len(ids) + 10)
-            .to_arrow(),
-        )
+        where = "id IN (" + ", ".join(lance_literal(i) for i in ids) + ")"
+        rows = self._read(tb, lambda: self.datasets.latest(tb)[0].to_table(columns=["id", "vector"], filter=where))
         vecs = _vectors(rows)
         return {i: vecs[n] for n, i in enumerate(rows.column("id").to_pylist())}
 
@@ -180,20 +174,12 @@ class VectorSearch(VectorMaintenance):
         wanted = list(dict.fromkeys(ids))
         if tb is None or not wanted:
             return []
-        version = tb.version
+        _, version = self.datasets.latest(tb)
         held = self.resident.rows(tb.name, version, wanted)
         if held is not None:
             return _hits(wanted, held[0], held[1])
-        rows = self._read(
-            tb,
-            lambda: tb.search()
-            .where(
-                f"user_id = {lance_literal(user_id)} AND id IN (" + ", ".join(lance_literal(i) for i in wanted) + ")"
-            )
-            .select(["id", "user_id", "text", "vector"])
-            .limit(len(wanted) + 10)
-            .to_arrow(),
-        )
+        where = f"user_id = {lance_literal(user_id)} AND id IN (" + ", ".join(lance_literal(i) for i in wanted) + ")"
+        rows = self._read(tb, lambda: self.datasets.latest(tb)[0].to_table(columns=_COLUMNS, filter=where))
         rows = _owned(rows, user_id)
         return _hits(rows.column("id").to_pylist(), rows.column("text").to_pylist(), _vectors(rows))
 
