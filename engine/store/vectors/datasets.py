@@ -80,8 +80,28 @@ def nearest_rows(
     return ds.to_table(columns=[*columns, "_distance"], nearest=nearest, filter=where, prefilter=where is not None)
 
 
-def text_rows(ds: Any, columns: Sequence[str], query: str, k: int, where: str | None) -> pa.Table:
-    """The k best rows by BM25 over the table's full-text index, with their ``_score``; ``where`` prefilters."""
-    return ds.to_table(
-        columns=[*columns, "_score"], full_text_query=query, limit=k, filter=where, prefilter=where is not None
-    )
+def text_rows(
+    ds: Any, columns: Sequence[str], query: str, k: int, where: str | None, whole_ties: bool = False
+) -> pa.Table:
+    """The k best rows by BM25 over the table's full-text index, with their ``_score``, best first; ``where``
+    prefilters. Rows tied on a score come in the order of their ``id`` (then ``text``).
+
+    Lance breaks ties in whatever order its threads finish, so which of the rows tied at the k-th score make the cut
+    can change between two runs of one search (1 or 2 of 30 questions got another candidate set on stores of
+    look-alike items). With ``whole_ties`` that choice is made by id too: the search reads one row more than k and,
+    only while that row ties with the k-th, twice as many (at most 16k), until the tie is inside what it read. That
+    costs little when only ids and scores are read (a table held in memory, search.py) and up to 3x when texts and
+    vectors are (a tie-heavy synthetic store at 100k items: 4 → 15 ms), so big tables keep Lance's cut."""
+    order = [("_score", "descending"), *((c, "ascending") for c in ("id", "text") if c in columns)]
+    limit = k + 1 if whole_ties else k
+    while True:
+        rows = ds.to_table(
+            columns=[*columns, "_score"], full_text_query=query, limit=limit, filter=where, prefilter=where is not None
+        )
+        if not whole_ties or rows.num_rows < limit or k <= 0 or limit >= 16 * k:
+            break  # one read asked for, every match read, or enough of the tie
+        scores = rows.column("_score").to_numpy()
+        if np.min(scores) < np.sort(scores)[::-1][k - 1]:
+            break  # the rows read go past the k-th score: no row tied with it was left out
+        limit *= 2
+    return rows.sort_by(order).slice(0, max(k, 0))

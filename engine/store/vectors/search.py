@@ -147,9 +147,10 @@ class VectorSearch(VectorMaintenance):
     ) -> list[VectorHit] | None:
         """Full-text search of a table held in memory: LanceDB returns only ids and scores (reading 50 stored
         vectors costs ~1.5 ms), the copy supplies texts and vectors, and a table with one owner needs no user_id
-        prefilter (~1.5 ms at 10k rows). None when the search saw rows the copy lacks (another process wrote)."""
+        prefilter (~1.5 ms at 10k rows). Rows tied at the k-th score make the cut by id, so the same search gives
+        the same rows (datasets.text_rows). None when the search saw rows the copy lacks (another process wrote)."""
         where = None if only_owner else f"user_id = {lance_literal(user_id)}"
-        rows = _owned(text_rows(ds, ["id", "user_id"], query, k, where), user_id)
+        rows = _owned(text_rows(ds, ["id", "user_id"], query, k, where, whole_ties=True), user_id)
         ids = rows.column("id").to_pylist()
         held = self.resident.rows(name, version, ids)
         if held is None:

@@ -131,3 +131,22 @@ def test_pylance_is_the_lance_that_lancedb_is_built_on():
     binary = next(Path(lancedb.__file__).parent.glob("_lancedb*.so"))
     built_on = set(re.findall(rb"lance-core-(\d+\.\d+\.\d+)", binary.read_bytes()))
     assert built_on == {lance.__version__.encode()}
+
+
+def test_rows_tied_at_the_cut_are_kept_by_id_so_a_search_gives_the_same_rows_every_time(tmp_path, embedder):
+    engine = MemoryEngine.open(settings=Settings.from_env({}, store=str(tmp_path / "s")), embedder=embedder)
+    # Thirty memories of one length with one "tea" each: the same BM25 score for every one of them.
+    engine.items.remember_many({"user_id": "u", "content": f"Guest q{n:02d} drinks tea"} for n in range(30))
+    index = engine._b.index  # noqa: SLF001
+    vec = engine.embedder.embed(["tea"])[0]
+    for _ in range(2):  # the second search of a table version loads its in-memory copy (resident.py)
+        index.search_vectors("semantic", "u", vec, 5)
+    tb = index.table("semantic")
+    assert index.resident.owners(tb.name, index.datasets.latest(tb)[1]) == {"u"}
+    every, _ = index.search_text("semantic", "u", "tea", 30)
+    assert len(every) == 30 and len({h.fts_score for h in every}) == 1
+    smallest = sorted(index.ids("semantic"))[:5]
+    for _ in range(5):
+        hits, _ = index.search_text("semantic", "u", "tea", 5)
+        assert [h.id for h in hits] == smallest
+        assert len({h.fts_score for h in hits}) == 1
