@@ -160,6 +160,7 @@ class KeyTables(VectorSearch):
         """Drop this model's keys table of ``kind`` (an unreadable one, before repair builds the keys again)."""
         name = keys_table_name(kind, self.model)
         self._tables.pop(name, None)
+        self.datasets.forget(name)
         self._indexed_once.discard(name)  # a table made again is indexed again (maintenance.py)
         if name in self.table_names():
             self.db.drop_table(name)
