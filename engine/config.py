@@ -105,7 +105,7 @@ class _CoreSettings:
     memory_keys_write_kinds: str = _s(
         "all",
         "[memlens] Which extra keys memory_keys_write (and `memlens keys`) builds: all, or only the kind a "
-        "memory_keys setting searches (facts, next, sentences). The deep preset searches sentences only: writing "
+        "memory_keys setting searches (facts, next, sentences). The deep preset reads sentence keys only: writing "
         "those alone skips the facts key's extraction and embedding. A kind not written is not found by a search "
         "of it (the trace's key search then finds none).",
         choices=("all", "facts", "next", "sentences"),

@@ -56,19 +56,22 @@ PRESETS: dict[str, dict[str, Any]] = {
     # text counted for short replies. The former 'long-horizon' preset (no decay, index BM25, top_k 50, question
     # words kept on later hops) is folded into it.
     "default": {},
-    # [memlens] Recall before speed (issue 34, 2026-12-06): two hops, sentence keys (each sentence of a memory a key
-    # of it, its cosine moved 0.7 of the way to its best sentence's) and the session stage at 0.1. Dev halves,
-    # recall@10 against the default: LoCoMo 0.768 -> 0.786 (multi-hop 0.432 -> 0.504, adversarial 0.842 -> 0.835),
-    # LongMemEval-S 0.935 -> 0.951 (multi-session 0.781 -> 0.872, preference 1.000 -> 0.875: one of 4 questions);
-    # all@5 with 2 hops: MuSiQue 0.390 -> 0.400, 2Wiki 0.722 -> 0.759, but HotpotQA 0.755 -> 0.713 (MIGRES) and
-    # 0.780 -> 0.749 (IRCoT): its sentence keys lift a distractor's one matching sentence. It needs the sentence
-    # keys written (memory_keys_write with memory_keys_write_kinds=sentences, or `memlens keys --kinds sentences`
-    # for a stored store; the trace's key_search says "none written" otherwise) and costs two hops with a keys
-    # search each: at 100k items about 12x the floor per question against the default's 3.5x (docs/benchmarks.md).
+    # [memlens] Recall before speed (issue 34): two hops, sentence keys and the session stage at 0.1. The found
+    # memories are scored by their nearest sentence (memory_keys_search=candidates, the cosine moved 0.9 of the way
+    # to it) without searching the keys table: since 2026-12-07, in place of the key search at 0.7 of 2026-12-06,
+    # recall as good (2 hops, dev halves: LoCoMo 0.786 -> 0.790, multi-hop 0.504 -> 0.510; LongMemEval-S, all 60
+    # questions, 0.948 -> 0.946, multi-session 0.861 -> 0.853; all@5 MuSiQue 0.400 -> 0.410, HotpotQA and 2Wiki
+    # equal) at less cost: at 100k items 63-66 ms a question at 1 hop against 82-91 ms, the default's 54-57 ms.
+    # Against the default (2 hops): LoCoMo 0.773 -> 0.790 (multi-hop 0.452 -> 0.510, adversarial 0.840 -> 0.844),
+    # LongMemEval-S 0.932 -> 0.946, MuSiQue 0.390 -> 0.410, 2Wiki 0.722 -> 0.759, but HotpotQA 0.755 -> 0.713
+    # (MIGRES): a distractor's one matching sentence is lifted. It needs the sentence keys written
+    # (memory_keys_write with memory_keys_write_kinds=sentences, or `memlens keys --kinds sentences` for a stored
+    # store; the trace's key_search says "none written" otherwise), and every write embeds each sentence.
     "deep": {
         "hops": 2,
         "memory_keys": "sentences",
-        "key_cosine_weight": 0.7,
+        "memory_keys_search": "candidates",
+        "key_cosine_weight": 0.9,
         "key_bm25_weight": 0.0,
         "session_weight": 0.1,
     },

@@ -99,8 +99,8 @@ def register(sub: Subcommands, common: Parser) -> None:
     p.add_argument(
         "--kinds",
         choices=("all", "facts", "next", "sentences"),
-        help="which keys to build (default: the memory_keys_write_kinds setting, all); the deep preset searches "
-        "sentences only",
+        help="which keys to build (default: the memory_keys_write_kinds setting, all); the deep preset reads "
+        "sentence keys only",
     )
     add(
         "repair",

@@ -21,6 +21,8 @@ from ..startup import collector_paused
 from .location import StoreLocation, open_tables, store_location
 from .schema import COPIED, SEQUENCES
 from .sql.database import Connection, one_row
+from .vectors.maintenance import index_key_ids
+from .vectors.tables import KEYS_SUFFIX
 
 if TYPE_CHECKING:
     import duckdb
@@ -142,6 +144,8 @@ def copy_store(
             if data.num_rows:
                 tb.create_index("text", config=FTS())
                 tb.create_index("user_id", config=BTree())
+                if name.endswith(KEYS_SUFFIX):
+                    index_key_ids(tb)
             vectors[name] = data.num_rows
             if progress:
                 progress(name, data.num_rows)

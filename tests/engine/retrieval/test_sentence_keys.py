@@ -115,19 +115,23 @@ def test_other_key_kinds_do_not_search_sentences(engine: MemoryEngine) -> None:
     )
 
 
-def test_the_deep_preset_runs_two_hops_over_sentence_keys_and_the_session_stage(engine: MemoryEngine) -> None:
+def test_the_deep_preset_runs_two_hops_over_the_found_memories_sentences_and_the_session_stage(
+    engine: MemoryEngine,
+) -> None:
     trace = engine.retrieval.retrieve("u", QUESTION, preset="deep", now=NOW)
     r = trace.settings.retrieval
-    assert (r.hops, r.memory_keys, r.key_cosine_weight, r.key_bm25_weight, r.session_weight) == (
+    assert (r.hops, r.memory_keys, r.memory_keys_search, r.key_cosine_weight, r.key_bm25_weight, r.session_weight) == (
         2,
         "sentences",
-        0.7,
+        "candidates",
+        0.9,
         0.0,
         0.1,
     )
     assert trace.settings.preset == "deep"
     assert turn_of(trace).key is not None and turn_of(trace).key.cosine_text == ANSWER
-    assert trace.strategies.to_dict()["key_search"] == "semantic: exact"  # four memories: no index to walk
+    # the keys table is not searched: the memories the hop found are matched to their own sentences
+    assert trace.strategies.to_dict()["key_search"] == "semantic: candidates' keys only (exact)"
     # the call's own hops win over the preset's
     assert engine.retrieval.retrieve("u", QUESTION, preset="deep", hops=1, now=NOW).settings.retrieval.hops == 1
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from engine.store.vectors.index import COMPACT_AFTER_WRITES, VectorIndex
+from engine.store.vectors.keys import KeyRow
 
 DIM = 8
 MODEL = "test-random-8"
@@ -151,3 +153,43 @@ def test_a_table_dropped_and_made_again_in_a_bulk_block_is_indexed_again(tmp_pat
         write_batch(index, 100)
         assert indexed_columns(index) == {("text",), ("user_id",)}
         assert [h.id for h in index.fts_search("semantic", "ada", "120", 1)] == ["n-120"]
+
+
+# -- keys tables: indexed by the memory they key (engine/store/vectors/maintenance.py, index_key_ids) ---------------
+def key_rows(start: int, rows: int = 20) -> list[KeyRow]:
+    return [KeyRow(f"n-{start + k // 2}", "ada", "sentences", f"sentence {k} of note {start}", "") for k in range(rows)]
+
+
+def key_indexed_columns(index: VectorIndex) -> set[tuple[str, ...]]:
+    tb = index.key_table("semantic")
+    assert tb is not None
+    return {tuple(ix.columns) for ix in tb.list_indices()}
+
+
+def test_a_keys_table_is_indexed_by_memory_id_and_reads_by_id_through_it(tmp_path):
+    index = VectorIndex(str(tmp_path / "vectors"), MODEL, DIM, version_retention_s=600)
+    vectors = np.random.default_rng(1).normal(size=(20, DIM)).astype(np.float32)
+    index.add_keys("semantic", key_rows(0), vectors)
+
+    assert ("id",) in key_indexed_columns(index)
+    # the memories' own tables are not: nothing reads them by a list of ids in a search
+    index.add("semantic", ["n-0"], ["ada"], ["note 0"], vectors[:1])
+    assert ("id",) not in indexed_columns(index)
+    hits, how = index.key_cosines_of("semantic", "ada", ["n-3", "n-7"], vectors[6], ["sentences"])
+    assert how == "candidates' keys only (exact)"
+    assert sorted(h.memory_id for h in hits) == ["n-3", "n-3", "n-7", "n-7"]
+    assert hits[0].memory_id == "n-3" and hits[0].score == pytest.approx(1.0, abs=1e-5)  # key 6 is note 3's
+
+
+def test_a_keys_table_written_before_the_index_gets_it_at_the_next_optimize(tmp_path):
+    index = VectorIndex(str(tmp_path / "vectors"), MODEL, DIM, version_retention_s=600)
+    vectors = np.random.default_rng(2).normal(size=(20, DIM)).astype(np.float32)
+    index.add_keys("semantic", key_rows(0), vectors)
+    tb = index.key_table("semantic")
+    assert tb is not None
+    tb.drop_index("id_idx")  # as a store from before 2026-12-07 has it
+    assert ("id",) not in key_indexed_columns(index)
+
+    index.optimize()
+
+    assert ("id",) in key_indexed_columns(index)
