@@ -127,8 +127,8 @@ class VectorMaintenance(VectorTables):
                     tb.create_index("text", config=FTS())
                 if ("user_id",) not in indices:
                     tb.create_index("user_id", config=BTree())
-                if tb.name.endswith(KEYS_SUFFIX) and ("id",) not in indices:
-                    index_key_ids(tb)
+                if tb.name.endswith(KEYS_SUFFIX):
+                    index_key_ids(tb, set(indices))
                 if not writes:  # indexing only (a bulk block's new table)
                     return
                 if not counted:  # the write that created the indexes is not counted
@@ -194,10 +194,10 @@ class VectorMaintenance(VectorTables):
         if tb is None:
             tables += self._keys_tables()
         for t in tables:
-            if t.name.endswith(KEYS_SUFFIX) and not any(tuple(ix.columns) == ("id",) for ix in t.list_indices()):
-                index_key_ids(t)  # a store whose keys were written before the index was
             for attempt in range(3):
                 try:
+                    if t.name.endswith(KEYS_SUFFIX):
+                        index_key_ids(t)  # a store whose keys were written before the index was
                     t.optimize()
                     break
                 except Exception as exc:  # lance raises a generic error for commit conflicts
@@ -210,10 +210,14 @@ class VectorMaintenance(VectorTables):
             self._writes[t.name] = 0
 
 
-def index_key_ids(tb: lancedb.table.Table) -> None:
-    """Give a keys table a BTree index on ``id``. ``memory_keys_search=candidates`` reads the keys of a hop's ~100
-    found memories by ``id IN (...)`` (keys.py): on 200k keys that read took 10.7 ms p50 as a scan and 7.3 ms through
-    the index (docs/benchmarks.md, "Keys that rescore, measured further")."""
+def index_key_ids(tb: lancedb.table.Table, indexed: set[tuple[str, ...]] | None = None) -> None:
+    """Give a keys table a BTree index on ``id`` unless it has one (``indexed``: its indexed columns, when the caller
+    listed them already). ``memory_keys_search=candidates`` reads the keys of a hop's ~100 found memories by ``id IN
+    (...)`` (keys.py): on 200k keys that read took 10.7 ms p50 as a scan and 7.3 ms through the index
+    (docs/benchmarks.md, "Keys that rescore, measured further")."""
     from lancedb.index import BTree
 
-    tb.create_index("id", config=BTree())
+    if indexed is None:
+        indexed = {tuple(ix.columns) for ix in tb.list_indices()}
+    if ("id",) not in indexed:
+        tb.create_index("id", config=BTree())
