@@ -1,7 +1,7 @@
 """LoCoMo turn-level evidence recall for memlens retrieval methods (protocol: ../shared/data/README.md), built on the
 engine's benchmark importer and ``evaluate`` (the same numbers as the API, the CLI and the Evaluations page).
 
-    python bench/locomo.py ../shared/data/locomo/locomo10-dev.json [--json OUT] [--preset NAME]
+    python bench/locomo.py ../shared/data/locomo/locomo10-dev.json [--json OUT] [--preset NAME] [--evidence-ranks]
 
 One store per conversation (the protocol: BM25 statistics are the conversation's own), imported with
 ``import_benchmark("locomo", ...)``: every turn is a semantic item with text ``{speaker} said, "{text}"`` (plus ``and
@@ -13,6 +13,8 @@ Methods: ``vector`` (cosine only), ``bm25`` (LanceDB full text only), ``memlens`
 ``memlens-multihop`` (2 hops, offline bridge reasoner). A memlens ranking is the pipeline's final order followed by
 the candidates its relevance filter dropped (in hybrid order), so recall@25 is defined even when the filter is strict.
 "Now" for time decay is the conversation's last session date plus one day (the importer's per-case ``now``).
+``--evidence-ranks`` adds where each expected turn ranked (1-10, 11-25, 26-50, >50, never a candidate;
+evidence_ranks.py).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from _common import CachedEmbedder, table
+from evidence_ranks import evidence_ranks, print_evidence_ranks
 
 from engine import MemoryEngine, Settings
 from engine.config import parse_assignments
@@ -36,6 +39,9 @@ from engine.providers.embedders import LocalMiniLM
 
 EMBEDDING_CACHE_HELP = (
     "a pickled {text: vector} file of this model's vectors: reused, topped up, written back (reruns skip the encoder)"
+)
+EVIDENCE_RANKS_HELP = (
+    "also print (and put in --json) where each expected memory ranked: 1-10, 11-25, 26-50, >50 or never a candidate"
 )
 METHODS = {
     "vector": ("vector", None),
@@ -169,6 +175,7 @@ def main() -> None:
         help="extra retrieval overrides on top of the preset (for exploring, not for reporting)",
     )
     ap.add_argument("--embedding-cache", type=Path, help=EMBEDDING_CACHE_HELP)
+    ap.add_argument("--evidence-ranks", action="store_true", help=EVIDENCE_RANKS_HELP)
     args = ap.parse_args()
     methods = args.methods.split(",")
     units = json.loads(args.path.read_text())[: args.limit_convs or None]
@@ -183,8 +190,11 @@ def main() -> None:
         "locomo",
         args.embedding_cache,
     )
-    result.pop("_results")
+    rows = result.pop("_results")
     print_table(result, methods)
+    if args.evidence_ranks:
+        result["evidence_ranks"] = {m: evidence_ranks(rows[m]) for m in methods}
+        print_evidence_ranks(result["evidence_ranks"], methods)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
 

@@ -2,12 +2,13 @@
 benchmark importer and ``evaluate`` (the same numbers as the API).
 
     python bench/longmemeval.py ../shared/data/longmemeval/longmemeval_s-dev.json [--json OUT] [--preset NAME]
+        [--evidence-ranks]
 
 One store per question holding only its haystack (~500 turns), imported with ``import_benchmark("longmemeval",
 ...)``: each turn one item ``{role}: {content}`` with its session's date and the previous turn of its session as its
 preceding text; ``now`` is the question's date. Reported per question type and overall: turn-level recall@k over the
 ``has_answer`` turns, and session-level recall (``session_any@k`` / ``session_all@k``: any / every answer session
-among the sessions of the top-k turns), k = 5, 10. Methods as in bench/locomo.py.
+among the sessions of the top-k turns), k = 5, 10. Methods and ``--evidence-ranks`` as in bench/locomo.py.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from locomo import EMBEDDING_CACHE_HELP, METHODS, print_table, run_units
+from evidence_ranks import evidence_ranks, print_evidence_ranks
+from locomo import EMBEDDING_CACHE_HELP, EVIDENCE_RANKS_HELP, METHODS, print_table, run_units
 
 from engine.config import parse_assignments
 from engine.presets import PRESETS
@@ -56,6 +58,7 @@ def main() -> None:
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--embedding-cache", type=Path, help=EMBEDDING_CACHE_HELP)
+    ap.add_argument("--evidence-ranks", action="store_true", help=EVIDENCE_RANKS_HELP)
     args = ap.parse_args()
     methods = args.methods.split(",")
     units = json.loads(args.path.read_text())[: args.limit or None]
@@ -80,6 +83,9 @@ def main() -> None:
         for cat, extra in session_scores(rows[m]).items():
             result["methods"][m][cat].update(extra)
     print_table(result, methods, SHOWN)
+    if args.evidence_ranks:
+        result["evidence_ranks"] = {m: evidence_ranks(rows[m]) for m in methods}
+        print_evidence_ranks(result["evidence_ranks"], methods)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
 

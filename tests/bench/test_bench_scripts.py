@@ -39,6 +39,7 @@ LIBRARIES = {
     "peer_mem0.py": "tests/bench/test_peer_mem0_script.py (its own smoke test: mem0 and memlens workers)",
     "otel_overhead.py": "tests/bench/test_otel_overhead_script.py (its own smoke test: the script and its OTLP sink)",
     "_mutants.py": "mutation.py (how its mutants are made)",
+    "evidence_ranks.py": "locomo.py and longmemeval.py (--evidence-ranks)",
 }
 SMOKE_TESTED = {
     "duckdb_handover.py",
@@ -286,7 +287,7 @@ CATEGORIES = {"multi-hop": "1", "single-hop": "1", "temporal": "1"}
 
 def test_locomo(runner: ScriptRunner, tmp_path: Path):
     data = write_locomo(tmp_path)
-    run = runner.run("locomo.py", str(data), "--json", str(tmp_path / "r.json")).ok()
+    run = runner.run("locomo.py", str(data), "--json", str(tmp_path / "r.json"), "--evidence-ranks").ok()
     rows = table_with(run.out, "method", "category", "n", "recall@5", "all@10")
     methods = ["vector", "bm25", "memlens", "memlens-multihop"]
     assert [r["method"] for r in rows if r["category"] == "overall"] == methods
@@ -295,17 +296,44 @@ def test_locomo(runner: ScriptRunner, tmp_path: Path):
     assert "cases skipped (no resolvable evidence): 0; 7 turns imported" in run.out
     result = json.loads((tmp_path / "r.json").read_text())
     assert list(result["methods"]) == methods and result["methods"]["bm25"]["overall"]["n"] == 3
+    # where the evidence ranked: four evidence turns (the multi-hop question has two), each in one bucket
+    ranks = table_with(run.out, "method", "category", "evidence", "1-10", "11-25", "26-50", ">50", "never")
+    assert {(r["method"], r["category"]): r["evidence"] for r in ranks if r["method"] == "memlens"} == {
+        ("memlens", "overall"): "4",
+        ("memlens", "multi-hop"): "2",
+        ("memlens", "single-hop"): "1",
+        ("memlens", "temporal"): "1",
+    }
+    for r in ranks:
+        assert sum(float(r[b]) for b in ("1-10", "11-25", "26-50", ">50", "never")) == pytest.approx(1.0, abs=0.002)
+    # seven turns: every one is a candidate of the pipeline, so all its evidence ranks in the top 10
+    assert result["evidence_ranks"]["memlens"]["overall"] == {
+        "n": 4,
+        "1-10": 4,
+        "11-25": 0,
+        "26-50": 0,
+        ">50": 0,
+        "never": 0,
+    }
 
 
 def test_longmemeval(runner: ScriptRunner, tmp_path: Path):
     data = write_longmemeval(tmp_path)
-    run = runner.run("longmemeval.py", str(data), "--json", str(tmp_path / "r.json")).ok()
+    run = runner.run("longmemeval.py", str(data), "--json", str(tmp_path / "r.json"), "--evidence-ranks").ok()
     rows = table_with(run.out, "method", "category", "n", "session_any@5", "session_all@10")
     overall = [r for r in rows if r["category"] == "overall"]
     assert [r["method"] for r in overall] == ["vector", "bm25", "memlens", "memlens-multihop"]
     assert all(r["n"] == str(len(LONGMEMEVAL)) for r in overall)
     assert {r["category"] for r in rows} == {"overall", "single-session-user", "temporal-reasoning"}
-    assert json.loads((tmp_path / "r.json").read_text())["methods"]["memlens"]["overall"]["n"] == 2
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert result["methods"]["memlens"]["overall"]["n"] == 2
+    # where the evidence ranked: every method's expected memories, each counted in exactly one bucket
+    ranks = result["evidence_ranks"]
+    assert list(ranks) == ["vector", "bm25", "memlens", "memlens-multihop"]
+    for by_category in ranks.values():
+        assert all(c["n"] > 0 and sum(v for k, v in c.items() if k != "n") == c["n"] for c in by_category.values())
+    shown = table_with(run.out, "method", "category", "evidence", "1-10", "never")
+    assert {r["method"] for r in shown} == set(ranks)
 
 
 def test_multihop(runner: ScriptRunner, tmp_path: Path):
