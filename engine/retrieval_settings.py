@@ -399,7 +399,20 @@ class RetrievalSettings:
         "at adaptive_bm25_clear_ratio, 1 at adaptive_bm25_flat_ratio): a memory's best sentence counts where the "
         "turns all look alike to the model, not where one paragraph stands clear of near-misses. HotpotQA-MIGRES "
         "all@5 (candidates, 0.9, 1 / 2 hops): 0.649 / 0.713 -> 0.681 / 0.723 (default 0.702 / 0.755); LoCoMo "
-        "unchanged (0.783); MuSiQue 0.295 / 0.410 -> 0.305 / 0.381.",
+        "unchanged (0.783); MuSiQue 0.286 / 0.410 -> 0.305 / 0.410 (first hop only, adaptive_key_weight_hops); "
+        "but 2WikiMultihopQA 0.722 / 0.759 -> 0.633 / 0.734 and LongMemEval-S recall@5 0.894 -> 0.877, so the deep "
+        "preset leaves it off.",
+        retrieval=True,
+    )
+    adaptive_key_weight_hops: str = _s(
+        "first",
+        "[memlens] Which hops adaptive_key_weight scales: first (the question's own hop; a later hop's query is the "
+        "reasoner's names and terms, whose cosine head says little about how alike the turns look, and takes the "
+        "full key_cosine_weight) or every. With the deep preset's keys, at 2 hops (dev halves, every -> first): "
+        "MuSiQue all@5 0.381 -> 0.410, 2WikiMultihopQA 0.722 -> 0.734, HotpotQA-MIGRES 0.723 under both, "
+        "LongMemEval-S recall@10 0.943 under both (recall@5 0.850 -> 0.858); 1 hop is the same under both. "
+        "Traces stored before this setting scaled every hop and replay so.",
+        choices=("first", "every"),
         retrieval=True,
     )
     key_bm25_weight: float = _s(

@@ -137,14 +137,16 @@ def key_matches(by_vector: Sequence[KeyHit], by_text: Sequence[KeyHit]) -> dict[
     return out
 
 
-def key_cosines(inputs: Sequence[CandidateInput], settings: Settings) -> list[float]:
+def key_cosines(inputs: Sequence[CandidateInput], settings: Settings, hop: int = 1) -> list[float]:
     """Each candidate's cosine for the fusion: its own, moved ``key_cosine_weight`` of the way to its best key's when
-    that is nearer (1: the better of the two; its own with keys off)."""
+    that is nearer (1: the better of the two; its own with keys off). With ``adaptive_key_weight`` the weight is
+    scaled by how flat the hop's own cosines are, on the first hop only unless ``adaptive_key_weight_hops`` is
+    ``every``."""
     own = [i.vector_similarity for i in inputs]
     w = float(settings.key_cosine_weight)
     if not keys_on(settings) or w == 0:
         return own
-    if settings.adaptive_key_weight:
+    if settings.adaptive_key_weight and (hop == 1 or settings.adaptive_key_weight_hops == "every"):
         w *= flatness(own, settings)
     return [
         c + w * max(0.0, i.key.cosine - c) if i.key is not None and i.key.cosine is not None else c

@@ -296,7 +296,7 @@ class Retriever:
             pairs,
             timer.timings(),
             finding.seeds,
-            hop_lexical_weight(inputs, req.settings, relevance_text) if inputs else None,
+            hop_lexical_weight(inputs, req.settings, relevance_text, hop) if inputs else None,
             words if words != query else None,
         )
 

@@ -125,7 +125,7 @@ def score_hop(
     if not inputs:
         return []
     lexical = lexical_scores(inputs, query, settings)
-    fusion = with_entity_part(inputs, fuse(inputs, lexical, settings, relevance_text), settings)
+    fusion = with_entity_part(inputs, fuse(inputs, lexical, settings, relevance_text, hop), settings)
     start = time.perf_counter()
     sessions = session_stage(
         inputs,
@@ -273,7 +273,7 @@ def lexical_scores(inputs: Sequence[CandidateInput], query: str, settings: Setti
 
 # -- 2. fusion ------------------------------------------------------------------------------------------------------
 def fuse(
-    inputs: Sequence[CandidateInput], lexical: LexicalScores, settings: Settings, question: str = ""
+    inputs: Sequence[CandidateInput], lexical: LexicalScores, settings: Settings, question: str = "", hop: int = 1
 ) -> FusionScores:
     """The hybrid score from the cosine and the lexical score (BM25 plus the preceding text's share).
 
@@ -281,7 +281,7 @@ def fuse(
     ``rrf`` ([memlens]): see :func:`_fuse_rrf`. Without ``hybrid_enabled``: the cosine alone. Both parts are
     recorded (``hybrid_vector_part``, ``hybrid_bm25_part``) so the breakdown adds up exactly.
     """
-    cosines = key_cosines(inputs, settings)  # [memlens] its own, or its best key's when better (key_search.py)
+    cosines = key_cosines(inputs, settings, hop)  # [memlens] its own, or its best key's when better (key_search.py)
     nothing = (None,) * len(inputs)
     if not settings.hybrid_enabled:
         return FusionScores(tuple(cosines), tuple(cosines), (0.0,) * len(inputs), nothing, nothing, nothing, nothing)
@@ -294,13 +294,15 @@ def fuse(
     return _fuse_rrf(cosines, lexical.combined, w, float(settings.rrf_k))
 
 
-def hop_lexical_weight(inputs: Sequence[CandidateInput], settings: Settings, question: str = "") -> FusionWeight | None:
+def hop_lexical_weight(
+    inputs: Sequence[CandidateInput], settings: Settings, question: str = "", hop: int = 1
+) -> FusionWeight | None:
     """The BM25 weight a hop's fusion uses, with its reason (lexical_weight.py); None when the hybrid or
     adaptive_bm25 is off (the weight is then bm25_weight, as in every trace before it). The pipeline and replay
     record it in the hop's trace from the same inputs, so the record is the weight used."""
     if not settings.hybrid_enabled or not settings.adaptive_bm25:
         return None
-    return lexical_weight(key_cosines(inputs, settings), settings, question)
+    return lexical_weight(key_cosines(inputs, settings, hop), settings, question)
 
 
 def with_entity_part(inputs: Sequence[CandidateInput], fusion: FusionScores, settings: Settings) -> FusionScores:

@@ -67,6 +67,7 @@ OLDER_TRACE_SETTINGS = {
     "question_turn_penalty": 0.0,  # asking turns scored like telling ones before round three's last session
     "question_turn_max_words": 25,  # (what counted as asking, had the penalty been on)
     "text_search_words": "all",  # full-text search was given the query as it was
+    "adaptive_key_weight_hops": "every",  # adaptive_key_weight scaled every hop's key weight before it had a choice
 }
 
 

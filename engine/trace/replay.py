@@ -90,7 +90,7 @@ def replay_runs(
                 scored=tuple(scored),
                 similarity=hop.similarity,
                 entities=entities,
-                fusion=hop_lexical_weight(inputs, settings, hop.relevance_text) if inputs else None,
+                fusion=hop_lexical_weight(inputs, settings, hop.relevance_text, hop.hop) if inputs else None,
                 text_query=hop.text_query,  # the search is not run again: what it was given stays
             )
         )

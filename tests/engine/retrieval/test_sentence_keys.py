@@ -12,6 +12,7 @@ import pytest
 
 from engine import MemoryEngine, Settings
 from engine.memory.memory_keys import MAX_SENTENCE_KEYS, sentence_texts
+from engine.trace.records import TraceSettings
 
 TURN = 'Nate said, "Thanks for asking about my weekend, it was long! I usually play CS:GO with my team on Fridays."'
 ANSWER = 'Nate said, "I usually play CS:GO with my team on Fridays."'
@@ -202,9 +203,9 @@ def test_candidate_keys_on_a_store_without_keys_say_none_were_written(tmp_path, 
     assert trace.hops[0].candidates and all(c.key is None for c in trace.hops[0].candidates)
 
 
-def test_the_adaptive_key_weight_follows_how_flat_the_hops_own_cosines_are(tmp_path, embedder) -> None:
-    """``adaptive_key_weight``: key_cosine_weight times the flatness of the hop's own cosines (r = 5th best over the
-    best; 0 at adaptive_bm25_clear_ratio, 1 at adaptive_bm25_flat_ratio), computed here by hand from the trace."""
+def seven_memories(tmp_path, embedder) -> MemoryEngine:
+    """A store of its own with the turn and six others written with their sentence keys: enough candidates for a
+    hop's cosine head ratio (5th best over the best)."""
     store = MemoryEngine.open(
         settings=Settings.from_env({}, store=str(tmp_path / "s"), memory_keys_write=True), embedder=embedder
     )
@@ -213,6 +214,13 @@ def test_the_adaptive_key_weight_follows_how_flat_the_hops_own_cosines_are(tmp_p
         [{"user_id": "u", "id": "turn", "content": TURN}]
         + [{"user_id": "u", "id": f"f{n}", "content": t} for n, t in enumerate(others)]
     )
+    return store
+
+
+def test_the_adaptive_key_weight_follows_how_flat_the_hops_own_cosines_are(tmp_path, embedder) -> None:
+    """``adaptive_key_weight``: key_cosine_weight times the flatness of the hop's own cosines (r = 5th best over the
+    best; 0 at adaptive_bm25_clear_ratio, 1 at adaptive_bm25_flat_ratio), computed here by hand from the trace."""
+    store = seven_memories(tmp_path, embedder)
     base = {**BY_COSINE, "memory_keys_search": "candidates", "adaptive_key_weight": True}
     trace = store.retrieval.retrieve("u", QUESTION, overrides=base, now=NOW)
     own = sorted((c.scores.vector_similarity for c in trace.hops[0].candidates), reverse=True)
@@ -231,3 +239,41 @@ def test_the_adaptive_key_weight_follows_how_flat_the_hops_own_cosines_are(tmp_p
     # a ramp the ratio is below: the sentence does not count; above it: it counts in full
     assert hybrid_with_ramp(min(0.98, 2 * r), 0.99) == pytest.approx(mine, abs=1e-6)
     assert hybrid_with_ramp(0.0, r / 2) == pytest.approx(mine + 0.4 * (key - mine), abs=1e-6)
+
+
+def test_the_adaptive_key_weight_scales_the_first_hop_only_unless_every_hop_is_asked(tmp_path, embedder) -> None:
+    """``adaptive_key_weight_hops``: ``first`` (the default) leaves a later hop its full key_cosine_weight (its query
+    is the reasoner's, whose cosine head says little about how alike the turns look); ``every`` scales every hop.
+    A ramp the hops' ratios are all below makes the flatness 0, so a scaled hop ignores its sentences."""
+    store = seven_memories(tmp_path, embedder)
+    base = {**BY_COSINE, "memory_keys_search": "candidates", "adaptive_key_weight": True}
+    trace = store.retrieval.retrieve(
+        "u", QUESTION, hops=2, overrides=base, now=NOW, reasoner=lambda q, acc, hop: "What does Nate do on Fridays?"
+    )
+    assert len(trace.hops) == 2 and trace.settings.retrieval.adaptive_key_weight_hops == "first"
+    clear = {"adaptive_bm25_clear_ratio": 0.99, "adaptive_bm25_flat_ratio": 0.995}
+
+    def turn_in(t, hop: int):
+        return next(c for c in t.hops[hop - 1].candidates if c.id == "turn")
+
+    for hop in (1, 2):
+        c = turn_in(trace, hop)
+        own = sorted((x.scores.vector_similarity for x in trace.hops[hop - 1].candidates), reverse=True)
+        assert own[4] / own[0] < 0.99 and c.key.cosine > c.scores.vector_similarity  # below the ramp; a key nearer
+    first = store.retrieval.replay(trace.trace_id, overrides=clear)
+    every = store.retrieval.replay(trace.trace_id, overrides={**clear, "adaptive_key_weight_hops": "every"})
+    one, two = turn_in(trace, 1), turn_in(trace, 2)
+    # hop 1: scaled to nothing under both
+    assert turn_in(first, 1).scores.hybrid == pytest.approx(one.scores.vector_similarity, abs=1e-6)
+    assert turn_in(every, 1).scores.hybrid == pytest.approx(one.scores.vector_similarity, abs=1e-6)
+    # hop 2: the full weight under first, nothing under every
+    own2, key2 = two.scores.vector_similarity, two.key.cosine
+    assert turn_in(first, 2).scores.hybrid == pytest.approx(own2 + 0.4 * (key2 - own2), abs=1e-6)
+    assert turn_in(every, 2).scores.hybrid == pytest.approx(own2, abs=1e-6)
+
+
+def test_a_trace_stored_before_adaptive_key_weight_hops_replays_scaling_every_hop(engine: MemoryEngine) -> None:
+    trace = engine.retrieval.retrieve("u", QUESTION, overrides=BY_COSINE, now=NOW)
+    stored = {k: v for k, v in trace.settings.to_dict().items() if k != "adaptive_key_weight_hops"}
+    assert TraceSettings.from_dict(stored).retrieval.adaptive_key_weight_hops == "every"
+    assert TraceSettings.from_dict(trace.settings.to_dict()).retrieval.adaptive_key_weight_hops == "first"
