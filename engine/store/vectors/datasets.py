@@ -105,3 +105,18 @@ def text_rows(
             break  # the rows read go past the k-th score: no row tied with it was left out
         limit *= 2
     return rows.sort_by(order).slice(0, max(k, 0))
+
+
+def text_index_documents(ds: Any) -> int | None:
+    """How many documents (rows with at least one token) the full-text index on ``text`` counts at ``ds``'s version,
+    when that index is one segment covering every row; None otherwise (rows written since it was built, several
+    segments, no index). Lance scores BM25 with these counts, so a held copy with as many documents holds what the
+    index holds: a deleted row stays counted until the index is rebuilt (maintenance.py)."""
+    try:
+        name = next(ix["name"] for ix in ds.list_indices() if list(ix["fields"]) == ["text"])
+        stats = ds.stats.index_stats(name)
+    except (StopIteration, ValueError, RuntimeError, OSError, KeyError):
+        return None
+    if stats.get("num_unindexed_rows") != 0 or stats.get("num_segments", 1) != 1 or len(stats["indices"]) != 1:
+        return None
+    return int(stats["indices"][0]["num_docs"])

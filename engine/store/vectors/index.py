@@ -107,6 +107,7 @@ class VectorIndex(KeyTables):
         for tb in tables:
             if tb is None:
                 continue
+            self.resident.discard(tb.name, ids)  # a forgotten text leaves this process's memory at once
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
                 tb.delete("id IN (" + ", ".join(lance_literal(i) for i in chunk) + ")")

@@ -5,17 +5,20 @@ search over 10k rows of 384 floats in numpy takes ~0.3 ms. So tables of up to ``
 in practice) are copied into memory and searched there. A copy is tied to the LanceDB table version it was read at:
 any write, from this or another process, moves the version and the copy is no longer used. It is reloaded only once
 the same new version has been seen twice, so a process that writes between every search keeps using LanceDB instead
-of re-reading the table each time.
+of re-reading the table each time. A held copy also answers full-text searches (resident_text.py).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+
+from .resident_text import HeldTextIndex, TokenCache
 
 if TYPE_CHECKING:
     import lancedb
@@ -23,7 +26,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ResidentRows:
-    """A user's nearest rows, best first: their ids, texts, stored vectors and cosine similarities."""
+    """A user's best rows, best first: their ids, texts, stored vectors and scores (cosine similarities, or BM25
+    scores for a full-text search)."""
 
     ids: list[str]
     texts: list[str]
@@ -48,7 +52,10 @@ class ResidentVectors:
         self._copies: dict[str, _Copy] = {}
         self._seen: dict[str, int] = {}  # table name -> the last version a search saw
         self._too_big: dict[str, int] = {}  # table name -> a version at which it had more than max_rows rows
+        self._texts: dict[str, tuple[int, HeldTextIndex | None]] = {}  # name -> (version, its index or None)
+        self._tokens = TokenCache()
         self._lock = threading.Lock()
+        self._text_lock = threading.Lock()  # tokenizing a copy takes up to ~0.5 s: vector searches need not wait
 
     def search(
         self, tb: lancedb.table.Table, version: int, user_id: str, query_vector: np.ndarray, k: int
@@ -71,6 +78,59 @@ class ResidentVectors:
         top = np.argpartition(-sims, k - 1)[:k] if k < end - start else np.arange(end - start)
         top = top[np.lexsort((top, -sims[top]))]  # best first; ties in row order, so results are repeatable
         return _rows(copy, top + start, sims[top].astype(np.float32))
+
+    def text_search(
+        self, name: str, version: int, user_id: str, query: str, k: int, index_documents: Callable[[], int | None]
+    ) -> ResidentRows | None:
+        """The user's k best rows by BM25 (resident_text.py), or None when no copy of this table version is held
+        (this never loads one: vector searches decide that) or when Lance's full-text index does not hold exactly
+        the copy's rows: ``index_documents`` gives the documents the index counts at this version, or None when it
+        does not cover every row. Lance would then score with statistics the copy does not have, and the same
+        question must get the same scores whether or not a copy is held. Rows tied on a score come in the order of
+        their id, then text. The copy's inverted index is built at its first full-text search."""
+        copy = self._held(name, version)
+        if copy is None:
+            return None
+        text_index = self._text_index(name, copy, index_documents)
+        if text_index is None:
+            return None
+        start, end = copy.slices.get(user_id, (0, 0))
+        if end == start or k <= 0:
+            return ResidentRows([], [], np.zeros((0, copy.vectors.shape[1]), np.float32), np.zeros(0, np.float32))
+        rows, scores = text_index.scores(query, start, end)
+        if len(rows) > k:  # keep every row tied with the k-th score, then cut by id
+            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+            keep = scores >= kth
+            rows, scores = rows[keep], scores[keep]
+        order = sorted(range(len(rows)), key=lambda n: (-scores[n], copy.ids[rows[n]], copy.texts[rows[n]]))[:k]
+        return _rows(copy, rows[order], scores[order])
+
+    def _text_index(self, name: str, copy: _Copy, index_documents: Callable[[], int | None]) -> HeldTextIndex | None:
+        """The copy's inverted index, or None when Lance's index does not hold exactly the copy's rows (decided once
+        per table version)."""
+        held = self._texts.get(name)
+        if held is not None and held[0] == copy.version:
+            return held[1]
+        with self._text_lock:
+            held = self._texts.get(name)
+            if held is None or held[0] != copy.version:
+                documents = index_documents()
+                text_index = None if documents is None else self._tokens.index(name, copy.ids, copy.texts)
+                if text_index is not None and text_index.documents != documents:
+                    text_index = None  # rows deleted since the index was built still count there
+                held = (copy.version, text_index)
+                self._texts[name] = held
+            return held[1]
+
+    def discard(self, name: str, ids: Sequence[str]) -> None:
+        """Drop what is held of these rows: the copy and inverted index of the table (they hold the rows' texts;
+        the next stable version is read afresh) and the rows' tokens. Called before the rows are deleted, so a
+        forgotten text is not kept in memory until the next reload."""
+        with self._lock:
+            self._copies.pop(name, None)
+        with self._text_lock:
+            self._texts.pop(name, None)
+        self._tokens.discard(name, ids)
 
     def owners(self, name: str, version: int) -> frozenset[str] | None:
         """The users with rows in this version of the table, or None when no copy of that version is held (this
@@ -100,11 +160,13 @@ class ResidentVectors:
             if copy is not None and copy.version == version:
                 return copy
             self._copies.pop(tb.name, None)
+            self._texts.pop(tb.name, None)
             if self._seen.get(tb.name) != version:  # first sight of this version: maybe a writer is busy
                 self._seen[tb.name] = version
                 return None
             if tb.count_rows() > self.max_rows:
                 self._too_big[tb.name] = version
+                self._tokens.drop(tb.name)
                 return None
             copy = _read(tb, version)
             if copy is not None:

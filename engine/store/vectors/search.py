@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...ids import lance_literal
-from .datasets import nearest_rows, text_rows
+from .datasets import nearest_rows, text_index_documents, text_rows
 from .maintenance import VectorMaintenance
 from .rows import VectorHit, check_vectors
 from .rows import hits as _hits
@@ -109,8 +109,9 @@ class VectorSearch(VectorMaintenance):
         return self._read(tb, lambda: self._search_text(kind, user_id, query, k))
 
     def _search_text(self, kind: str, user_id: str, query: str, k: int) -> tuple[list[VectorHit], str]:
-        """The user's k best rows by BM25 (LanceDB's index, over the whole table), and where they were scored
-        (``LanceDB index``). For a table held in memory LanceDB returns only ids and scores: the copy has the rest.
+        """The user's k best rows by BM25 (Lance's, over the whole table), and where they were scored: ``in memory
+        (BM25)`` for a table held in memory whose full-text index holds exactly its rows (resident_text.py), else
+        ``LanceDB index``; for a held table LanceDB then returns only ids and scores and the copy has the rest.
         A table whose full-text index does not exist yet gives no hits: another process (a team store's other host)
         has created it and added its first rows but not yet built the index, which its maintenance does next; the
         vector search still finds those rows."""
@@ -126,6 +127,11 @@ class VectorSearch(VectorMaintenance):
         if tb is None or not _WORD.search(query or ""):
             return [], "LanceDB index"
         ds, version = self.datasets.latest(tb)
+        # A held copy scores by itself when Lance's index holds exactly its rows (resident_text.py), so both give
+        # the same scores; else Lance scores and the copy supplies the rest.
+        mine = self.resident.text_search(tb.name, version, user_id, query, k, lambda: text_index_documents(ds))
+        if mine is not None:
+            return _hits(mine.ids, mine.texts, mine.vectors, bm25=mine.scores), "in memory (BM25)"
         owners = self.resident.owners(tb.name, version)
         if owners is not None:  # a table held in memory: its copy knows the owners, texts and vectors
             if user_id not in owners:

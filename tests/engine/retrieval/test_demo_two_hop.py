@@ -70,6 +70,6 @@ def test_the_trace_says_when_a_later_hop_searched_differently(demo_store_templat
     again = engine.retrieval.retrieve(case["user_id"], case["question"], hops=2)
     assert again.strategies.vector_search == in_memory and "vector_search_hop2" not in again.strategies.per_hop
     assert again.strategies.full_text_search == (
-        "semantic: LanceDB index, episodic: LanceDB index, procedural: LanceDB index"
+        "semantic: in memory (BM25), episodic: in memory (BM25), procedural: in memory (BM25)"
     )
     assert "full_text_search_hop2" not in again.strategies.per_hop
