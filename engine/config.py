@@ -123,9 +123,9 @@ class _CoreSettings:
         "Vector tables with at most this many rows (episodes and skills, "
         "usually) are held in memory: searched exactly by vector, ~5 ms less per "
         "search than a LanceDB query, and by full text with Lance's tokenizer and "
-        "BM25 while Lance's index holds exactly the copy's rows (~1.5-4 ms less "
-        "per search, the same scores); a copy is re-read after the table "
-        "changes. 0: always ask LanceDB.",
+        "BM25 (~1.5-4 ms less per search, the same scores; not while a row "
+        "deleted since the index's rebuild counts there); a copy is re-read "
+        "after the table changes. 0: always ask LanceDB.",
         lo=0,
     )
     vector_version_retention_s: float = _s(

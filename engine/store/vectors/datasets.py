@@ -107,16 +107,16 @@ def text_rows(
     return rows.sort_by(order).slice(0, max(k, 0))
 
 
-def text_index_documents(ds: Any) -> int | None:
-    """How many documents (rows with at least one token) the full-text index on ``text`` counts at ``ds``'s version,
-    when that index is one segment covering every row; None otherwise (rows written since it was built, several
-    segments, no index). Lance scores BM25 with these counts, so a held copy with as many documents holds what the
-    index holds: a deleted row stays counted until the index is rebuilt (maintenance.py)."""
+def text_index_coverage(ds: Any) -> tuple[int, frozenset[int]] | None:
+    """What the full-text index on ``text`` holds at ``ds``'s version: how many documents (rows with at least one
+    token) it counts and the fragments it covers; None without such an index or with several segments. Lance scores
+    a row of a covered fragment with the index's counts, which keep a deleted row until the index is rebuilt
+    (maintenance.py), and a row written since with those counts plus the searched rows written since."""
     try:
-        name = next(ix["name"] for ix in ds.list_indices() if list(ix["fields"]) == ["text"])
-        stats = ds.stats.index_stats(name)
+        index = next(ix for ix in ds.list_indices() if list(ix["fields"]) == ["text"])
+        stats = ds.stats.index_stats(index["name"])
     except (StopIteration, ValueError, RuntimeError, OSError, KeyError):
         return None
-    if stats.get("num_unindexed_rows") != 0 or stats.get("num_segments", 1) != 1 or len(stats["indices"]) != 1:
+    if stats.get("num_segments", 1) != 1 or len(stats["indices"]) != 1:
         return None
-    return int(stats["indices"][0]["num_docs"])
+    return int(stats["indices"][0]["num_docs"]), frozenset(int(f) for f in index["fragment_ids"])

@@ -44,6 +44,7 @@ class _Copy:
     unit: np.ndarray  # vectors divided by their norms
     slices: dict[str, tuple[int, int]]
     row_of: dict[str, int]
+    fragments: np.ndarray  # each row's Lance fragment (full-text search: which rows Lance's index holds)
 
 
 class ResidentVectors:
@@ -80,18 +81,25 @@ class ResidentVectors:
         return _rows(copy, top + start, sims[top].astype(np.float32))
 
     def text_search(
-        self, name: str, version: int, user_id: str, query: str, k: int, index_documents: Callable[[], int | None]
+        self,
+        name: str,
+        version: int,
+        user_id: str,
+        query: str,
+        k: int,
+        index_coverage: Callable[[], tuple[int, frozenset[int]] | None],
     ) -> ResidentRows | None:
-        """The user's k best rows by BM25 (resident_text.py), or None when no copy of this table version is held
-        (this never loads one: vector searches decide that) or when Lance's full-text index does not hold exactly
-        the copy's rows: ``index_documents`` gives the documents the index counts at this version, or None when it
-        does not cover every row. Lance would then score with statistics the copy does not have, and the same
-        question must get the same scores whether or not a copy is held. Rows tied on a score come in the order of
-        their id, then text. The copy's inverted index is built at its first full-text search."""
+        """The user's k best rows by BM25 as Lance scores them (resident_text.py), or None when no copy of this table
+        version is held (this never loads one: vector searches decide that) or when the copy cannot give Lance's
+        scores: ``index_coverage`` gives the documents Lance's full-text index counts at this version and the
+        fragments it covers (datasets.text_index_coverage), and a row deleted since the index was built is counted
+        there but not in the copy. The same question must get the same scores whether or not a copy is held. Rows
+        tied on a score come in the order of their id, then text. The copy's inverted index is built at its first
+        full-text search."""
         copy = self._held(name, version)
         if copy is None:
             return None
-        text_index = self._text_index(name, copy, index_documents)
+        text_index = self._text_index(name, copy, index_coverage)
         if text_index is None:
             return None
         start, end = copy.slices.get(user_id, (0, 0))
@@ -105,19 +113,25 @@ class ResidentVectors:
         order = sorted(range(len(rows)), key=lambda n: (-scores[n], copy.ids[rows[n]], copy.texts[rows[n]]))[:k]
         return _rows(copy, rows[order], scores[order])
 
-    def _text_index(self, name: str, copy: _Copy, index_documents: Callable[[], int | None]) -> HeldTextIndex | None:
-        """The copy's inverted index, or None when Lance's index does not hold exactly the copy's rows (decided once
-        per table version)."""
+    def _text_index(
+        self, name: str, copy: _Copy, index_coverage: Callable[[], tuple[int, frozenset[int]] | None]
+    ) -> HeldTextIndex | None:
+        """The copy's inverted index, or None when Lance's full-text index counts rows the copy does not have (rows
+        deleted since it was built) or has several segments (decided once per table version)."""
         held = self._texts.get(name)
         if held is not None and held[0] == copy.version:
             return held[1]
         with self._text_lock:
             held = self._texts.get(name)
             if held is None or held[0] != copy.version:
-                documents = index_documents()
-                text_index = None if documents is None else self._tokens.index(name, copy.ids, copy.texts)
-                if text_index is not None and text_index.documents != documents:
-                    text_index = None  # rows deleted since the index was built still count there
+                coverage = index_coverage()
+                text_index = None
+                if coverage is not None:
+                    documents, fragments = coverage
+                    covered = np.fromiter(fragments, dtype=np.int64, count=len(fragments))
+                    text_index = self._tokens.index(name, copy.ids, copy.texts, np.isin(copy.fragments, covered))
+                    if text_index.indexed_documents != documents:
+                        text_index = None  # rows deleted since the index was built still count there
                 held = (copy.version, text_index)
                 self._texts[name] = held
             return held[1]
@@ -179,9 +193,13 @@ def _rows(copy: _Copy, rows: np.ndarray, scores: np.ndarray) -> ResidentRows:
 
 
 def _read(tb: lancedb.table.Table, version: int) -> _Copy | None:
-    """A copy of the table at this version (None if it moved on while we read)."""
-    data = tb.to_arrow()
-    if tb.version != version:  # written to while we read: try again at the next stable version
+    """A copy of the table at this version (None if that version is gone already)."""
+    try:
+        ds = tb.to_lance()
+        if ds.version != version:
+            ds = ds.checkout_version(version)
+        data = ds.to_table(columns=["id", "user_id", "text", "vector"], with_row_address=True)
+    except (ValueError, OSError, RuntimeError):  # pruned by another process: read the next stable version
         return None
     return _load(data, version)
 
@@ -209,4 +227,8 @@ def _load(data: pa.Table, version: int) -> _Copy:
         slices = {users[s]: (int(s), int(e)) for s, e in zip(starts, ends)}
     ids = [ids[i] for i in order]
     texts = [texts[i] for i in order]
-    return _Copy(version, ids, texts, vectors, unit.astype(np.float32), slices, {i: n for n, i in enumerate(ids)})
+    fragments = np.zeros(n, dtype=np.int64)
+    if n and "_rowaddr" in data.column_names:
+        fragments = (data.column("_rowaddr").to_numpy().astype(np.uint64) >> np.uint64(32)).astype(np.int64)[order]
+    row_of = {i: n for n, i in enumerate(ids)}
+    return _Copy(version, ids, texts, vectors, unit.astype(np.float32), slices, row_of, fragments)

@@ -13,11 +13,12 @@ where N counts the rows with at least one token (a text of stop words only is no
 is their mean token count, both over the whole table (every user), as Lance's index keeps them. Measured against
 Lance 13.0 on tables whose index covers every row: the same scores to float32 precision (tests/engine/store).
 
-Lance scores rows added since its index was built, and keeps counting deleted rows, with the statistics of the
-index as it was built, which the copy does not have. So a copy scores by itself only while the index holds exactly
-its rows (one segment, no unindexed rows, as many documents: datasets.text_index_documents, checked once per table
-version); otherwise Lance scores as before. Either way a question gets the same scores, held or not. Stores built in
-bulk and stores after their upkeep (maintenance.py rebuilds the index every 64 writes) qualify.
+Lance keeps two sets of counts, and so does the copy: a row of a fragment its index covers is scored with the
+index's counts (every user's indexed rows, as they were when it was built); a row written since with those plus the
+rows written since that the search reads (the user's, or every row when one user owns the table: memlens filters by
+user only then). A deleted row stays in the index's counts until the index is rebuilt, which the copy cannot
+reproduce without the row: then (checked once per table version against the index's statistics,
+datasets.text_index_coverage) Lance scores. Either way a question gets the same scores, held or not.
 """
 
 from __future__ import annotations
@@ -52,13 +53,21 @@ def tokens(text: str) -> tuple[str, ...]:
 
 
 class HeldTextIndex:
-    """The inverted index of one held copy: for each term, the rows that contain it (ascending) and how often."""
+    """The inverted index of one held copy: for each term, the rows that contain it (ascending) and how often; and
+    which rows Lance's index holds (``indexed``), since Lance scores those and the rows written since with
+    different counts."""
 
-    def __init__(self, row_tokens: list[tuple[str, ...]]) -> None:
+    def __init__(self, row_tokens: list[tuple[str, ...]], indexed: np.ndarray | None = None) -> None:
         n = len(row_tokens)
         self.lengths = np.fromiter((len(t) for t in row_tokens), dtype=np.float64, count=n)
-        self.documents = int(np.count_nonzero(self.lengths))
-        self.avg_len = float(self.lengths.sum() / self.documents) if self.documents else 0.0
+        self.indexed = np.ones(n, dtype=bool) if indexed is None else np.asarray(indexed, dtype=bool)
+        documents = self.lengths > 0
+        self.indexed_documents = int(np.count_nonzero(documents & self.indexed))
+        self._indexed_tokens = float(self.lengths[self.indexed].sum())
+        # Running counts of the rows written since the index was built, so a user's share is two subtractions.
+        later = documents & ~self.indexed
+        self._later_documents = np.concatenate(([0], np.cumsum(later)))
+        self._later_tokens = np.concatenate(([0.0], np.cumsum(np.where(later, self.lengths, 0.0))))
         # One (term, row) key per token, counted by numpy: a Counter per row took ~1 s for 20k turns.
         self._vocab: dict[str, int] = {}
         term_ids = np.fromiter(
@@ -75,23 +84,42 @@ class HeldTextIndex:
 
     def scores(self, query: str, start: int, end: int) -> tuple[np.ndarray, np.ndarray]:
         """(row numbers in ``[start, end)`` that match ``query``, ascending; their BM25 scores as float32, as Lance
-        returns them)."""
+        returns them). A row the index holds is scored with the index's counts (every user's indexed rows); a row
+        written since with those plus the rows written since among ``[start, end)``: the rows Lance's search of
+        the unindexed rows reads (a user's, or the table's when one user owns it all)."""
+        later_docs = int(self._later_documents[end] - self._later_documents[start])
+        later_tokens = float(self._later_tokens[end] - self._later_tokens[start])
+        counts = (
+            (self.indexed_documents, self._indexed_tokens),
+            (self.indexed_documents + later_docs, self._indexed_tokens + later_tokens),
+        )
         total: np.ndarray | None = None
         for term, repeats in Counter(tokens(query)).items():
             at = self._vocab.get(term)
             if at is None:
                 continue
             first, last = int(self._bounds[at]), int(self._bounds[at + 1])
-            df = last - first
-            idf = math.log(1.0 + (self.documents - df + 0.5) / (df + 0.5))
             lo, hi = first + np.searchsorted(self._rows[first:last], (start, end))
             if lo == hi:
                 continue
+            every = self._rows[first:last]
+            df_indexed = int(np.count_nonzero(self.indexed[every]))
+            rows, tf = self._rows[lo:hi], self._tf[lo:hi]
+            df_later = int(np.count_nonzero(~self.indexed[rows]))
+            held = self.indexed[rows]
+            part = np.empty(len(rows), dtype=np.float64)
+            for mask, (documents, tokens_total), df in (
+                (held, counts[0], df_indexed),
+                (~held, counts[1], df_indexed + df_later),
+            ):
+                if not mask.any():
+                    continue
+                idf = math.log(1.0 + (documents - df + 0.5) / (df + 0.5))
+                norm = K1 * (1.0 - B + B * self.lengths[rows[mask]] / (tokens_total / documents))
+                part[mask] = repeats * idf * tf[mask] * (K1 + 1.0) / (tf[mask] + norm)
             if total is None:
                 total = np.zeros(end - start, dtype=np.float64)
-            rows, tf = self._rows[lo:hi], self._tf[lo:hi]
-            norm = K1 * (1.0 - B + B * self.lengths[rows] / self.avg_len)
-            total[rows - start] += repeats * idf * tf * (K1 + 1.0) / (tf + norm)
+            total[rows - start] += part
         if total is None:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
         hit = np.flatnonzero(total > 0)
@@ -107,7 +135,7 @@ class TokenCache:
         self._by_table: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {}  # name -> id -> (text, its tokens)
         self._lock = threading.Lock()
 
-    def index(self, name: str, ids: list[str], texts: list[str]) -> HeldTextIndex:
+    def index(self, name: str, ids: list[str], texts: list[str], indexed: np.ndarray | None = None) -> HeldTextIndex:
         with self._lock:
             known = self._by_table.get(name, {})
         fresh: dict[str, tuple[str, tuple[str, ...]]] = {}
@@ -119,7 +147,7 @@ class TokenCache:
             row_tokens.append(terms)
         with self._lock:
             self._by_table[name] = fresh  # rows no longer in the table are dropped with the old map
-        return HeldTextIndex(row_tokens)
+        return HeldTextIndex(row_tokens, indexed)
 
     def discard(self, name: str, ids: Sequence[str]) -> None:
         with self._lock:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...ids import lance_literal
-from .datasets import nearest_rows, text_index_documents, text_rows
+from .datasets import nearest_rows, text_index_coverage, text_rows
 from .maintenance import VectorMaintenance
 from .rows import VectorHit, check_vectors
 from .rows import hits as _hits
@@ -129,7 +129,7 @@ class VectorSearch(VectorMaintenance):
         ds, version = self.datasets.latest(tb)
         # A held copy scores by itself when Lance's index holds exactly its rows (resident_text.py), so both give
         # the same scores; else Lance scores and the copy supplies the rest.
-        mine = self.resident.text_search(tb.name, version, user_id, query, k, lambda: text_index_documents(ds))
+        mine = self.resident.text_search(tb.name, version, user_id, query, k, lambda: text_index_coverage(ds))
         if mine is not None:
             return _hits(mine.ids, mine.texts, mine.vectors, bm25=mine.scores), "in memory (BM25)"
         owners = self.resident.owners(tb.name, version)
