@@ -33,23 +33,24 @@ import numpy as np
 # Lance's BM25 constants (lance-index's scorer).
 K1 = 1.2
 B = 0.75
-# The tokenizer of the tables' full-text index: LanceDB's FTS() defaults, named so a change of theirs cannot slip in.
-_TOKENIZER = {
-    "base_tokenizer": "simple",
-    "language": "English",
-    "lower_case": True,
-    "stem": True,
-    "remove_stop_words": True,
-    "ascii_folding": True,
-}
 
 
 def tokens(text: str) -> tuple[str, ...]:
     """The terms the full-text index keeps of ``text``: lower-cased, ASCII-folded, English-stemmed, stop words and
-    tokens of more than 40 characters dropped."""
+    tokens of more than 40 characters dropped (the tokenizer of the tables' index: LanceDB's ``FTS()`` defaults,
+    named here so a change of theirs cannot slip in)."""
     import lance
 
-    return tuple(t.text for t in lance.tokenize(text or "", **_TOKENIZER))
+    found = lance.tokenize(
+        text or "",
+        base_tokenizer="simple",
+        language="English",
+        lower_case=True,
+        stem=True,
+        remove_stop_words=True,
+        ascii_folding=True,
+    )
+    return tuple(t.text for t in found)
 
 
 class HeldTextIndex:

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import math
 
+import lancedb
 import numpy as np
+import pyarrow as pa
 import pytest
+from lancedb.index import FTS
 
 from engine.store.vectors import resident_text
+from engine.store.vectors.datasets import text_index_coverage
 from engine.store.vectors.index import VectorIndex
 from tests.support.fts_answers import assert_same_answer
 
@@ -166,3 +170,16 @@ def test_a_deleted_rows_text_is_no_longer_held_in_memory(tmp_path):
     assert all(text != "Bob's cherry orchard" for text, _ in held._tokens._by_table[name].values())
     assert name not in held._copies and name not in held._texts
     assert [h.id for h in index.search_text("episodic", "ann", "cherry orchard", 5)[0]] == ["ep-1"]
+
+
+def test_an_index_built_on_an_empty_table_gives_no_counts_and_lance_scores(tmp_path):
+    """LanceDB reports no counts at all for a full-text index that covers no fragment yet (one created on an empty
+    table): the copy cannot know Lance's counts, so it does not score (a KeyError here once made a demo reset fail)."""
+    db = lancedb.connect(str(tmp_path / "raw"))
+    tb = db.create_table("t", schema=pa.schema([("id", pa.string()), ("text", pa.string())]))
+    tb.create_index("text", config=FTS())
+    tb.add(pa.table({"id": ["a", "b"], "text": ["harbour walrus", "glacier"]}))
+    assert text_index_coverage(tb.to_lance()) is None
+    built = held_index(str(tmp_path / "v"), ["ann"] * 5, TEXTS)
+    documents, fragments = text_index_coverage(built.datasets.latest(built.table("episodic"))[0])
+    assert documents == 4 and len(fragments) == 1  # five rows, one of stop words only
