@@ -56,7 +56,7 @@ class ResidentVectors:
         self._texts: dict[str, tuple[int, HeldTextIndex | None]] = {}  # name -> (version, its index or None)
         self._tokens = TokenCache()
         self._lock = threading.Lock()
-        self._text_lock = threading.Lock()  # tokenizing a copy takes up to ~0.5 s: vector searches need not wait
+        self._text_lock = threading.Lock()  # tokenizing a copy takes up to ~1 s: vector searches need not wait
 
     def search(
         self, tb: lancedb.table.Table, version: int, user_id: str, query_vector: np.ndarray, k: int
@@ -227,8 +227,7 @@ def _load(data: pa.Table, version: int) -> _Copy:
         slices = {users[s]: (int(s), int(e)) for s, e in zip(starts, ends)}
     ids = [ids[i] for i in order]
     texts = [texts[i] for i in order]
-    fragments = np.zeros(n, dtype=np.int64)
-    if n and "_rowaddr" in data.column_names:
-        fragments = (data.column("_rowaddr").to_numpy().astype(np.uint64) >> np.uint64(32)).astype(np.int64)[order]
+    addresses = data.column("_rowaddr").to_numpy().astype(np.uint64)  # a row's fragment is its address's high half
+    fragments = (addresses >> np.uint64(32)).astype(np.int64)[order]
     row_of = {i: n for n, i in enumerate(ids)}
     return _Copy(version, ids, texts, vectors, unit.astype(np.float32), slices, row_of, fragments)

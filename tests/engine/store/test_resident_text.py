@@ -72,12 +72,15 @@ def test_a_held_search_gives_what_lances_index_gives(tmp_path):
     texts[7] = "x" * 45 + " glacier"  # a token past 40 characters is not indexed
     index = held_index(str(tmp_path / "v"), users, texts)
     reference = VectorIndex(str(tmp_path / "v"), MODEL, DIM, resident_max_rows=0)  # asks Lance's index
+    answered = 0
     for query in ["glacier", "harbour invoice cafe", "Naive RUN", "meadow meadow lantern", "the and", "x" * 45]:
         for user in ("ann", "bob"):
             held, where = index.search_text("episodic", user, query, 8)
             lance, lance_where = reference.search_text("episodic", user, query, 8)
             assert (where, lance_where) == ("in memory (BM25)", "LanceDB index")
             assert_same_answer(held, lance)
+            answered += bool(lance)
+    assert answered == 8  # every query but the stop words and the over-long token found rows for both users
 
 
 def test_rows_tied_on_a_score_are_cut_by_id(tmp_path):
@@ -129,11 +132,14 @@ def test_rows_written_since_the_index_was_built_get_lances_scores_too(tmp_path, 
         index.add("episodic", [f"new-{n}-{m}" for m in range(4)], (owners * 4)[:4], batch, unit_rows(4, 20 + n))
     hold_again(index)
     reference = VectorIndex(str(tmp_path / "v"), MODEL, DIM, resident_max_rows=0)
+    later_found = 0
     for query in ["walrus", "walrus glacier harbour", "meadow orbit orbit", "invoice"]:
         for user in owners:
             held, where = index.search_text("episodic", user, query, 12)
             assert where == "in memory (BM25)"
             assert_same_answer(held, reference.search_text("episodic", user, query, 12)[0])
+            later_found += sum(h.id.startswith("new-") for h in held)
+    assert later_found > 0  # rows written since the index was built were among the answers
 
 
 def test_a_user_without_rows_and_a_query_of_stop_words_find_nothing(tmp_path):
