@@ -196,6 +196,14 @@ def main() -> None:
     )
     print(table(["operation", "p50 ms", "p95 ms", "vs floor p50"], rows))
     print()
+    # The machine's speed drifts by +-20 % within minutes, and a ratio of two medians taken over a whole run moves with
+    # it; each query's floor, 1 hop and 2 hops run back to back, so their own ratios see the same machine.
+    print(
+        "paired ratios (median over the queries of each query's own times): 1 hop / floor "
+        f"{statistics.median(o / f for o, f in zip(one, floor)):.2f}x, 2 hops / 1 hop "
+        f"{statistics.median(t / o for t, o in zip(two, one)):.2f}x"
+    )
+    print()
     print("where the time goes (median ms per retrieval, from the traces' timings):")
     names = list(dict.fromkeys([*stages[2], *stages[1]]))
     print(

@@ -39,7 +39,7 @@ from ..trace.records import (
 from ..trace.replay import Relink, replay_ranking, replay_runs, replay_settings, tombstones
 from ..vocab import Strategy
 from .assembly import Assembly, assemble, merge, mmr, similarity_function, with_final_ranks
-from .candidates import build_inputs, search_sources
+from .candidates import LookedUp, build_inputs, search_sources
 from .entity_strategy import EntityFinding, find_entities, relink, relinked
 from .hop_run import HopRun, StageTimer, elapsed_ms, hop_trace, placement_key, ranking_entry
 from .key_search import KEYED_KIND, candidate_key_matches, keys_on, start_key_search
@@ -201,6 +201,7 @@ class Retriever:
         runs: list[HopRun] = []
         seen: list[str] = []
         cosines = CandidateCosines()
+        looked_up = LookedUp()  # the DuckDB rows of every hop's candidates: a later hop asks only for new ones
         proposal = first
         stop_details: dict[str, Any] = {}
         for hop in range(1, req.settings.hops + 1):
@@ -210,7 +211,9 @@ class Retriever:
             if stop is not None:
                 return runs, stop, stop_details
             seen.append(proposal.query)
-            runs.append(self._run_hop(conn, req, hop, proposal, cosines, strategies, runs[-1] if runs else None))
+            runs.append(
+                self._run_hop(conn, req, hop, proposal, cosines, looked_up, strategies, runs[-1] if runs else None)
+            )
             if hop >= req.settings.hops or reasoner is None:
                 break
             with timer.stage(f"reasoner_hop{hop}"):
@@ -227,6 +230,7 @@ class Retriever:
         hop: int,
         proposal: Proposal,
         cosines: CandidateCosines,
+        looked_up: LookedUp,
         strategies: dict[str, Any],
         previous: HopRun | None = None,
     ) -> HopRun:
@@ -263,7 +267,16 @@ class Retriever:
         with timer.stage("candidates"):
             links = {m: lk for m, (_, lk) in finding.links.items()}
             inputs, vectors = build_inputs(
-                self.b, conn, req.user_id, qvec, hits, entity_hits, links, key_hits=key_hits, keys=keys
+                self.b,
+                conn,
+                req.user_id,
+                qvec,
+                hits,
+                entity_hits,
+                links,
+                key_hits=key_hits,
+                keys=keys,
+                looked_up=looked_up,
             )
             pairs = cosines.add_hop([i.id for i in inputs], vectors) if inputs else HopSimilarity()
         relevance_text = req.question if hop == 1 else query

@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 from ..clock import parse_time
 from ..config import Settings
@@ -259,7 +260,12 @@ def lexical_scores(inputs: Sequence[CandidateInput], query: str, settings: Setti
     full = int(settings.preceding_full_words)
     before = [i.preceding_text for i in inputs]
     preceding = bm25_scores(query, before) if any(before) else [0.0] * len(inputs)
-    weights = [pw * min(1.0, full / max(len(_WORD_CHARS.findall(i.text)), 1)) if full else pw for i in inputs]
+    # Only a text with a preceding text needs its words counted (the others' preceding score is 0): counting costs
+    # ~8 us a candidate, ~1.7 ms a hop at 100k items.
+    weights = [
+        pw * min(1.0, full / max(len(_WORD_CHARS.findall(i.text)), 1)) if full and i.preceding_text else pw
+        for i in inputs
+    ]
     combined = [r + v * p for r, v, p in zip(raw, weights, preceding)]
     has = [bool(i.preceding_text) for i in inputs]
     return LexicalScores(
@@ -506,7 +512,7 @@ def temporal_scores(
     weight = max(float(settings.importance_weight), 0.0)
     ages, decays, importances, factors = [], [], [], []
     for i in inputs:
-        age = math.floor((now - parse_time(i.created_at)).total_seconds() / 86400)
+        age = math.floor((now - _created(i.created_at)).total_seconds() / 86400)
         if clamp:
             age = max(age, 0)
         importance = candidate_importance(i, settings.skill_importance)
@@ -516,6 +522,13 @@ def temporal_scores(
         factors.append(1.0 if importance is None else min(max(importance, 0.0), 1.0) ** weight)
     temporal = tuple(h * d * f for h, d, f in zip(fusion.hybrid, decays, factors))
     return TemporalScores(tuple(ages), tuple(decays), tuple(importances), tuple(factors), temporal)
+
+
+@lru_cache(maxsize=65_536)
+def _created(value: str) -> datetime:
+    """A candidate's ``created_at``, parsed once per process: the same memories come back in every hop and question
+    (parsing and checking an ISO time costs ~4 us, ~0.9 ms a hop at 100k items)."""
+    return parse_time(value)
 
 
 def candidate_importance(inp: CandidateInput, skill_mode: str) -> float | None:

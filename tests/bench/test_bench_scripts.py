@@ -264,6 +264,8 @@ def test_latency(runner: ScriptRunner, tmp_path: Path):
         "replay of a stored 2-hop trace",
     ]
     assert "store: 40 items, 4 episodes, 3 skills for one user; 3 queries" in run.out
+    paired = re.search(r"1 hop / floor (\d+\.\d+)x, 2 hops / 1 hop (\d+\.\d+)x", run.out)
+    assert paired and all(float(x) > 0 for x in paired.groups())  # each query's own ratios, drift cancelled
     stages = table_with(run.out, "stage", "1 hop", "2 hops")
     assert "entities" in [r["stage"] for r in stages]  # the entity stage's time, per hop (--set entity_strategy)
     # a second run reuses the store it built (no "built the store" line)
