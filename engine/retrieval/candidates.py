@@ -83,8 +83,10 @@ class LookedUp:
 
     The lookup scans the ids of every memory of the user and its cost grows with the number of ids asked for
     (``list_contains``: ~0.8 ms plus ~0.025 ms per id at 100k items, 2 cores), and a second hop finds many of the
-    first hop's memories again. The rows cannot change between hops: a retrieval holds the store's connection, and
-    with it the database file, from its first hop to its trace's write (pipeline.retrieve)."""
+    first hop's memories again. No other thread or process can change the rows between hops: a retrieval holds the
+    store's connection, and with it the database file, from its first hop to its trace's write (pipeline.retrieve).
+    Only a caller's own reasoner could write in between (it runs in the retrieval's thread); a later hop then sees a
+    memory as the retrieval first saw it."""
 
     def __init__(self) -> None:
         self._rows: dict[str, tuple[Any, ...] | None] = {}
