@@ -110,8 +110,9 @@ class VectorSearch(VectorMaintenance):
 
     def _search_text(self, kind: str, user_id: str, query: str, k: int) -> tuple[list[VectorHit], str]:
         """The user's k best rows by BM25 (Lance's, over the whole table), and where they were scored: ``in memory
-        (BM25)`` for a table held in memory whose full-text index holds exactly its rows (resident_text.py), else
-        ``LanceDB index``; for a held table LanceDB then returns only ids and scores and the copy has the rest.
+        (BM25)`` for a table held in memory, unless a row was deleted since its full-text index was built
+        (resident_text.py), else ``LanceDB index``; for a held table LanceDB then returns only ids and scores and
+        the copy has the rest.
         A table whose full-text index does not exist yet gives no hits: another process (a team store's other host)
         has created it and added its first rows but not yet built the index, which its maintenance does next; the
         vector search still finds those rows."""
@@ -127,8 +128,8 @@ class VectorSearch(VectorMaintenance):
         if tb is None or not _WORD.search(query or ""):
             return [], "LanceDB index"
         ds, version = self.datasets.latest(tb)
-        # A held copy scores by itself when Lance's index holds exactly its rows (resident_text.py), so both give
-        # the same scores; else Lance scores and the copy supplies the rest.
+        # A held copy scores by itself with Lance's own counts (resident_text.py), so both give the same scores;
+        # when a row deleted since the index's rebuild still counts there, Lance scores and the copy supplies the rest.
         mine = self.resident.text_search(tb.name, version, user_id, query, k, lambda: text_index_coverage(ds))
         if mine is not None:
             return _hits(mine.ids, mine.texts, mine.vectors, bm25=mine.scores), "in memory (BM25)"
