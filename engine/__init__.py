@@ -72,6 +72,7 @@ from .records import (
     TracePrunePlan,
     to_plain,
 )
+from .retrieval.brevity import personal_word
 from .retrieval.reasoners import CallableReasoner, OfflineBridgeReasoner, Proposal
 from .retrieval.scores import RANK_STAGES, SCORE_KEYS, CandidateScores, StageRanks, Verdict
 from .retrieval.speaker_stage import asks_rather_than_tells, spoken_by_assistant
@@ -237,6 +238,7 @@ __all__ = [
     "feedback_factor",
     "spoken_by_assistant",
     "asks_rather_than_tells",
+    "personal_word",
     # the trace table (trace/trace_index.py)
     "TraceFilter",
     "TraceOrigin",

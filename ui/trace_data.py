@@ -19,6 +19,7 @@ from engine import (
     asks_rather_than_tells,
     drop_rule,
     loss_label,
+    personal_word,
     spoken_by_assistant,
 )
 from engine import feedback_factor as engine_feedback_factor
@@ -156,6 +157,25 @@ def speaker_caption(trace: RetrievalTrace) -> str | None:
             "hybrid_speaker_part)"
         )
     return ". ".join(parts) or None
+
+
+def brevity_caption(trace: RetrievalTrace) -> str | None:
+    """What the brevity stage did, in words (None: it lowered no candidate, and no turn was left alone for the
+    question's person)."""
+    r = trace.settings.retrieval
+    personal = personal_word(trace.question) if r.brevity_weight > 0 else None
+    if personal is not None and has_preceding_texts(trace):
+        return (
+            f'Brevity stage: off for this question (it speaks in the first or second person: "{personal}"), where '
+            "a short turn can be the whole answer"
+        )
+    short = {c.id for hop in trace.hops for c in hop.candidates if (c.scores.brevity_factor or 1.0) < 1.0}
+    if personal is not None or not short:
+        return None
+    return (
+        f"Brevity stage: {len(short)} short turn(s) of a conversation kept (words / {r.brevity_full_words}) ** "
+        f"{r.brevity_weight:g} of their score (columns brevity_words, brevity_factor)"
+    )
 
 
 def candidate_texts(trace: RetrievalTrace) -> dict[str, str]:

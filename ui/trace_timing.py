@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine import RetrievalTrace, asks_rather_than_tells, spoken_by_assistant
+from engine import RetrievalTrace, asks_rather_than_tells, personal_word, spoken_by_assistant
 
 HOP_STAGES = ("embed_query", "search", "entities", "keys", "candidates", "llm_judge", "scoring")
 FIRST_STAGES = ("time_window", "query_generation")  # before the first hop, in this order
@@ -202,6 +202,13 @@ def _hop_io(trace: RetrievalTrace, number: int, stage: str | None) -> tuple[Rows
                     ),
                 )
             )
+        if trace.settings.retrieval.brevity_weight > 0:
+            personal = personal_word(trace.question)
+            short = sum(1 for c in cands if (c.scores.brevity_factor or 1.0) < 1.0)
+            how_many = (
+                f'none: the question speaks in the first or second person ("{personal}")' if personal else str(short)
+            )
+            speaker.append(("short turns lowered", how_many))
         return (
             [("candidates", str(len(cands))), ("fusion", str(trace.settings.retrieval.fusion)), *fusion, *speaker],
             [

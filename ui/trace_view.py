@@ -12,12 +12,13 @@ from typing import Any, Literal
 import pandas as pd
 import streamlit as st
 
-from engine import MemoryEngine, Relevance, RetrievalTrace, Settings
+from engine import MemoryEngine, Relevance, RetrievalTrace, Settings, personal_word
 
 from .layout import metric_row
 from .text import md_escape, when
 from .trace_data import (
     SCORE_KEYS,
+    brevity_caption,
     budget_share,
     candidate_rows,
     dropped_rows,
@@ -34,7 +35,17 @@ from .wording import fusion_caption, rule_words, stop_reason_words
 
 _FLOAT = st.column_config.NumberColumn(format="%.4f")
 _TEXT = st.column_config.TextColumn(width="large")
-_INT_COLUMNS = {"tokens", "age_days", "feedback_net", "hop", "net_then", "net_now", "delta", "time_days_outside"}
+_INT_COLUMNS = {
+    "tokens",
+    "age_days",
+    "feedback_net",
+    "hop",
+    "net_then",
+    "net_now",
+    "delta",
+    "time_days_outside",
+    "brevity_words",
+}
 _FLOAT_COLUMNS = (set(SCORE_KEYS) - _INT_COLUMNS) | {"final_before", "final_after", "factor_then", "factor_now"}
 
 
@@ -155,6 +166,9 @@ def trace_header(trace: RetrievalTrace) -> None:
     speaker = speaker_caption(trace)
     if speaker is not None:  # engine/retrieval/speaker_stage.py
         st.caption(md_escape(speaker))
+    brevity = brevity_caption(trace)
+    if brevity is not None:  # engine/retrieval/brevity.py
+        st.caption(md_escape(brevity))
     st.caption(
         f"Trace {md_escape(trace.trace_id)} · user {md_escape(trace.user_id)} · session "
         f"{md_escape(trace.session_id or '—')} · {when(trace.created_at)} UTC · "
@@ -405,6 +419,17 @@ def whatif_controls(trace: RetrievalTrace) -> dict[str, Any]:
                 help=specs["preceding_bm25_weight"]["help"],
                 key="trace_wi_preceding_bm25_weight",
             )
+            if personal_word(trace.question) is None:  # the brevity stage runs for questions about others only
+                bw = float(s["brevity_weight"])
+                values["brevity_weight"] = st.slider(
+                    "brevity_weight",
+                    0.0,
+                    max(1.0, bw),
+                    bw,
+                    0.05,
+                    help=specs["brevity_weight"]["help"],
+                    key="trace_wi_brevity_weight",
+                )
         if has_assistant_turns(trace):
             values["assistant_turn_penalty"] = st.slider(
                 "assistant_turn_penalty",

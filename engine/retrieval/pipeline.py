@@ -39,6 +39,7 @@ from ..trace.records import (
 from ..trace.replay import Relink, replay_ranking, replay_runs, replay_settings, tombstones
 from ..vocab import Strategy
 from .assembly import Assembly, assemble, merge, mmr, similarity_function, with_final_ranks
+from .brevity import personal_word
 from .candidates import LookedUp, build_inputs, search_sources
 from .entity_strategy import EntityFinding, find_entities, relink, relinked
 from .hop_run import HopRun, StageTimer, elapsed_ms, hop_trace, placement_key, ranking_entry
@@ -76,12 +77,14 @@ class Request:
     sources: tuple[str, ...] = SOURCES
     time_window: TimeWindow | None = None  # the date window the question names (time_window.py)
     speaker: str | None = None  # the cue that the question asks about the user (speaker_stage.py)
+    personal: str | None = None  # the question's first- or second-person word: no brevity stage (brevity.py)
 
     def with_speaker(self) -> Request:
-        """The request with its speaker cue read from the question (none while assistant_turn_penalty is 0)."""
-        if self.settings.assistant_turn_penalty <= 0:
-            return dataclasses.replace(self, speaker=None)
-        return dataclasses.replace(self, speaker=asks_about_user(self.question))
+        """The request with its speaker cue (none while assistant_turn_penalty is 0) and its personal word (none
+        while brevity_weight is 0) read from the question."""
+        speaker = asks_about_user(self.question) if self.settings.assistant_turn_penalty > 0 else None
+        personal = personal_word(self.question) if self.settings.brevity_weight > 0 else None
+        return dataclasses.replace(self, speaker=speaker, personal=personal)
 
 
 def stop_reason(query: str, seen: Sequence[str]) -> str | None:
@@ -295,6 +298,7 @@ class Retriever:
                 staged,
                 window=req.time_window,
                 speaker=req.speaker,
+                personal=req.personal,
             )
         for name, ms in staged.items():
             timer.record(name, ms)
@@ -443,9 +447,13 @@ class Retriever:
         if graph:
             with self.b.db.read() as conn:
                 relink = self._relinker(conn, req)
-                runs = replay_runs(trace, req.settings, req.now, gone, relink, req.time_window, req.speaker)
+                runs = replay_runs(
+                    trace, req.settings, req.now, gone, relink, req.time_window, req.speaker, req.personal
+                )
         else:
-            runs = replay_runs(trace, req.settings, req.now, gone, window=req.time_window, speaker=req.speaker)
+            runs = replay_runs(
+                trace, req.settings, req.now, gone, window=req.time_window, speaker=req.speaker, personal=req.personal
+            )
         stop = trace.stop_reason if settings.hops >= len(trace.hops) else "max_hops"
         new = self._finish(
             req,

@@ -80,6 +80,9 @@ class CandidateScores(_StoredRecord):
     time_days_outside: int | None = None
     time_score: float | None = None
     time_factor: float | None = None
+    # the brevity stage (a conversation's turn, when on): its words and its factor (brevity.py)
+    brevity_words: int | None = None
+    brevity_factor: float | None = None
     temporal: float | None = None
     # feedback stage and the later-hop discount
     feedback_net: int | None = None

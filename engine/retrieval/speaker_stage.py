@@ -81,11 +81,17 @@ def spoken_by_assistant(text: str) -> bool:
     return text.lstrip()[: len(ASSISTANT_PREFIX)].lower() == ASSISTANT_PREFIX
 
 
+def own_words(text: str) -> str:
+    """A stored turn's own words: what follows a ``<speaker> said, "`` prefix, without the closing quote and what
+    follows it (an image caption), or the whole text."""
+    turn = _QUOTED_TURN.match(text)
+    return (turn.group(1) if turn else text).rstrip(_CLOSING)
+
+
 def asks_rather_than_tells(text: str, max_words: int = QUESTION_TURN_MAX_WORDS) -> bool:
     """A stored turn that asks rather than tells: its own words end with a question mark, and they are at most
     ``max_words`` (a longer turn tells before it asks)."""
-    turn = _QUOTED_TURN.match(text)
-    own = (turn.group(1) if turn else text).rstrip(_CLOSING)
+    own = own_words(text)
     return own.endswith("?") and len(own.split()) <= max_words
 
 

@@ -26,6 +26,7 @@ from ..trace.hop_records import FusionWeight
 from ..trace.records import CandidateInput
 from ..trace.time_records import TimeWindow
 from ..vocab import Relevance
+from .brevity import BrevityScores, brevity_stage
 from .key_search import key_cosines, key_lexical, keys_on
 from .lexical_weight import lexical_weight
 from .scores import CandidateScores, StageRanks, Verdict
@@ -96,7 +97,7 @@ class TemporalScores:
     decay: tuple[float, ...]
     importance: tuple[float | None, ...]
     importance_factor: tuple[float, ...]
-    temporal: tuple[float, ...]  # hybrid * decay * importance_factor
+    temporal: tuple[float, ...]  # hybrid * decay * importance_factor (score_hop then applies time and brevity)
 
 
 @dataclass(frozen=True)
@@ -118,11 +119,14 @@ def score_hop(
     timings: dict[str, float] | None = None,
     window: TimeWindow | None = None,
     speaker: str | None = None,
+    personal: str | None = None,
 ) -> list[Scored]:
-    """Hybrid score (with the entity, session and speaker stages' parts), relevance filter, temporal and importance,
-    feedback, later-hop discount. Returns kept candidates first, ordered by final score, then the dropped ones
-    (ordered by hybrid score). The session stage's milliseconds go into ``timings`` (as ``sessions``) when given.
-    ``speaker`` is the cue that the question asks about the user (speaker_stage.py; None: the stage adds nothing)."""
+    """Hybrid score (with the entity, session and speaker stages' parts), relevance filter, temporal and importance
+    (times the time stage's and the brevity stage's factors), feedback, later-hop discount. Returns kept candidates
+    first, ordered by final score, then the dropped ones (ordered by hybrid score). The session stage's milliseconds
+    go into ``timings`` (as ``sessions``) when given.
+    ``speaker`` is the cue that the question asks about the user (speaker_stage.py; None: the stage adds nothing);
+    ``personal`` the question's first- or second-person word (brevity.py; set: the brevity stage stays off)."""
     if not inputs:
         return []
     lexical = lexical_scores(inputs, query, settings)
@@ -153,11 +157,12 @@ def score_hop(
         relevance_filter(inputs, lexical, fusion, relevance_text, settings), inputs, times, window, settings
     )
     temporal = temporal_scores(inputs, fusion, settings, now)
-    temporal = dataclasses.replace(temporal, temporal=with_time_factor(temporal.temporal, times))
+    brevity = brevity_stage(inputs, float(settings.brevity_weight), int(settings.brevity_full_words), personal)
+    temporal = dataclasses.replace(temporal, temporal=brevity.apply(with_time_factor(temporal.temporal, times)))
     feedback = feedback_scores(inputs, temporal, settings, hop)
     ranks, order = hop_ranks(fusion, verdicts, temporal, feedback)
     scores = [
-        candidate_scores(inp, i, lexical, fusion, sessions, spoken, temporal, feedback, times)
+        candidate_scores(inp, i, lexical, fusion, sessions, spoken, temporal, feedback, times, brevity)
         for i, inp in enumerate(inputs)
     ]
     return [Scored(inputs[i], hop, scores[i], verdicts[i], ranks[i]) for i in order]
@@ -190,6 +195,7 @@ def candidate_scores(
     temporal: TemporalScores,
     feedback: FeedbackScores,
     times: TimeScores,
+    brevity: BrevityScores,
 ) -> CandidateScores:
     """Candidate ``i``'s record of every stage's scores.
 
@@ -222,6 +228,8 @@ def candidate_scores(
         times.days_outside[i],  # time_days_outside
         times.score[i],  # time_score
         times.factor[i],  # time_factor
+        brevity.words[i],  # brevity_words
+        brevity.factor[i],  # brevity_factor
         temporal.temporal[i],  # temporal
         feedback.net[i],  # feedback_net
         feedback.factor[i],  # feedback_factor

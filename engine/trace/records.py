@@ -68,6 +68,8 @@ OLDER_TRACE_SETTINGS = {
     "question_turn_max_words": 25,  # (what counted as asking, had the penalty been on)
     "text_search_words": "all",  # full-text search was given the query as it was
     "adaptive_key_weight_hops": "every",  # adaptive_key_weight scaled every hop's key weight before it had a choice
+    "brevity_weight": 0.0,  # no brevity stage before round three's last sessions
+    "brevity_full_words": 60,  # (what counted as short, had the stage been on)
 }
 
 

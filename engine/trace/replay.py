@@ -55,10 +55,12 @@ def replay_runs(
     relink: Relink | None = None,
     window: TimeWindow | None = None,
     speaker: str | None = None,
+    personal: str | None = None,
 ) -> list[HopRun]:
     """The trace's hops (up to ``settings.hops``) scored again from their recorded candidates, in search order,
     without the forgotten ones; with ``relink``, each hop's entity links as the current graph gives them.
-    ``window`` and ``speaker`` are the question's date window and speaker cue under the replay's settings."""
+    ``window``, ``speaker`` and ``personal`` are the question's date window, speaker cue and first- or second-person
+    word under the replay's settings."""
     runs: list[HopRun] = []
     for hop in trace.hops[: settings.hops]:
         ordered = sorted(hop.candidates, key=lambda c: c.search_order)
@@ -77,7 +79,15 @@ def replay_runs(
             entities, again = relink(hop, runs[-1] if runs else None)
             inputs = tuple(i for i in (again(i) for i in inputs) if i is not None)
         scored = score_hop(
-            inputs, hop.query, hop.relevance_text, settings, now, hop.hop, window=window, speaker=speaker
+            inputs,
+            hop.query,
+            hop.relevance_text,
+            settings,
+            now,
+            hop.hop,
+            window=window,
+            speaker=speaker,
+            personal=personal,
         )
         runs.append(
             HopRun(

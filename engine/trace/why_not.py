@@ -157,6 +157,7 @@ def _hop_rows(
         found = f"{c.found_by} (via {c.entity.describe()})" if c.entity is not None else c.found_by
         found += _session_words(trace, hop, c)
         found += _speaker_words(trace, c)
+        found += _brevity_words(trace, c)
         found += f"; this hop's {hop.fusion.describe()}" if hop.fusion is not None and hop.fusion.lowered else ""
         found += f" (matched keys: {_shorten(c.key.describe(), 160)})" if c.key is not None else ""
         found += time_words(trace.time_window, trace.settings.retrieval.time_window, c.created_at, c.scores.time_factor)
@@ -202,6 +203,16 @@ def _speaker_words(trace: RetrievalTrace, c: CandidateTrace) -> str:
     if r.question_turn_penalty > 0 and asks_rather_than_tells(c.text, int(r.question_turn_max_words)):
         why.append("a turn that asks (ends with a question mark)")
     return f"; {' and '.join(why) or 'the speaker stage'}: hybrid {part:+.3g}"
+
+
+def _brevity_words(trace: RetrievalTrace, c: CandidateTrace) -> str:
+    """What the brevity stage did to a short turn: "; a short turn (10 of 60 words): score x0.699" ("" when it
+    left the candidate alone)."""
+    factor = c.scores.brevity_factor
+    if factor is None or factor >= 1.0:
+        return ""
+    full = trace.settings.retrieval.brevity_full_words
+    return f"; a short turn ({c.scores.brevity_words} of {full} words): score x{factor:.3g}"
 
 
 def _entities_followed(hop: HopTrace) -> str:

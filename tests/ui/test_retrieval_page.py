@@ -13,7 +13,7 @@ from apptest_helpers import button, by_label, markdown_texts, no_errors, open_li
 
 from engine import MemoryEngine
 from ui.text import md_escape
-from ui.trace_data import speaker_caption, why_not
+from ui.trace_data import brevity_caption, speaker_caption, why_not
 
 PAGE = "pages/retrieval.py"
 TWO_HOP = json.loads((Path(__file__).resolve().parents[2] / "data" / "demo" / "two_hop.json").read_text())
@@ -373,6 +373,48 @@ def test_a_question_about_the_user_says_which_assistant_turns_it_lowered_and_the
     expected = demo_app.retrieval.replay(trace_id, {"assistant_turn_penalty": 0.0})
     assert "Changed settings: assistant_turn_penalty=0.0" in values(at, "text")
     assert metric(at, "Rank changes") == str(sum(1 for r in expected.ranking if r.rank_change))
+
+
+def test_a_question_about_others_says_which_short_turns_it_lowered_and_the_whatif_can_undo_it(
+    demo_app: MemoryEngine,
+):
+    user = "brevity_page"
+    opening = 'Jon said, "I went to a fair with my dance studio last week."'
+    short = 'Gina said, "Wow, the fair for your dance studio! Awesome!"'
+    long = (
+        'Jon said, "At the fair I set up a booth for the dance studio, ran two free trial classes for kids, handed '
+        "out flyers to every family that walked by, and signed up eleven new students for the autumn term, which is "
+        'more than I hoped for, so next month I will run the same booth at the harvest market in the old square."'
+    )
+    demo_app.items.remember(user, opening)
+    demo_app.items.remember(user, short, preceding_text=opening)
+    demo_app.items.remember(user, long, preceding_text=short)
+    at = ask(open_page(PAGE, user=user), "What did Jon do at the fair for his dance studio?")
+    trace_id = at.session_state["trace_current_id"]
+    trace = demo_app.traces.get(trace_id)
+    lowered = [c for c in trace.hops[0].candidates if (c.scores.brevity_factor or 1.0) < 1.0]
+    assert [c.text for c in lowered] == [short]
+    caption = brevity_caption(trace)
+    assert caption is not None and caption.startswith("Brevity stage: 1 short turn(s)")
+    assert md_escape(caption) in values(at, "caption")
+    slider = at.slider(key="trace_wi_brevity_weight")
+    assert slider.value == demo_app.settings.brevity_weight
+    slider.set_value(0.0)
+    button(at, "Replay with these settings").click().run()
+    no_errors(at)
+    expected = demo_app.retrieval.replay(trace_id, {"brevity_weight": 0.0})
+    assert "Changed settings: brevity_weight=0.0" in values(at, "text")
+    assert metric(at, "Rank changes") == str(sum(1 for r in expected.ranking if r.rank_change))
+    # A question in the first person: the stage is off, the page says why, and the What-if has no slider for it
+    at = ask(open_page(PAGE, user=user), "What did I tell Gina about my dance studio?")
+    personal = demo_app.traces.get(at.session_state["trace_current_id"])
+    off = brevity_caption(personal)
+    assert off == (
+        'Brevity stage: off for this question (it speaks in the first or second person: "i"), where a short turn '
+        "can be the whole answer"
+    )
+    assert md_escape(off) in values(at, "caption")
+    assert not [s for s in at.slider if s.key == "trace_wi_brevity_weight"]
 
 
 def test_whatif_has_no_assistant_turn_penalty_without_assistant_turns(demo_app: MemoryEngine):

@@ -12,23 +12,11 @@ from engine.retrieval.assembly import assemble, merge, mmr, similarity_function,
 from engine.retrieval.scores import CandidateScores, StageRanks, Verdict
 from engine.retrieval.stages import Scored
 from engine.trace.records import CandidateInput
+from tests.support.candidate_inputs import candidate_input
 
 
 def inp(id: str, text: str = "", created_at: str = "2025-06-01T12:00:00+00:00") -> CandidateInput:
-    return CandidateInput(
-        id=id,
-        kind="semantic",
-        text=text or f"memory {id}",
-        created_at=created_at,
-        importance=None,
-        evergreen=False,
-        success_count=0,
-        failure_count=0,
-        feedback_net=0,
-        vector_similarity=0.5,
-        fts_score=None,
-        found_by="vector",
-    )
+    return candidate_input(id, text or f"memory {id}", created_at=created_at)
 
 
 def scored(id: str, final: float, hop: int = 1, text: str = "", kept: bool = True, **ranks: int) -> Scored:
