@@ -79,7 +79,7 @@ class Request:
     speaker: str | None = None  # the cue that the question asks about the user (speaker_stage.py)
     personal: str | None = None  # the question's first- or second-person word: no brevity stage (brevity.py)
 
-    def with_speaker(self) -> Request:
+    def with_question_cues(self) -> Request:
         """The request with its speaker cue (none while assistant_turn_penalty is 0) and its personal word (none
         while brevity_weight is 0) read from the question."""
         speaker = asks_about_user(self.question) if self.settings.assistant_turn_penalty > 0 else None
@@ -161,7 +161,7 @@ class Retriever:
             self.b.db.refuse_if_read_only()
         settings = self.settings_for(overrides, hops, budget, preset)
         when = parse_time(now) if now is not None else utcnow()
-        req = Request(user_id, session_id, question, settings, when, tuple(sources)).with_speaker()
+        req = Request(user_id, session_id, question, settings, when, tuple(sources)).with_question_cues()
         read_by = None
         if settings.time_window != "off":
             with timer.stage("time_window"):
@@ -442,7 +442,7 @@ class Retriever:
         timer = StageTimer()
         settings = replay_settings(self.b.settings, trace, overrides)
         req = Request(trace.user_id, trace.session_id, trace.question, settings, parse_time(trace.settings.now))
-        req = req.with_speaker()
+        req = req.with_question_cues()
         req = dataclasses.replace(req, time_window=replay_window(trace, settings, req.now))
         if graph:
             with self.b.db.read() as conn:

@@ -209,6 +209,7 @@ def test_a_question_in_the_first_person_runs_without_the_stage_live_in_replay_an
     live_off = engine.retrieval.retrieve(USER, PERSONAL, overrides={"top_k": 10, "brevity_weight": 0.0}, now=NOW)
     assert [(r.id, r.final) for r in trace.ranking] == [(r.id, r.final) for r in live_off.ranking]
     replayed = engine.retrieval.replay_trace(engine.traces.get(trace.trace_id))
+    assert replayed.hops[0].candidates
     assert all(c.scores.brevity_factor is None for h in replayed.hops for c in h.candidates)
     assert brevity_caption(trace) == (
         'Brevity stage: off for this question (it speaks in the first or second person: "i"), where a short turn '
