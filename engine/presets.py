@@ -46,6 +46,7 @@ LLMEMORY: dict[str, Any] = {
     "assistant_turn_penalty": 0.0,  # [memlens] llmemory scores every memory alike, whoever spoke it
     "question_turn_penalty": 0.0,  # [memlens] and whether it asks or tells
     "brevity_weight": 0.0,  # [memlens] and however short it is
+    "participant_weight": 0.0,  # [memlens] and searches with the query's own vector
     "text_search_words": "all",  # [memlens] llmemory's full-text search is given the query as it is
 }
 
@@ -79,6 +80,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         # brevity stage on as well (LoCoMo dev, 2 hops) overall fell 0.791 -> 0.786 and adversarial 0.844 -> 0.829
         # while multi-hop rose 0.516 -> 0.527 (1 hop: 0.783 -> 0.783, multi-hop 0.498 -> 0.508).
         "brevity_weight": 0.0,
+        # Not measured with the participant stage yet (2026-12-08): it keeps the vector it was tuned with.
+        "participant_weight": 0.0,
     },
 }
 

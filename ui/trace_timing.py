@@ -14,7 +14,7 @@ from typing import Any
 
 from engine import RetrievalTrace, asks_rather_than_tells, personal_word, spoken_by_assistant
 
-HOP_STAGES = ("embed_query", "search", "entities", "keys", "candidates", "llm_judge", "scoring")
+HOP_STAGES = ("embed_query", "search", "participants", "entities", "keys", "candidates", "llm_judge", "scoring")
 FIRST_STAGES = ("time_window", "query_generation")  # before the first hop, in this order
 INSIDE_STAGES = {"sessions": "scoring"}  # a hop's stages timed inside another of its stages (stages.score_hop)
 STAGE_LABELS = {
@@ -22,6 +22,7 @@ STAGE_LABELS = {
     "query_generation": "query generation",
     "embed_query": "embed the query",
     "search": "search",
+    "participants": "search again without the participants' names",
     "entities": "entity stage",
     "keys": "search the extra keys",
     "candidates": "load candidates",
@@ -158,6 +159,12 @@ def _hop_io(trace: RetrievalTrace, number: int, stage: str | None) -> tuple[Rows
         how = [s for s in (trace.strategies.vector_search, trace.strategies.full_text_search) if s]
         words = [("full-text query", _short(hop.text_query))] if hop.text_query else []
         return query + words + [("searches", "; ".join(how) or "—")], [("found", found)]
+    if stage == "participants":
+        blended = trace.settings.retrieval_values().get("participant_weight")
+        return [
+            ("query without the names", _short(hop.vector_query or "—")),
+            ("its share of the vector", str(blended)),
+        ], [("found", found)]
     if stage == "candidates":
         kinds: dict[str, int] = {}
         for c in cands:

@@ -203,6 +203,12 @@ def hop_section(trace: RetrievalTrace, hop_index: int, top_n: int, labels: Any =
                 f"Full-text search was given {md_escape(repr(hop.text_query))}: the query without its question and "
                 "function words"
             )
+        if hop.vector_query is not None:  # the participant stage (engine/retrieval/participants.py)
+            st.caption(
+                f"Vector search was given the query blended with {md_escape(repr(hop.vector_query))}: the query "
+                "without the names of the conversation's participants (participant_weight); the cosines are to that "
+                "blend"
+            )
         if hop.fusion is not None:  # the BM25 weight this hop's fusion used (engine/retrieval/lexical_weight.py)
             st.caption(f"Fusion: {md_escape(hop.fusion.describe())}")
         ranked_sessions = [r for r in (c.scores.session_rank for c in hop.candidates) if r is not None]

@@ -52,7 +52,16 @@ UPDATE_MEMORY = "update_memory"
 DELETE_MEMORY = "delete_memory"
 RETRIEVER, CHAIN = "RETRIEVER", "CHAIN"  # OpenInference span kinds
 # Stages a hop runs one after another; any other stage a hop records was timed inside ``scoring``.
-SEQUENTIAL_HOP_STAGES = ("embed_query", "search", "entities", "keys", "candidates", "llm_judge", "scoring")
+SEQUENTIAL_HOP_STAGES = (
+    "embed_query",
+    "search",
+    "participants",
+    "entities",
+    "keys",
+    "candidates",
+    "llm_judge",
+    "scoring",
+)
 # A hop span's documents: its best candidates by final rank (every candidate is in ``memlens.candidates``). Each
 # document is four attributes, and a hop's dozens of candidates as documents were most of the export's work.
 HOP_DOCUMENTS = 20

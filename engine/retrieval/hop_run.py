@@ -82,6 +82,7 @@ class HopRun:
     entities: tuple[HopEntity, ...] = ()  # what the entity stage started from
     fusion: FusionWeight | None = None  # the BM25 weight its fusion used (lexical_weight.py)
     text_query: str | None = None  # what full-text search was given, when not the query (text.text_search_query)
+    vector_query: str | None = None  # the query without its participants' names, blended in (participants.py)
 
 
 def placement_key(s: Scored) -> tuple[int, str]:
@@ -133,6 +134,7 @@ def hop_trace(run: HopRun, ranked: Mapping[tuple[int, str], tuple[Scored, Placem
         entities=run.entities,
         fusion=run.fusion,
         text_query=run.text_query,
+        vector_query=run.vector_query,
     )
 
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from ..clock import parse_time, utcnow
 from ..config import Settings
 from ..errors import InvalidInput
@@ -44,6 +46,7 @@ from .candidates import LookedUp, build_inputs, search_sources
 from .entity_strategy import EntityFinding, find_entities, relink, relinked
 from .hop_run import HopRun, StageTimer, elapsed_ms, hop_trace, placement_key, ranking_entry
 from .key_search import KEYED_KIND, candidate_key_matches, keys_on, start_key_search
+from .participants import blend, hit_speakers, without_participants
 from .query_vectors import QueryVectors
 from .reasoners import DONE, CallableReasoner, LLMReasoner, OfflineBridgeReasoner, Proposal, Reasoner
 from .similarity import CandidateCosines, cosine_lookup
@@ -226,6 +229,22 @@ class Retriever:
             stop_details = {"proposed_by": proposal.proposed_by, "query": proposal.query, **proposal.details.to_dict()}
         return runs, "max_hops", stop_details
 
+    def _search_without_participants(
+        self,
+        req: Request,
+        qvec: np.ndarray,
+        vector_query: str,
+        hits: dict[str, tuple[list[VectorHit], list[VectorHit]]],
+    ) -> tuple[np.ndarray, dict[str, tuple[list[VectorHit], list[VectorHit]]]]:
+        """The participant stage (participants.py): the query's vector blended with that of ``vector_query`` (the
+        query without its participants' names), and the vector searches run again with it; the full-text hits
+        stay."""
+        blended = blend(qvec, self.query_vectors.vector(vector_query), req.settings.participant_weight)
+        again, _ = search_sources(
+            self.b, req.user_id, vector_query, blended, req.sources, req.settings.top_k, searches=("vector",)
+        )
+        return blended, {kind: (again[kind][0], text_hits) for kind, (_, text_hits) in hits.items()}
+
     def _run_hop(
         self,
         conn: Any,
@@ -251,6 +270,13 @@ class Retriever:
                 self.b, req.user_id, query, qvec, req.sources, req.settings.top_k, text_query=words
             )
         record_search_modes(strategies, modes, hop, req.sources)
+        vector_query = None
+        # The first hop only: a later hop searches with its own vector (participants.py)
+        if req.settings.participant_weight > 0 and hop == 1:
+            vector_query = without_participants(query, hit_speakers(hits))
+            if vector_query is not None:
+                with timer.stage("participants"):
+                    qvec, hits = self._search_without_participants(req, qvec, vector_query, hits)
         finding: EntityFinding = EntityFinding()
         entity_hits: dict[str, list[VectorHit]] = {}
         if req.settings.entity_strategy:
@@ -315,6 +341,7 @@ class Retriever:
             finding.seeds,
             hop_lexical_weight(inputs, req.settings, relevance_text, hop) if inputs else None,
             words if words != query else None,
+            vector_query,
         )
 
     def _entities(

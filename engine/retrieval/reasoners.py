@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..trace.hop_records import ProposalDetails
 from ..vocab import Strategy
+from .participants import SPEAKER_PREFIX
 from .text import CONTENT_STOP_WORDS, content_words
 
 if TYPE_CHECKING:
@@ -34,9 +35,9 @@ _SPEECH = re.compile(r"[.!?,;]")
 _HYPHENATED_WORD = re.compile(r"[a-z]+(?:-[a-z]+)+")
 _PRONOUN = re.compile(r"^I(?:['’]\w+)?$")
 _ROLE_PREFIX = re.compile(r"^(?:user|assistant|system|tool)[ \t]*:[ \t]*", re.IGNORECASE)
-# A conversation turn as the benchmark importer writes it: 'Melanie said, "..."'. The speaker is a participant, on
-# every other line of the conversation, never the bridge to another fact.
-_SPEAKER_PREFIX = re.compile(r"^([A-Z][\w'’-]*(?:[ \t][A-Z][\w'’-]*)?) said, ")
+# A conversation turn ('Melanie said, "..."', participants.SPEAKER_PREFIX): the speaker is a participant, on every
+# other line of the conversation, never the bridge to another fact.
+_SPEAKER_PREFIX = SPEAKER_PREFIX
 # Chat filler that fills the top results of any conversation: never a key term.
 _CHAT_FILLER = frozenset(
     "yeah yep yes awesome thanks thank great really sounds cool nice glad wow haha lol totally definitely "

@@ -70,6 +70,7 @@ OLDER_TRACE_SETTINGS = {
     "adaptive_key_weight_hops": "every",  # adaptive_key_weight scaled every hop's key weight before it had a choice
     "brevity_weight": 0.0,  # no brevity stage before round three's last sessions
     "brevity_full_words": 60,  # (what counted as short, had the stage been on)
+    "participant_weight": 0.0,  # the query's own vector searched alone before the participant stage
 }
 
 
@@ -319,6 +320,9 @@ class HopTrace:
     fusion: FusionWeight | None = None
     # what full-text search was given when it was not the query (text_search_words=content; None: the query)
     text_query: str | None = None
+    # the query without the conversation's participants' names, whose vector was blended into the query's for the
+    # vector search and the cosines (participant_weight; None: the query's own vector)
+    vector_query: str | None = None
 
     def __post_init__(self) -> None:
         # Built from a stored trace (or by hand), these arrive as plain mappings: keep the typed records.
@@ -355,6 +359,8 @@ class HopTrace:
             plain["fusion"] = self.fusion.to_dict()
         if self.text_query is None:  # and one whose full-text search was given its query
             del plain["text_query"]
+        if self.vector_query is None:  # and one searched with its own vector
+            del plain["vector_query"]
         return plain
 
 

@@ -63,6 +63,7 @@ def redact_trace(trace: RetrievalTrace, ids: Collection[str], tombstone: Tombsto
                 query=REDACTED_QUERY,
                 relevance_text=REDACTED_QUERY,
                 text_query=None if h.text_query is None else REDACTED_QUERY,
+                vector_query=None if h.vector_query is None else REDACTED_QUERY,
             )
         return h
 
@@ -113,6 +114,13 @@ def redact_quotes(trace: RetrievalTrace, texts: Mapping[str, str]) -> RetrievalT
                 value = value.replace(words, FORGOTTEN_TEXT.format(id=item_id))
         return value
 
+    def vector_text(h: HopTrace, query: str) -> str | None:
+        # The query without its participants' names (participants.py): a quote with a name in it no longer matches
+        # there whole, so a query that quoted a forgotten text leaves no part of it behind.
+        if h.vector_query is None:
+            return None
+        return REDACTED_QUERY if query != h.query else str(sub(h.vector_query))
+
     def hop(h: HopTrace) -> HopTrace:
         query = sub(h.query)
         return dataclasses.replace(
@@ -121,6 +129,7 @@ def redact_quotes(trace: RetrievalTrace, texts: Mapping[str, str]) -> RetrievalT
             relevance_text=sub(h.relevance_text),
             proposal=ProposalDetails.from_dict(sub(h.proposal.to_dict())),
             text_query=full_text(h, query),
+            vector_query=vector_text(h, query),
         )
 
     hops = tuple(hop(h) for h in trace.hops)

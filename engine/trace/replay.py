@@ -102,6 +102,7 @@ def replay_runs(
                 entities=entities,
                 fusion=hop_lexical_weight(inputs, settings, hop.relevance_text, hop.hop) if inputs else None,
                 text_query=hop.text_query,  # the search is not run again: what it was given stays
+                vector_query=hop.vector_query,  # and so do the cosines to the vector it searched with
             )
         )
     return runs

@@ -130,6 +130,14 @@ def _used_before(trace: RetrievalTrace, rank: int) -> int:
     return sum(r.tokens for r in trace.ranking if r.in_context and r.rank is not None and r.rank < rank)
 
 
+def _participants_words(hop: HopTrace) -> str:
+    """The participant stage's part in a hop (retrieval/participants.py): the vector it searched with."""
+    if hop.vector_query is None:
+        return ""
+    without = _shorten(hop.vector_query, 80)
+    return f"; vector search and cosines used the query blended with {without!r} (its participants' names left out)"
+
+
 def _hop_rows(
     trace: RetrievalTrace, item_id: str, winner_hop: Mapping[str, int]
 ) -> list[tuple[HopStage, dict[str, Any]]]:
@@ -148,6 +156,7 @@ def _hop_rows(
                         "stage": HOP_STAGE_LABELS[HopStage.SEARCH],
                         "rule": f"top_k={top_k} per source",
                         "what happened": f"not among the top {top_k} vector or full-text results"
+                        + _participants_words(hop)
                         + _entities_followed(hop),
                     },
                 )
@@ -158,6 +167,7 @@ def _hop_rows(
         found += _session_words(trace, hop, c)
         found += _speaker_words(trace, c)
         found += _brevity_words(trace, c)
+        found += _participants_words(hop)
         found += f"; this hop's {hop.fusion.describe()}" if hop.fusion is not None and hop.fusion.lowered else ""
         found += f" (matched keys: {_shorten(c.key.describe(), 160)})" if c.key is not None else ""
         found += time_words(trace.time_window, trace.settings.retrieval.time_window, c.created_at, c.scores.time_factor)
@@ -206,7 +216,7 @@ def _speaker_words(trace: RetrievalTrace, c: CandidateTrace) -> str:
 
 
 def _brevity_words(trace: RetrievalTrace, c: CandidateTrace) -> str:
-    """What the brevity stage did to a short turn: "; a short turn (10 of 60 words): score x0.699" ("" when it
+    """What the brevity stage did to a short turn: "; a short turn (10 of 60 words): score x0.584" ("" when it
     left the candidate alone)."""
     factor = c.scores.brevity_factor
     if factor is None or factor >= 1.0:

@@ -429,3 +429,14 @@ def test_a_hop_says_what_its_full_text_search_was_given(demo_app: MemoryEngine):
     words = trace.hops[0].text_query
     assert words is not None and words != trace.hops[0].query
     assert any(v.startswith(f"Full-text search was given {md_escape(repr(words))}") for v in values(at, "caption"))
+
+
+def test_a_hop_that_named_a_participant_says_what_its_vector_search_was_given(demo_app: MemoryEngine):
+    user = "participants_page"
+    for text in ('Jon said, "I opened my own dance studio downtown!"', 'Gina said, "Hey Jon, congrats on the studio!"'):
+        demo_app.items.remember(user, text)
+    at = ask(open_page(PAGE, user=user), "What did Jon open downtown?")
+    trace = demo_app.traces.get(at.session_state["trace_current_id"])
+    assert trace.hops[0].vector_query == "What did open downtown?"
+    expected = f"Vector search was given the query blended with {md_escape(repr('What did open downtown?'))}"
+    assert any(v.startswith(expected) for v in values(at, "caption"))

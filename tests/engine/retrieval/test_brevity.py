@@ -165,7 +165,7 @@ def test_the_trace_records_each_turns_words_and_factor_and_replays_it_exactly(en
     trace = engine.retrieval.retrieve(USER, QUESTION, overrides={"top_k": 10}, now=NOW)
     opening, short, long = (candidate(trace, i) for i in ids)
     assert opening.scores.brevity_words is None and opening.scores.brevity_factor is None  # no preceding text
-    assert short.scores.brevity_words == 10 and short.scores.brevity_factor == pytest.approx((10 / 60) ** 0.2)
+    assert short.scores.brevity_words == 10 and short.scores.brevity_factor == pytest.approx((10 / 60) ** 0.3)
     assert long.scores.brevity_words > 60 and long.scores.brevity_factor == 1.0
     stored = engine.traces.get(trace.trace_id)
     assert candidate(stored, ids[1]).scores == short.scores
@@ -180,16 +180,16 @@ def test_the_trace_records_each_turns_words_and_factor_and_replays_it_exactly(en
     # The stage lowered the short turn's final score by its factor and nothing else
     before = {r.id: r.final for r in live_off.ranking}
     after = {r.id: r.final for r in trace.ranking}
-    assert after[ids[1]] == pytest.approx(before[ids[1]] * (10 / 60) ** 0.2, rel=1e-5)
+    assert after[ids[1]] == pytest.approx(before[ids[1]] * (10 / 60) ** 0.3, rel=1e-5)
     assert after[ids[2]] == pytest.approx(before[ids[2]], rel=1e-9)
 
 
 def test_why_not_the_trace_page_and_the_scoring_span_name_the_short_turn(engine, ids):
     trace = engine.retrieval.retrieve(USER, QUESTION, overrides={"top_k": 10}, now=NOW, save=False)
-    assert "a short turn (10 of 60 words): score x0.699" in why_not(trace, ids[1]).rows[0]["what happened"]
+    assert "a short turn (10 of 60 words): score x0.584" in why_not(trace, ids[1]).rows[0]["what happened"]
     assert "short turn" not in why_not(trace, ids[2]).rows[0]["what happened"]
     assert brevity_caption(trace) == (
-        "Brevity stage: 1 short turn(s) of a conversation kept (words / 60) ** 0.2 of their score (columns "
+        "Brevity stage: 1 short turn(s) of a conversation kept (words / 60) ** 0.3 of their score (columns "
         "brevity_words, brevity_factor)"
     )
     inputs, _ = span_io(trace, "hop1.scoring")
@@ -233,4 +233,4 @@ def test_traces_from_before_the_stage_read_as_run_without_it():
 
 def test_the_llmemory_preset_runs_without_the_brevity_stage_and_the_default_with_it():
     assert Settings().with_overrides(PRESETS["llmemory"]).brevity_weight == 0.0
-    assert (Settings().brevity_weight, Settings().brevity_full_words) == (0.2, 60)
+    assert (Settings().brevity_weight, Settings().brevity_full_words) == (0.3, 60)

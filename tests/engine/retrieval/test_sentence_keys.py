@@ -12,6 +12,7 @@ import pytest
 
 from engine import MemoryEngine, Settings
 from engine.memory.memory_keys import MAX_SENTENCE_KEYS, sentence_texts
+from engine.retrieval.participants import blend
 from engine.trace.records import TraceSettings
 
 TURN = 'Nate said, "Thanks for asking about my weekend, it was long! I usually play CS:GO with my team on Fridays."'
@@ -153,7 +154,11 @@ def test_candidate_keys_score_the_found_memories_by_their_nearest_sentence(engin
     trace = engine.retrieval.retrieve("u", QUESTION, overrides=overrides, now=NOW)
     assert trace.strategies.to_dict()["key_search"] == "semantic: candidates' keys only (exact)"
     turn = turn_of(trace)
-    q = embedder.embed([QUESTION])[0]
+    # The question names Nate, who speaks the turn: the hop's vector is the participant stage's blend, and the keys
+    # are matched to it like the candidates' own cosines (participants.py)
+    assert trace.hops[0].vector_query == "Which game does play with his team?"
+    own, without = embedder.embed([QUESTION, trace.hops[0].vector_query])
+    q = blend(own, without, engine.settings.participant_weight)
     sentences = sentence_texts(TURN)
     by_hand = max(float(v @ q) for v in embedder.embed(sentences))
     assert turn.key is not None and turn.key.cosine_text == ANSWER and not turn.key.brought_in

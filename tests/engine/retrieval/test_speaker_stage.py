@@ -28,6 +28,7 @@ from engine.trace.codec import trace_json
 from engine.trace.records import CandidateInput
 from engine.trace.why_not import why_not
 from tests.support.stored_trace import empty_trace
+from tests.support.stored_turns import remember_turns
 from ui.trace_data import speaker_caption
 from ui.trace_timing import span_io
 
@@ -140,7 +141,7 @@ def engine(module_settings: Settings, embedder) -> MemoryEngine:
 
 @pytest.fixture(scope="module")
 def ids(engine: MemoryEngine) -> list[str]:
-    return [engine.items.remember(USER, t, created_at=T + timedelta(minutes=n)).id for n, t in enumerate(TURNS)]
+    return remember_turns(engine, USER, TURNS, T)
 
 
 def candidate(trace, item_id: str):

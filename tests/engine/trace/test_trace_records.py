@@ -148,7 +148,7 @@ def test_the_hop_stages_fill_each_score_under_its_own_name():
         assert sc.hybrid == pytest.approx(sc.hybrid_vector_part + sc.hybrid_bm25_part)
         # the brevity stage: only the turn (the candidate with a preceding text, 3 words) has its words and factor
         assert (sc.brevity_words, sc.brevity_factor) == (
-            (3, pytest.approx((3 / 60) ** 0.2)) if inp.preceding_text else (None, None)
+            (3, pytest.approx((3 / 60) ** settings.brevity_weight)) if inp.preceding_text else (None, None)
         )
         assert sc.temporal == pytest.approx(sc.hybrid * sc.decay * sc.importance_factor * (sc.brevity_factor or 1.0))
         assert sc.final == pytest.approx(sc.temporal * sc.feedback_factor * 0.5)
