@@ -80,8 +80,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         # brevity stage on as well (LoCoMo dev, 2 hops) overall fell 0.791 -> 0.786 and adversarial 0.844 -> 0.829
         # while multi-hop rose 0.516 -> 0.527 (1 hop: 0.783 -> 0.783, multi-hop 0.498 -> 0.508).
         "brevity_weight": 0.0,
-        # Not measured with the participant stage yet (2026-12-08): it keeps the vector it was tuned with.
-        "participant_weight": 0.0,
+        # The participant stage is on at the default's 0.4 (LoCoMo dev, 2 hops, off -> on: 0.791 -> 0.801, every
+        # category at least as high; 1 hop 0.783 -> 0.793, multi-hop 0.498 -> 0.491); no other set names a speaker.
     },
 }
 

@@ -162,9 +162,9 @@ def test_a_name_that_opens_no_stored_turn_is_kept(engine):
     assert trace.hops[0].candidates and trace.hops[0].vector_query is None
 
 
-def test_traces_from_before_the_stage_and_the_presets():
+def test_traces_from_before_the_stage_and_the_presets_llmemory_without_it():
     settings = empty_trace({"top_k": 10, "now": NOW.isoformat()}, NOW).settings
     assert settings.retrieval.participant_weight == 0.0 and "participant_weight" not in settings.absent
     assert Settings().with_overrides(PRESETS["llmemory"]).participant_weight == 0.0
-    assert Settings().with_overrides(PRESETS["deep"]).participant_weight == 0.0
+    assert Settings().with_overrides(PRESETS["deep"]).participant_weight == 0.4
     assert Settings().participant_weight == 0.4
