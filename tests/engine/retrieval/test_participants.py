@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from engine import MemoryEngine, Settings
+from engine.interop.otel_spans import retrieval_spans
 from engine.presets import PRESETS
 from engine.providers.embedders import embed_queries
 from engine.retrieval.participants import blend, speakers, without_participants
@@ -131,7 +132,13 @@ def test_why_not_and_the_timing_span_name_the_blend(engine, ids):
     inputs, _ = span_io(trace, "hop1.participants")
     assert ("query without the names", "What did paint for the art show?") in inputs
     assert ("its share of the vector", "0.4") in inputs
-    assert "hop1.participants" in {f"hop1.{k}" for k in trace.hops[0].timings_ms.as_dict()}
+    assert "participants" in trace.hops[0].timings_ms.as_dict()
+    # The OpenTelemetry export lays the stage between the search and the candidates' load
+    spans = [s for top in retrieval_spans(trace) for s in top.walk() if s.name.startswith("memlens.stage")]
+    names = [s.name for s in spans]
+    after = spans[names.index("memlens.stage participants")]
+    assert names[names.index("memlens.stage participants") - 1] == "memlens.stage search"
+    assert after.start_ns == spans[names.index("memlens.stage search")].end_ns
 
 
 def test_a_later_hop_searches_with_its_own_vector(engine, ids):
