@@ -35,9 +35,6 @@ _SPEECH = re.compile(r"[.!?,;]")
 _HYPHENATED_WORD = re.compile(r"[a-z]+(?:-[a-z]+)+")
 _PRONOUN = re.compile(r"^I(?:['’]\w+)?$")
 _ROLE_PREFIX = re.compile(r"^(?:user|assistant|system|tool)[ \t]*:[ \t]*", re.IGNORECASE)
-# A conversation turn ('Melanie said, "..."', participants.SPEAKER_PREFIX): the speaker is a participant, on every
-# other line of the conversation, never the bridge to another fact.
-_SPEAKER_PREFIX = SPEAKER_PREFIX
 # Chat filler that fills the top results of any conversation: never a key term.
 _CHAT_FILLER = frozenset(
     "yeah yep yes awesome thanks thank great really sounds cool nice glad wow haha lol totally definitely "
@@ -165,12 +162,14 @@ class OfflineBridgeReasoner:
         # A chat turn stored as "user: ..." names its role, not a topic: the role word is never a bridge or key term.
         roles = sum(1 for text in accumulated[: self.pool] if _ROLE_PREFIX.match(text))
         pool = [_ROLE_PREFIX.sub("", text, count=1) for text in accumulated[: self.pool]]
-        speakers = [m.group(1) for m in map(_SPEAKER_PREFIX.match, pool) if m]
+        # A conversation turn ('Melanie said, "..."'): the speaker is a participant, on every other line of the
+        # conversation, never the bridge to another fact.
+        speakers = [m.group(1) for m in map(SPEAKER_PREFIX.match, pool) if m]
         # Chat turns ("user: ...", 'Melanie said, "..."') make up most of the results: a conversation.
         conversation = max(roles, len(speakers)) * 2 >= len(pool) > 0
         for name in speakers:
             known |= _words(name)
-        pool = [_SPEAKER_PREFIX.sub("", text, count=1) for text in pool]
+        pool = [SPEAKER_PREFIX.sub("", text, count=1) for text in pool]
         if not pool:
             return Proposal(DONE, self.name, ProposalDetails(why="no results to bridge from"))
         names_mid = {
