@@ -310,174 +310,59 @@ def whatif_controls(trace: RetrievalTrace) -> dict[str, Any]:
     specs = {d["name"]: d for d in Settings.describe()}
     s = trace.settings.retrieval.retrieval_dict()  # a setting an older trace lacks has its default there
     values: dict[str, Any] = {}
+
+    # Each control is named after its setting, starts at the trace's value and keeps its widget key trace_wi_<name>.
+    def slider(name: str, lo: float, hi: float, step: float, value: float | None = None) -> None:
+        start = float(s[name]) if value is None else value
+        values[name] = st.slider(name, lo, hi, start, step, help=specs[name]["help"], key=f"trace_wi_{name}")
+
+    def toggle(name: str, label: str | None = None) -> None:
+        values[name] = st.toggle(label or name, bool(s[name]), help=specs[name]["help"], key=f"trace_wi_{name}")
+
+    def radio(name: str) -> None:
+        choices = list(specs[name]["choices"])
+        values[name] = st.radio(
+            name,
+            choices,
+            index=choices.index(s[name]),
+            horizontal=True,
+            help=specs[name]["help"],
+            key=f"trace_wi_{name}",
+        )
+
     c1, c2, c3 = st.columns(3)
     with c1:
-        values["bm25_weight"] = st.slider(
-            "bm25_weight",
-            0.0,
-            1.0,
-            float(s["bm25_weight"]),
-            0.05,
-            help=specs["bm25_weight"]["help"],
-            key="trace_wi_bm25_weight",
-        )
-        values["adaptive_bm25"] = st.toggle(
-            "adaptive_bm25",
-            bool(s["adaptive_bm25"]),
-            help=specs["adaptive_bm25"]["help"],
-            key="trace_wi_adaptive_bm25",
-        )
-        values["adaptive_bm25_events"] = st.toggle(
-            "adaptive_bm25_events",
-            bool(s["adaptive_bm25_events"]),
-            help=specs["adaptive_bm25_events"]["help"],
-            key="trace_wi_adaptive_bm25_events",
-        )
+        slider("bm25_weight", 0.0, 1.0, 0.05)
+        toggle("adaptive_bm25")
+        toggle("adaptive_bm25_events")
         hl = float(s["half_life_days"])
-        values["half_life_days"] = st.slider(
-            "half_life_days",
-            min(1.0, hl),
-            max(365.0, hl),
-            hl,
-            1.0,
-            help=specs["half_life_days"]["help"],
-            key="trace_wi_half_life_days",
-        )
-        values["relevance_min_score"] = st.slider(
-            "relevance_min_score",
-            0.0,
-            1.0,
-            float(s["relevance_min_score"]),
-            0.05,
-            help=specs["relevance_min_score"]["help"],
-            key="trace_wi_relevance_min_score",
-        )
+        slider("half_life_days", min(1.0, hl), max(365.0, hl), 1.0)
+        slider("relevance_min_score", 0.0, 1.0, 0.05)
     with c2:
-        values["feedback_weight"] = st.slider(
-            "feedback_weight",
-            0.0,
-            1.0,
-            float(s["feedback_weight"]),
-            0.05,
-            help=specs["feedback_weight"]["help"],
-            key="trace_wi_feedback_weight",
-        )
-        iw = float(s["importance_weight"])
-        values["importance_weight"] = st.slider(
-            "importance_weight",
-            0.0,
-            max(3.0, iw),
-            iw,
-            0.1,
-            help=specs["importance_weight"]["help"],
-            key="trace_wi_importance_weight",
-        )
+        slider("feedback_weight", 0.0, 1.0, 0.05)
+        slider("importance_weight", 0.0, max(3.0, float(s["importance_weight"])), 0.1)
         budget = int(s["budget_tokens"])
-        values["budget_tokens"] = st.slider(
-            "budget_tokens",
-            min(50, budget),
-            max(8000, 2 * budget),
-            budget,
-            50,
-            help=specs["budget_tokens"]["help"],
-            key="trace_wi_budget_tokens",
-        )
+        slider("budget_tokens", min(50, budget), max(8000, 2 * budget), 50, value=budget)
     with c3:
-        values["mmr_enabled"] = st.toggle(
-            "MMR", bool(s["mmr_enabled"]), help=specs["mmr_enabled"]["help"], key="trace_wi_mmr_enabled"
-        )
-        values["mmr_lambda"] = st.slider(
-            "mmr_lambda",
-            0.0,
-            1.0,
-            float(s["mmr_lambda"]),
-            0.05,
-            help=specs["mmr_lambda"]["help"],
-            key="trace_wi_mmr_lambda",
-        )
-        modes = list(specs["assembly_mode"]["choices"])
-        values["assembly_mode"] = st.radio(
-            "assembly_mode",
-            modes,
-            index=modes.index(s["assembly_mode"]),
-            horizontal=True,
-            help=specs["assembly_mode"]["help"],
-            key="trace_wi_assembly_mode",
-        )
+        toggle("mmr_enabled", "MMR")
+        slider("mmr_lambda", 0.0, 1.0, 0.05)
+        radio("assembly_mode")
         if len(trace.hops) > 1:  # the later-hop discount only matters when there is a later hop
-            values["hop_weight"] = st.slider(
-                "hop_weight",
-                0.0,
-                1.0,
-                float(s["hop_weight"]),
-                0.05,
-                help=specs["hop_weight"]["help"],
-                key="trace_wi_hop_weight",
-            )
+            slider("hop_weight", 0.0, 1.0, 0.05)
         if has_preceding_texts(trace):
-            pw = float(s["preceding_bm25_weight"])
-            values["preceding_bm25_weight"] = st.slider(
-                "preceding_bm25_weight",
-                0.0,
-                max(2.0, pw),
-                pw,
-                0.05,
-                help=specs["preceding_bm25_weight"]["help"],
-                key="trace_wi_preceding_bm25_weight",
-            )
+            slider("preceding_bm25_weight", 0.0, max(2.0, float(s["preceding_bm25_weight"])), 0.05)
             if personal_word(trace.question) is None:  # the brevity stage runs for questions about others only
-                bw = float(s["brevity_weight"])
-                values["brevity_weight"] = st.slider(
-                    "brevity_weight",
-                    0.0,
-                    max(1.0, bw),
-                    bw,
-                    0.05,
-                    help=specs["brevity_weight"]["help"],
-                    key="trace_wi_brevity_weight",
-                )
+                slider("brevity_weight", 0.0, max(1.0, float(s["brevity_weight"])), 0.05)
         if has_assistant_turns(trace):
-            values["assistant_turn_penalty"] = st.slider(
-                "assistant_turn_penalty",
-                0.0,
-                1.0,
-                float(s["assistant_turn_penalty"]),
-                0.05,
-                help=specs["assistant_turn_penalty"]["help"],
-                key="trace_wi_assistant_turn_penalty",
-            )
+            slider("assistant_turn_penalty", 0.0, 1.0, 0.05)
     c4, c5, c6 = st.columns(3)
     with c4:
-        fusions = list(specs["fusion"]["choices"])
-        values["fusion"] = st.radio(
-            "fusion",
-            fusions,
-            index=fusions.index(s["fusion"]),
-            horizontal=True,
-            help=specs["fusion"]["help"],
-            key="trace_wi_fusion",
-        )
+        radio("fusion")
     with c5:
-        values["decay_floor"] = st.slider(
-            "decay_floor",
-            0.0,
-            1.0,
-            float(s["decay_floor"]),
-            0.05,
-            help=specs["decay_floor"]["help"],
-            key="trace_wi_decay_floor",
-        )
+        slider("decay_floor", 0.0, 1.0, 0.05)
     with c6:
         protect = int(s["relevance_protect_top"])
-        values["relevance_protect_top"] = st.slider(
-            "relevance_protect_top",
-            0,
-            max(20, protect),
-            protect,
-            1,
-            help=specs["relevance_protect_top"]["help"],
-            key="trace_wi_relevance_protect_top",
-        )
+        slider("relevance_protect_top", 0, max(20, protect), 1, value=protect)
     return values
 
 
